@@ -1,0 +1,89 @@
+"""The agent registry and each agent's connection status."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from flask import current_app
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from . import clock, db
+from .errors import Conflict, Invalid, NotFound
+from .models import Agent
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def validate_name(name: str) -> str:
+    if not name:
+        raise Invalid("Agent name is required", code="invalid_name")
+    if len(name) > 63:
+        raise Invalid(f"Agent name {name!r} is longer than 63 characters", code="invalid_name")
+    if not _DNS_LABEL.match(name):
+        raise Invalid(
+            f"Agent name {name!r} must consist of lower case letters, digits and '-', "
+            "and start and end with a letter or digit (a DNS label)",
+            code="invalid_name",
+        )
+    return name
+
+
+def create(name: str, kubeconfig_path: str | None = None, kube_context: str | None = None,
+           in_cluster: bool = False) -> Agent:
+    validate_name(name)
+    if in_cluster and kubeconfig_path:
+        raise Invalid("Choose either a kubeconfig or in-cluster configuration, not both")
+    if kube_context and not kubeconfig_path:
+        raise Invalid("A context needs a kubeconfig path")
+    agent = Agent(name=name, kubeconfig_path=kubeconfig_path or None,
+                  kube_context=kube_context or None, in_cluster=in_cluster,
+                  created_at=clock.now(), connection_state="never")
+    session = db.session()
+    session.add(agent)
+    try:
+        session.commit()
+    except IntegrityError:
+        session.rollback()
+        raise Conflict(f"An agent named {name!r} already exists", code="agent_exists") from None
+    return agent
+
+
+def get(name: str) -> Agent:
+    agent = db.session().scalar(select(Agent).where(Agent.name == name))
+    if agent is None:
+        raise NotFound(f"No agent named {name!r}", code="agent_not_found")
+    return agent
+
+
+def all_agents() -> list[Agent]:
+    return list(db.session().scalars(select(Agent).order_by(Agent.name)))
+
+
+@dataclass(frozen=True)
+class ConnectionStatus:
+    state: str  # never / connected / disconnected
+    last_contact: datetime | None
+
+    @property
+    def label(self) -> str:
+        return {"never": "Never connected", "connected": "Connected",
+                "disconnected": "Not connected"}[self.state]
+
+
+def disconnect_after() -> timedelta:
+    return timedelta(seconds=current_app.config["DISCONNECT_AFTER_SECONDS"])
+
+
+def status(agent: Agent, now: datetime | None = None) -> ConnectionStatus:
+    """From the most recent use of any valid token, compared with the threshold."""
+    now = now or clock.now()
+    last = agent.last_contact_at
+    if last is None:
+        # No valid token was ever used; after all were revoked it is simply not connected.
+        return ConnectionStatus("never" if agent.connection_state == "never" else "disconnected",
+                                None)
+    state = "connected" if now - last <= disconnect_after() else "disconnected"
+    return ConnectionStatus(state, last)

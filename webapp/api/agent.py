@@ -1,0 +1,69 @@
+"""The agent-facing API, authenticated by agent tokens."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from flask import Blueprint, Response, current_app, g, jsonify, request
+
+from .. import agents, clock, db, tokens
+from ..clock import isoformat
+from ..recorder import record
+from .payload import EventRules, json_body, parse_events
+
+bp = Blueprint("agent_api", __name__, url_prefix="/api/v1/agent")
+
+
+def agent_token_required(view: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(view)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        header = request.headers.get("Authorization", "")
+        raw = header.removeprefix("Bearer ").strip() if header.startswith("Bearer ") else None
+        token, agent = tokens.authenticate(raw)
+        tokens.record_contact(token, agent)
+        g.agent_token, g.agent = token, agent
+        return view(*args, **kwargs)
+    return wrapped
+
+
+@bp.post("/heartbeat")
+@agent_token_required
+def heartbeat() -> Response:
+    return Response(status=204)
+
+
+@bp.get("/info")
+@agent_token_required
+def info() -> Response:
+    agent = g.agent
+    db.session().refresh(agent)  # contact was just recorded
+    status = agents.status(agent)
+    return jsonify({
+        "agent": {"id": agent.id, "name": agent.name,
+                  "created_at": isoformat(agent.created_at)},
+        "token": {"name": g.agent_token.name, "prefix": g.agent_token.prefix},
+        "connection": {
+            "status": status.state,
+            "last_contact": isoformat(status.last_contact) if status.last_contact else None,
+        },
+    })
+
+
+@bp.post("/events")
+@agent_token_required
+def post_events() -> tuple[Response, int]:
+    config = current_app.config
+    now = clock.now()
+    rules = EventRules(now, config["RETENTION_DAYS"], config["CLOCK_SKEW_SECONDS"],
+                       config["MAX_BATCH_EVENTS"])
+    new_events, is_batch = parse_events(json_body(), rules)
+    token = g.agent_token
+    for new in new_events:
+        new.token_id, new.token_name = token.id, token.name
+    with db.write_transaction() as session:
+        results = record(session, g.agent.id, new_events, now)
+    body = [{"id": r.id, "duplicate": r.duplicate} for r in results]
+    status = 200 if all(r.duplicate for r in results) else 201
+    return jsonify({"events": body} if is_batch else body[0]), status

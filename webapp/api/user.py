@@ -1,0 +1,75 @@
+"""The user-facing JSON API: session or personal token."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from flask import Blueprint, Response, current_app, jsonify, request
+
+from .. import agents, auth, clock, feed
+from ..clock import isoformat
+from ..errors import Invalid
+from ..models import Agent
+
+bp = Blueprint("user_api", __name__, url_prefix="/api/v1")
+
+MAX_LIMIT = 200
+
+
+def agent_json(agent: Agent, counts: dict[str, int] | None = None) -> dict[str, object]:
+    status = agents.status(agent)
+    return {
+        "name": agent.name,
+        "created_at": isoformat(agent.created_at),
+        "connection": {
+            "status": status.state,
+            "last_contact": isoformat(status.last_contact) if status.last_contact else None,
+        },
+        "last_24h": counts or {"error": 0, "warning": 0},
+        "cluster": {
+            "kubeconfig": agent.kubeconfig_path,
+            "context": agent.kube_context,
+            "in_cluster": agent.in_cluster,
+        },
+    }
+
+
+@bp.get("/agents")
+def list_agents() -> Response:
+    auth.api_user()
+    counts = feed.recent_problem_counts(clock.now() - timedelta(hours=24))
+    return jsonify({"agents": [agent_json(a, counts.get(a.id)) for a in agents.all_agents()]})
+
+
+@bp.get("/agents/<name>")
+def get_agent(name: str) -> Response:
+    auth.api_user()
+    agent = agents.get(name)
+    counts = feed.recent_problem_counts(clock.now() - timedelta(hours=24))
+    return jsonify(agent_json(agent, counts.get(agent.id)))
+
+
+@bp.get("/agents/<name>/events")
+def list_events(name: str) -> Response:
+    auth.api_user()
+    agent = agents.get(name)
+    limit = _limit(request.args.get("limit"))
+    filters = feed.Filters.parse(request.args.getlist("level"), request.args.getlist("category"))
+    before = request.args.get("before")
+    result = feed.page(agent.id, filters, feed.Cursor.decode(before) if before else None, limit)
+    return jsonify({
+        "events": [feed.to_json(e, agent.name) for e in result.events],
+        "next_before": result.next.encode() if result.next else None,
+    })
+
+
+def _limit(raw: str | None) -> int:
+    if raw is None:
+        return int(current_app.config["PAGE_SIZE"])
+    try:
+        value = int(raw)
+    except ValueError:
+        raise Invalid(f"'limit' must be an integer, not {raw!r}", code="invalid_limit") from None
+    if not 1 <= value <= MAX_LIMIT:
+        raise Invalid(f"'limit' must be between 1 and {MAX_LIMIT}", code="invalid_limit")
+    return value

@@ -1,0 +1,95 @@
+"""Who is asking: the session user or a personal token, and what their role allows."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+from flask import Flask, g, redirect, request, session, url_for
+
+from . import users
+from .errors import AppError, Forbidden, Unauthorized
+from .models import User
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def init_app(app: Flask) -> None:
+    app.config["SESSION_COOKIE_SECURE"] = app.config.get(
+        "SESSION_COOKIE_SECURE", app.config["PREFERRED_URL_SCHEME"] == "https")
+
+    @app.before_request
+    def _load_user() -> None:
+        g.user = None
+        user_id = session.get("user_id")
+        if user_id is None:
+            return
+        user = users.by_id(user_id)
+        if user is not None and session.get("session_version") == user.session_version:
+            g.user = user
+
+    @app.context_processor
+    def _inject() -> dict[str, Any]:
+        return {"current_user": g.get("user"), "has_role": _has_role}
+
+
+def _has_role(role: str) -> bool:
+    user = g.get("user")
+    return user is not None and users.has_role(user, role)
+
+
+def sign_in(user: User) -> None:
+    session.clear()
+    session["user_id"] = user.id
+    session["session_version"] = user.session_version
+    session.permanent = True
+
+
+def sign_out() -> None:
+    session.clear()
+
+
+def api_user() -> User:
+    """For JSON APIs: a personal token, else the session user; Unauthorized otherwise."""
+    header = request.headers.get("Authorization", "")
+    if header.startswith("Bearer "):
+        return users.authenticate_token(header.removeprefix("Bearer ").strip())
+    if g.get("user") is not None:
+        return cast(User, g.user)
+    raise Unauthorized("Sign in or send 'Authorization: Bearer <personal token>'",
+                       code="unauthorized")
+
+
+def login_required(view: F) -> F:
+    @functools.wraps(view)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        if g.get("user") is None:
+            return redirect(url_for("auth.login", next=request.full_path.rstrip("?")))
+        return view(*args, **kwargs)
+    return cast(F, wrapped)
+
+
+def role_required(role: str) -> Callable[[F], F]:
+    def decorator(view: F) -> F:
+        @functools.wraps(view)
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            if g.get("user") is None:
+                return redirect(url_for("auth.login", next=request.full_path.rstrip("?")))
+            require_role(role)
+            return view(*args, **kwargs)
+        return cast(F, wrapped)
+    return decorator
+
+
+def require_role(role: str, user: User | None = None) -> None:
+    user = user or g.get("user")
+    if user is None:
+        raise Unauthorized("Sign in first")
+    if not users.has_role(user, role):
+        raise Forbidden(f"This needs the {role} role; you are {user.role}",
+                        code="forbidden")
+
+
+__all__ = ["AppError", "api_user", "login_required", "require_role", "role_required",
+           "sign_in", "sign_out"]

@@ -1,0 +1,206 @@
+"""The `agentwatch` command: server, users, agents, tokens, jobs, database."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import click
+from flask import Flask, current_app
+from flask.cli import FlaskGroup, with_appcontext
+
+from . import agents, create_app, jobs, migrate, tokens, users
+from .errors import AppError
+
+
+def _fail(exc: AppError) -> None:
+    raise click.ClickException(exc.message)
+
+
+@click.group(cls=FlaskGroup, create_app=create_app, add_default_commands=False,
+             add_version_option=False, load_dotenv=False)
+def main() -> None:
+    """agentwatch: activity and a live cluster overview for Kubernetes agents."""
+
+
+# --- server -------------------------------------------------------------------------------
+
+@main.command()
+@click.option("--host", default=lambda: os.environ.get("AGENTWATCH_HOST", "127.0.0.1"),
+              show_default="127.0.0.1 or $AGENTWATCH_HOST")
+@click.option("--port", type=int, default=lambda: int(os.environ.get("AGENTWATCH_PORT", "8000")),
+              show_default="8000 or $AGENTWATCH_PORT")
+@click.option("--workers", type=int, default=1, show_default=True,
+              help="Processes. Watches are shared within a process: keep 1 unless you must.")
+@click.option("--threads", type=int, default=lambda: int(os.environ.get("AGENTWATCH_THREADS",
+                                                                         "64")),
+              show_default="64", help="Threads per process; each open WebSocket holds one.")
+def serve(host: str, port: int, workers: int, threads: int) -> None:
+    """Run the production server (gunicorn, gthread workers)."""
+    from .server import run
+    run(host, port, workers, threads)
+
+
+# --- database -----------------------------------------------------------------------------
+
+@main.group()
+def db() -> None:
+    """Database schema."""
+
+
+@db.command("upgrade")
+@with_appcontext
+def db_upgrade() -> None:
+    """Upgrade the schema to the newest revision (also done at every start)."""
+    migrate.upgrade(current_app.extensions["db_engine"])
+    click.echo(f"database at revision {migrate.current_revision(current_app.extensions['db_engine'])}")
+
+
+# --- users --------------------------------------------------------------------------------
+
+@main.group("users")
+def users_group() -> None:
+    """Local accounts."""
+
+
+@users_group.command("create")
+@click.argument("name")
+@click.option("--role", type=click.Choice(users.ROLES), required=True)
+@with_appcontext
+def users_create(name: str, role: str) -> None:
+    """Create a user; the password comes from $AGENTWATCH_PASSWORD or a prompt."""
+    password = os.environ.get("AGENTWATCH_PASSWORD")
+    if password is None:
+        if not sys.stdin.isatty():
+            raise click.ClickException("Set AGENTWATCH_PASSWORD or run in a terminal to be "
+                                       "asked for the password")
+        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    try:
+        users.create(name, role, password)
+    except AppError as exc:
+        _fail(exc)
+    click.echo(f"created {role} {name}")
+
+
+@users_group.command("token")
+@click.argument("name")
+@click.option("--token-name", default="cli", show_default=True)
+@with_appcontext
+def users_token(name: str, token_name: str) -> None:
+    """Print a new personal API token (the last line of output)."""
+    try:
+        raw = users.issue_token(users.get(name), token_name)
+    except AppError as exc:
+        _fail(exc)
+    click.echo(f"personal token for {name} (shown once):", err=True)
+    click.echo(raw)
+
+
+@users_group.command("list")
+@with_appcontext
+def users_list() -> None:
+    for user in users.all_users():
+        click.echo(f"{user.name}\t{user.role}")
+
+
+# --- agents -------------------------------------------------------------------------------
+
+@main.group("agents")
+def agents_group() -> None:
+    """The agent registry."""
+
+
+@agents_group.command("create")
+@click.argument("name")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), help="Kubeconfig file path.")
+@click.option("--context", help="Context in the kubeconfig.")
+@click.option("--in-cluster", is_flag=True, help="Use the service account of this pod.")
+@with_appcontext
+def agents_create(name: str, kubeconfig: str | None, context: str | None,
+                  in_cluster: bool) -> None:
+    """Register an agent."""
+    try:
+        agents.create(name, kubeconfig, context, in_cluster)
+    except AppError as exc:
+        _fail(exc)
+    click.echo(f"created agent {name}")
+
+
+@agents_group.command("list")
+@with_appcontext
+def agents_list() -> None:
+    """List agents with their connection status."""
+    rows: list[Any] = [("NAME", "STATUS", "LAST CONTACT", "CLUSTER")]
+    for agent in agents.all_agents():
+        status = agents.status(agent)
+        cluster = ("in-cluster" if agent.in_cluster else
+                   f"{agent.kubeconfig_path}{'#' + agent.kube_context if agent.kube_context else ''}"
+                   if agent.kubeconfig_path else "-")
+        last = status.last_contact.strftime("%Y-%m-%d %H:%M:%S UTC") if status.last_contact \
+            else "-"
+        rows.append((agent.name, status.label, last, cluster))
+    widths = [max(len(str(r[i])) for r in rows) for i in range(4)]
+    for row in rows:
+        click.echo("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+
+
+# --- tokens -------------------------------------------------------------------------------
+
+@main.group("tokens")
+def tokens_group() -> None:
+    """Agent tokens."""
+
+
+@tokens_group.command("create")
+@click.argument("agent")
+@click.option("--name", "token_name", required=True, help="A name for the token.")
+@with_appcontext
+def tokens_create(agent: str, token_name: str) -> None:
+    """Create an agent token and print it (the last line of output, shown once)."""
+    try:
+        _, raw = tokens.create(agents.get(agent), token_name, by_user=None)
+    except AppError as exc:
+        _fail(exc)
+    click.echo(f"token {token_name} for agent {agent} (shown once):", err=True)
+    click.echo(raw)
+
+
+@tokens_group.command("revoke")
+@click.argument("agent")
+@click.argument("token_name")
+@with_appcontext
+def tokens_revoke(agent: str, token_name: str) -> None:
+    """Revoke an agent token; it stops working at once."""
+    try:
+        tokens.revoke(agents.get(agent), token_name, by_user=None)
+    except AppError as exc:
+        _fail(exc)
+    click.echo(f"revoked token {token_name} of agent {agent}")
+
+
+# --- jobs ---------------------------------------------------------------------------------
+
+@main.group("jobs")
+def jobs_group() -> None:
+    """Scheduled jobs."""
+
+
+@jobs_group.command("run")
+@click.argument("name", type=click.Choice(sorted(jobs.JOBS)))
+@with_appcontext
+def jobs_run(name: str) -> None:
+    """Run one job once, now."""
+    app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]
+    count = jobs.run_job(app, name)
+    click.echo(f"{name}: {count}")
+
+
+# --- demo ---------------------------------------------------------------------------------
+
+@main.command("demo")
+@with_appcontext
+def demo_command() -> None:
+    """Seed a demo agent with a week of activity and print a login."""
+    from . import demo
+    demo.seed(echo=click.echo)

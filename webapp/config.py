@@ -1,0 +1,93 @@
+"""Configuration: defaults, then ``instance/config.py``, then ``AGENTWATCH_*`` variables."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+from flask import Flask
+
+DEFAULTS: dict[str, Any] = {
+    "DISCONNECT_AFTER_SECONDS": 600,
+    "RETENTION_DAYS": 7,
+    # An agent call updates its token's last use at most this often: status stays
+    # exact to within this many seconds while heartbeats cost no write each.
+    "TOKEN_TOUCH_SECONDS": 30,
+    "MAX_BATCH_EVENTS": 1000,
+    "MAX_CONTENT_LENGTH": 4 * 1024 * 1024,
+    # Agents' clocks drift; a little future is tolerated, more is refused.
+    "CLOCK_SKEW_SECONDS": 300,
+    "PAGE_SIZE": 50,
+    "POLL_SECONDS": 2,
+    "TIMEZONE": "UTC",
+    "SCHEDULER_ENABLED": True,
+    "SCHEDULER_TICK_SECONDS": 30,
+    "SCHEDULER_LEASE_SECONDS": 90,
+    "PRUNE_BATCH_SIZE": 5000,
+    "DEMO": False,
+    "SESSION_COOKIE_HTTPONLY": True,
+    "SESSION_COOKIE_SAMESITE": "Lax",
+    "PREFERRED_URL_SCHEME": "http",
+}
+
+# Environment variables read as integers; any other AGENTWATCH_* is taken as text.
+_INT_KEYS = {
+    "DISCONNECT_AFTER_SECONDS", "RETENTION_DAYS", "TOKEN_TOUCH_SECONDS", "MAX_BATCH_EVENTS",
+    "MAX_CONTENT_LENGTH", "CLOCK_SKEW_SECONDS", "PAGE_SIZE", "POLL_SECONDS",
+    "SCHEDULER_TICK_SECONDS", "SCHEDULER_LEASE_SECONDS", "PRUNE_BATCH_SIZE",
+}
+_BOOL_KEYS = {"SCHEDULER_ENABLED", "DEMO", "SESSION_COOKIE_SECURE"}
+
+
+def instance_path() -> str:
+    return os.path.abspath(os.environ.get("AGENTWATCH_INSTANCE_PATH", "instance"))
+
+
+def load(app: Flask, test_config: dict[str, Any] | None) -> None:
+    app.config.from_mapping(DEFAULTS)
+    app.config["DATABASE_URL"] = "sqlite:///" + os.path.join(app.instance_path, "agentwatch.db")
+    app.config.from_pyfile("config.py", silent=True)
+    app.config.update(_from_environment())
+    if test_config is not None:
+        app.config.update(test_config)
+    if not app.config.get("SECRET_KEY"):
+        app.config["SECRET_KEY"] = _persistent_secret_key(Path(app.instance_path))
+
+
+def _from_environment() -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for name, raw in os.environ.items():
+        if not name.startswith("AGENTWATCH_") or name == "AGENTWATCH_INSTANCE_PATH":
+            continue
+        key = name.removeprefix("AGENTWATCH_")
+        if key in _INT_KEYS:
+            try:
+                values[key] = int(raw)
+            except ValueError as exc:
+                raise SystemExit(f"{name} must be an integer, got {raw!r}") from exc
+        elif key in _BOOL_KEYS:
+            values[key] = raw.strip().lower() in {"1", "true", "yes", "on"}
+        else:
+            values[key] = raw
+    return values
+
+
+def _persistent_secret_key(folder: Path) -> str:
+    """One key per installation, so sessions survive restarts and are shared by workers."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "secret_key"
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        pass
+    key = secrets.token_hex(32)
+    # O_EXCL: when two workers start together, one writes and the other reads its key.
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as handle:
+        handle.write(key)
+    return key

@@ -1,0 +1,92 @@
+"""Engine and session per app; SQLite tuned for a web app, PostgreSQL as is."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from flask import Flask, current_app
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session, scoped_session, sessionmaker
+
+
+def normalize_url(url: str) -> str:
+    # "postgresql://" means psycopg 3 here, the driver we ship; psycopg2 is not installed.
+    if url.startswith("postgresql://") or url.startswith("postgres://"):
+        return "postgresql+psycopg://" + url.split("://", 1)[1]
+    return url
+
+
+def make_engine(url: str) -> Engine:
+    url = normalize_url(url)
+    if url.startswith("sqlite"):
+        engine = create_engine(
+            url, connect_args={"timeout": 30, "check_same_thread": False}, pool_size=20,
+            max_overflow=20,
+        )
+        event.listen(engine, "connect", _sqlite_pragmas)
+        # pysqlite's own transaction handling defers BEGIN and never takes the write lock
+        # up front; we issue BEGIN ourselves so writers queue on busy_timeout instead of
+        # failing with "database is locked" when upgrading a read lock.
+        event.listen(engine, "begin", _sqlite_begin)
+        return engine
+    return create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute("PRAGMA cache_size=-65536")
+    cursor.execute("PRAGMA temp_store=MEMORY")
+    cursor.close()
+
+
+def _sqlite_begin(connection: Any) -> None:
+    mode = connection.get_execution_options().get("sqlite_begin", "DEFERRED")
+    connection.exec_driver_sql(f"BEGIN {mode}")
+
+
+def init_app(app: Flask) -> None:
+    engine = make_engine(app.config["DATABASE_URL"])
+    factory = sessionmaker(bind=engine, expire_on_commit=False)
+    app.extensions["db_engine"] = engine
+    app.extensions["db_session"] = scoped_session(factory)
+
+    @app.teardown_appcontext
+    def _remove_session(_exc: BaseException | None) -> None:
+        app.extensions["db_session"].remove()
+
+
+def engine() -> Engine:
+    return current_app.extensions["db_engine"]  # type: ignore[no-any-return]
+
+
+def session() -> Session:
+    """The session of this request, job or CLI command."""
+    return current_app.extensions["db_session"]()  # type: ignore[no-any-return]
+
+
+def is_sqlite() -> bool:
+    return engine().dialect.name == "sqlite"
+
+
+@contextmanager
+def write_transaction() -> Iterator[Session]:
+    """A transaction that will write: on SQLite it takes the write lock at BEGIN."""
+    s = session()
+    if s.in_transaction():
+        s.commit()
+    # Ignored by PostgreSQL, whose row locks need no such hint.
+    s.connection(execution_options={"sqlite_begin": "IMMEDIATE"})
+    try:
+        yield s
+        s.commit()
+    except BaseException:
+        s.rollback()
+        raise

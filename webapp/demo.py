@@ -1,0 +1,94 @@
+"""Demo data for a first look: an admin, an agent with a token and a week of activity."""
+
+from __future__ import annotations
+
+import os
+import random
+import secrets
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+
+from flask import current_app
+
+from . import agents, clock, db, tokens, users
+from .errors import NotFound
+from .recorder import NewEvent, record
+
+DEMO_AGENT = "demo-agent"
+_PROJECT = "platform/manifests"
+
+
+def seed(echo: Callable[[str], None] = print) -> None:
+    password = _admin_password()
+    try:
+        users.get("admin")
+    except NotFound:
+        users.create("admin", "admin", password)
+    try:
+        agents.get(DEMO_AGENT)
+        echo(f"demo agent {DEMO_AGENT} already present")
+    except NotFound:
+        _seed_agent()
+        echo(f"created demo agent {DEMO_AGENT} with a week of activity")
+    echo(f"sign in as admin / {password}  (stored in {_password_file()})")
+
+
+def _password_file() -> Path:
+    return Path(current_app.instance_path) / "demo-admin-password"
+
+
+def _admin_password() -> str:
+    path = _password_file()
+    if path.exists():
+        return path.read_text().strip()
+    password = os.environ.get("AGENTWATCH_PASSWORD") or secrets.token_urlsafe(12)
+    path.write_text(password)
+    path.chmod(0o600)
+    return password
+
+
+def _seed_agent() -> None:
+    rng = random.Random(7)
+    agent = agents.create(DEMO_AGENT)
+    tokens.create(agent, "demo-token", by_user="admin")
+    now = clock.now()
+    history: list[NewEvent] = []
+    for days_ago in range(6, -1, -1):
+        base = now - timedelta(days=days_ago, hours=rng.randint(1, 5))
+        sha = secrets.token_hex(20)
+        history.append(NewEvent("gitops_commit_received", base, commit_sha=sha,
+                                project=_PROJECT))
+        if days_ago == 3:
+            history.append(NewEvent(
+                "gitops_manifest_invalid", base + timedelta(minutes=1), commit_sha=sha,
+                project=_PROJECT,
+                message="Deployment/web: spec.template.spec.containers[0].image: Required value"))
+            continue
+        if days_ago == 1:
+            history.append(NewEvent(
+                "gitops_sync_failed", base + timedelta(minutes=2), commit_sha=sha,
+                project=_PROJECT, message="context deadline exceeded: API server timeout"))
+        history.append(NewEvent("gitops_sync_succeeded", base + timedelta(minutes=3),
+                                commit_sha=sha, project=_PROJECT))
+    config_sha = secrets.token_hex(20)
+    history += [
+        NewEvent("config_commit_received", now - timedelta(days=5), commit_sha=config_sha,
+                 project="platform/agent-config"),
+        NewEvent("config_deprecated_feature", now - timedelta(days=5, minutes=-1),
+                 commit_sha=config_sha, project="platform/agent-config",
+                 message="ci_access.projects[].default_namespace is deprecated, use "
+                         "ci_access.projects[].environments",
+                 link="https://docs.gitlab.com/user/clusters/agent/"),
+        NewEvent("gitops_deprecated_api", now - timedelta(days=2), commit_sha=secrets.token_hex(20),
+                 project=_PROJECT,
+                 message="policy/v1beta1 PodDisruptionBudget was removed in Kubernetes v1.25; "
+                         "use policy/v1",
+                 link="https://kubernetes.io/docs/reference/using-api/deprecation-guide/"),
+        NewEvent("agent_connected", now - timedelta(days=6, hours=6)),
+        NewEvent("agent_disconnected", now - timedelta(days=4, hours=2),
+                 details={"silent_for_seconds": 600}),
+        NewEvent("agent_connected", now - timedelta(days=4, hours=1)),
+    ]
+    with db.write_transaction() as session:
+        record(session, agent.id, history, now)

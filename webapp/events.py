@@ -1,0 +1,107 @@
+"""The event catalog: every type's category and level, and how to say it in one line."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+LEVELS = ("info", "success", "warning", "error")
+CATEGORIES = ("token", "connection", "configuration", "gitops", "cluster")
+
+
+class EventLike(Protocol):
+    type: str
+    user_name: str | None
+    token_name: str | None
+    commit_sha: str | None
+    project: str | None
+    message: str | None
+    details: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class EventType:
+    name: str
+    category: str
+    level: str
+    # Deduplicated per (agent, type, commit, project): every pod of an agent reports it.
+    commit_scoped: bool
+    # Agents (and pipelines) may post it; the others are recorded by agentwatch itself.
+    reportable: bool
+    describe: Callable[[EventLike], str]
+
+
+def short_sha(sha: str | None) -> str:
+    if not sha:
+        return ""
+    return sha[:8] if len(sha) >= 40 else sha
+
+
+def _commit(e: EventLike) -> str:
+    sha = short_sha(e.commit_sha)
+    return f" {sha}" if sha else ""
+
+
+def _with_message(text: str, e: EventLike) -> str:
+    return f"{text}: {e.message}" if e.message else text
+
+
+def _from_project(e: EventLike) -> str:
+    return f" from {e.project}" if e.project else ""
+
+
+def _cluster_action(e: EventLike) -> str:
+    actor = e.user_name or "Someone"
+    what = e.message or "acted on the cluster"
+    result = (e.details or {}).get("result")
+    return f"{actor} {what}" + (f" ({result})" if result and result != "ok" else "")
+
+
+_TYPES = [
+    EventType("token_created", "token", "info", False, False,
+              lambda e: f"Token {e.token_name} created by {e.user_name or 'the command line'}"),
+    EventType("token_revoked", "token", "info", False, False,
+              lambda e: f"Token {e.token_name} revoked by {e.user_name or 'the command line'}"),
+    EventType("token_first_used", "token", "info", False, False,
+              lambda e: f"Token {e.token_name} used for the first time"),
+    EventType("agent_connected", "connection", "success", False, False,
+              lambda e: "Agent status changed to connected"),
+    EventType("agent_disconnected", "connection", "warning", False, False,
+              lambda e: "Agent status changed to not connected"),
+    EventType("config_commit_received", "configuration", "info", True, True,
+              lambda e: f"Configuration commit{_commit(e)} received by the agent"),
+    EventType("config_invalid", "configuration", "error", True, True,
+              lambda e: _with_message(f"Invalid configuration in commit{_commit(e)}", e)),
+    EventType("config_deprecated_feature", "configuration", "warning", True, True,
+              lambda e: _with_message(f"Deprecated feature used in commit{_commit(e)}", e)),
+    EventType("gitops_commit_received", "gitops", "info", True, True,
+              lambda e: f"Manifest commit{_commit(e)}{_from_project(e)} received; sync started"),
+    EventType("gitops_sync_succeeded", "gitops", "success", True, True,
+              lambda e: f"Commit{_commit(e)}{_from_project(e)} synchronized with the cluster"),
+    EventType("gitops_manifest_invalid", "gitops", "error", True, True,
+              lambda e: _with_message(f"Invalid manifest in commit{_commit(e)}", e)),
+    EventType("gitops_sync_failed", "gitops", "error", True, True,
+              lambda e: _with_message(f"Sync of commit{_commit(e)} failed", e)),
+    EventType("gitops_deprecated_api", "gitops", "warning", True, True,
+              lambda e: _with_message(
+                  f"Deprecated Kubernetes API used in commit{_commit(e)}", e)),
+    EventType("cluster_action", "cluster", "info", False, False, _cluster_action),
+]
+
+CATALOG: dict[str, EventType] = {t.name: t for t in _TYPES}
+REPORTABLE_TYPES = tuple(t.name for t in _TYPES if t.reportable)
+
+
+def describe(event: EventLike) -> str:
+    """The one-line message shown in the feed."""
+    spec = CATALOG.get(event.type)
+    if spec is None:
+        return event.message or event.type
+    return spec.describe(event)
+
+
+def dedupe_key(type_name: str, commit_sha: str | None, project: str | None) -> str | None:
+    if not CATALOG[type_name].commit_scoped or not commit_sha:
+        return None
+    return f"{type_name}|{commit_sha}|{project or ''}"

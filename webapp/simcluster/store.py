@@ -1,0 +1,471 @@
+"""The object store: every object, the cluster-wide resourceVersion and the watch history.
+
+One lock guards everything and one condition variable wakes watchers.  Each write bumps
+the single cluster-wide ``resourceVersion`` by exactly one and appends exactly one event,
+so event N of the history has ``rv == first.rv + N`` and a watcher only needs its last
+seen RV as a cursor.  Stored objects are never mutated in place: a write stores a new
+dict, so readers may keep references and the JSON encoding of a version is cached
+(``Stored.encoded``) and shared by LIST responses and every watcher's event line.
+
+History is bounded (``history_size`` events).  A watch whose cursor falls behind the
+oldest kept event gets ``410 Expired`` (``Expired`` in-stream, or HTTP 410 at start), as
+from the API server's watch cache.  ``expire_history()`` forces that for tests.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import errors
+from .errors import ApiError
+from .resources import BY_PLURAL, NAMESPACES, ResourceType
+from .util import JSON, dumps, json_copy, new_uid, rand_hex, rfc3339
+
+_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_GEN_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # k8s generateName alphabet (no vowels)
+
+
+class Stored:
+    """One immutable version of an object plus its lazily cached JSON encoding."""
+
+    __slots__ = ("obj", "_encoded")
+
+    def __init__(self, obj: JSON) -> None:
+        self.obj = obj
+        self._encoded: bytes | None = None
+
+    @property
+    def encoded(self) -> bytes:
+        # Racing threads may both encode; the results are identical, so no lock is needed.
+        enc = self._encoded
+        if enc is None:
+            enc = self._encoded = dumps(self.obj)
+        return enc
+
+    @property
+    def namespace(self) -> str:
+        return self.obj["metadata"].get("namespace", "")
+
+
+@dataclass
+class WatchEvent:
+    rv: int
+    type: str  # ADDED | MODIFIED | DELETED
+    rt: ResourceType
+    new: Stored
+    old: Stored | None = None  # previous version, so selector transitions can be computed
+    _lines: dict[str, bytes] = field(default_factory=dict, repr=False)
+
+    @property
+    def namespace(self) -> str:
+        return self.new.namespace
+
+    def line(self, type_: str | None = None) -> bytes:
+        """The newline-terminated watch line, encoded once and shared by all watchers."""
+        t = type_ or self.type
+        line = self._lines.get(t)
+        if line is None:
+            line = b'{"type":"' + t.encode() + b'","object":' + self.new.encoded + b"}\n"
+            self._lines[t] = line
+        return line
+
+
+class Expired(Exception):
+    """The cursor's events are no longer in history (HTTP/in-stream 410)."""
+
+    def __init__(self, requested: int | str, oldest: int) -> None:
+        super().__init__(requested, oldest)
+        self.error = errors.gone(str(requested), oldest)
+
+
+@dataclass
+class Cursor:
+    rt: ResourceType
+    position: int
+    epoch: int
+    initial: list[Stored]
+
+
+Listener = Callable[[WatchEvent], None]
+
+
+class Store:
+    def __init__(self, history_size: int = 1000) -> None:
+        self.cond = threading.Condition(threading.Lock())
+        self._objects: dict[str, dict[tuple[str, str], Stored]] = {p: {} for p in BY_PLURAL}
+        self._rv = 1
+        self._history: deque[WatchEvent] = deque(maxlen=max(1, history_size))
+        self._floor = 0  # a cursor older than this has lost events
+        self._epoch = 0  # bumped by expire_history() to break every open cursor
+        self._listeners: list[Listener] = []
+        self.closed = False
+
+    # --- plumbing -------------------------------------------------------------------------
+
+    @property
+    def resource_version(self) -> int:
+        return self._rv
+
+    def add_listener(self, fn: Listener) -> None:
+        self._listeners.append(fn)
+
+    def _emit(self, type_: str, rt: ResourceType, new: Stored, old: Stored | None) -> WatchEvent:
+        """Record an event; caller holds the lock and has already bumped and stamped the RV."""
+        ev = WatchEvent(self._rv, type_, rt, new, old)
+        if len(self._history) == self._history.maxlen:
+            self._floor = self._history[0].rv
+        self._history.append(ev)
+        self.cond.notify_all()
+        return ev
+
+    def _notify(self, events: Iterable[WatchEvent]) -> None:
+        for ev in events:
+            for fn in list(self._listeners):
+                fn(ev)
+
+    def _next_rv(self) -> str:
+        self._rv += 1
+        return str(self._rv)
+
+    def close(self) -> None:
+        """Wake every waiting watcher so streams can end (server/cluster shutdown)."""
+        with self.cond:
+            self.closed = True
+            self.cond.notify_all()
+
+    def expire_history(self) -> None:
+        """Drop all history: open watches get in-stream 410, old RVs get HTTP 410."""
+        with self.cond:
+            self._history.clear()
+            self._floor = self._rv
+            self._epoch += 1
+            self.cond.notify_all()
+
+    # --- reads ----------------------------------------------------------------------------
+
+    def get(self, rt: ResourceType, namespace: str, name: str) -> Stored:
+        with self.cond:
+            s = self._objects[rt.plural].get((namespace if rt.namespaced else "", name))
+        if s is None:
+            raise errors.not_found(rt, name)
+        return s
+
+    def find(self, rt: ResourceType, namespace: str, name: str) -> JSON | None:
+        """A private copy of the current object, or None."""
+        with self.cond:
+            s = self._objects[rt.plural].get((namespace if rt.namespaced else "", name))
+        return json_copy(s.obj) if s is not None else None
+
+    def list(
+        self, rt: ResourceType, namespace: str | None = None,
+        pred: Callable[[JSON], bool] | None = None,
+    ) -> tuple[int, list[Stored]]:
+        """(resourceVersion, items sorted by namespace/name) as one consistent snapshot."""
+        with self.cond:
+            rv = self._rv
+            items = self._objects[rt.plural]
+            if namespace:
+                chosen = [s for (ns, _), s in items.items() if ns == namespace]
+            else:
+                chosen = list(items.values())
+        chosen.sort(key=lambda s: (s.namespace, s.obj["metadata"]["name"]))
+        if pred is not None:
+            chosen = [s for s in chosen if pred(s.obj)]
+        return rv, chosen
+
+    def namespace_exists(self, name: str) -> bool:
+        with self.cond:
+            return ("", name) in self._objects["namespaces"]
+
+    # --- watches --------------------------------------------------------------------------
+
+    def open_watch(self, rt: ResourceType, resource_version: str | None) -> Cursor:
+        """Start a watch; without an RV (or "0") the current state comes first as ADDED."""
+        with self.cond:
+            if resource_version in (None, "", "0"):
+                initial = list(self._objects[rt.plural].values())
+                initial.sort(key=lambda s: (s.namespace, s.obj["metadata"]["name"]))
+                return Cursor(rt, self._rv, self._epoch, initial)
+            assert resource_version is not None
+            try:
+                rv = int(resource_version)
+            except ValueError:
+                raise ApiError(400, f'invalid resource version "{resource_version}"') from None
+            if rv < self._floor:
+                raise Expired(rv, self._floor)
+            return Cursor(rt, rv, self._epoch, [])
+
+    def wait_events(self, cursor: Cursor, timeout: float) -> list[WatchEvent]:
+        """Events after the cursor (all resources; callers filter), waiting up to timeout."""
+        with self.cond:
+            if cursor.position >= self._rv and not self.closed and cursor.epoch == self._epoch:
+                self.cond.wait(timeout)
+            if cursor.epoch != self._epoch or cursor.position < self._floor:
+                raise Expired(cursor.position, self._floor)
+            if cursor.position >= self._rv or not self._history:
+                return []
+            start = cursor.position + 1 - self._history[0].rv
+            if start <= 0:
+                events = list(self._history)
+            else:
+                events = [self._history[i] for i in range(start, len(self._history))]
+            cursor.position = self._rv
+        return events
+
+    # --- writes ---------------------------------------------------------------------------
+
+    def _check_name(self, rt: ResourceType, obj: JSON) -> str:
+        meta = obj.setdefault("metadata", {})
+        name = meta.get("name")
+        if not name and meta.get("generateName"):
+            name = meta["generateName"] + "".join(
+                _GEN_CHARS[int(c, 16) % len(_GEN_CHARS)] for c in rand_hex(5))
+            meta["name"] = name
+        if not name:
+            raise errors.invalid(rt, "", [(
+                "metadata.name", "Required value: name or generateName is required")])
+        pattern, what = (
+            (_LABEL_1035, "a DNS-1035 label") if rt.plural == "services"
+            else (_SUBDOMAIN, "a lowercase RFC 1123 subdomain"))
+        if len(name) > 253 or not pattern.match(name):
+            raise errors.invalid(rt, name, [(
+                "metadata.name",
+                f'Invalid value: "{name}": {what} must consist of lower case alphanumeric '
+                "characters, '-' or '.', and must start and end with an alphanumeric character",
+            )])
+        return str(name)
+
+    def create(self, rt: ResourceType, obj: JSON, *, require_namespace: bool = True) -> JSON:
+        """Store a new object (deep-copied); returns the stored copy."""
+        obj = json_copy(obj)
+        obj["kind"] = rt.kind
+        obj["apiVersion"] = rt.api_version
+        name = self._check_name(rt, obj)
+        meta = obj["metadata"]
+        if rt.namespaced:
+            ns = meta.get("namespace") or "default"
+            meta["namespace"] = ns
+        else:
+            meta.pop("namespace", None)
+            ns = ""
+        _validate(rt, obj)
+        events: list[WatchEvent] = []
+        with self.cond:
+            if rt.namespaced and ("", ns) not in self._objects["namespaces"]:
+                if require_namespace:
+                    raise errors.not_found(NAMESPACES, ns)
+                events.append(self._create_locked(NAMESPACES, {"metadata": {"name": ns}}, ""))
+            if (ns, name) in self._objects[rt.plural]:
+                raise errors.already_exists(rt, name)
+            events.append(self._create_locked(rt, obj, ns))
+        self._notify(events)
+        return json_copy(events[-1].new.obj)
+
+    def _create_locked(self, rt: ResourceType, obj: JSON, ns: str) -> WatchEvent:
+        obj["kind"] = rt.kind
+        obj["apiVersion"] = rt.api_version
+        meta = obj["metadata"]
+        meta["uid"] = new_uid()
+        meta["creationTimestamp"] = rfc3339()
+        meta.pop("deletionTimestamp", None)
+        if rt.plural != "events":
+            meta["generation"] = 1
+        if rt.plural == "namespaces":
+            obj.setdefault("spec", {"finalizers": ["kubernetes"]})
+            obj.setdefault("status", {"phase": "Active"})
+            meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = meta["name"]
+        meta["resourceVersion"] = self._next_rv()
+        stored = Stored(obj)
+        self._objects[rt.plural][(ns, meta["name"])] = stored
+        return self._emit("ADDED", rt, stored, None)
+
+    def update(
+        self, rt: ResourceType, namespace: str, name: str,
+        fn: Callable[[JSON], JSON | None], *, scope: str = "all",
+        expect_rv: str | None = None,
+    ) -> JSON:
+        """Read-modify-write under the lock.
+
+        ``fn`` gets a private copy and returns the new object (or None: no change).
+        ``scope`` is "all" (internal writers), "main" (API writes to the resource, which
+        keep the stored status) or "status" (the /status subresource: only .status).
+        """
+        ns = namespace if rt.namespaced else ""
+        events: list[WatchEvent] = []
+        with self.cond:
+            cur = self._objects[rt.plural].get((ns, name))
+            if cur is None:
+                raise errors.not_found(rt, name)
+            if expect_rv is not None and expect_rv != cur.obj["metadata"]["resourceVersion"]:
+                raise errors.conflict(rt, name)
+            new = fn(json_copy(cur.obj))
+            if new is None:
+                return json_copy(cur.obj)
+            new = self._merge_scope(rt, cur.obj, new, scope)
+            ev = self._replace_locked(rt, ns, name, cur, new)
+            if ev is None:
+                return json_copy(cur.obj)
+            events.append(ev)
+        self._notify(events)
+        return json_copy(events[-1].new.obj)
+
+    def _merge_scope(self, rt: ResourceType, old: JSON, new: JSON, scope: str) -> JSON:
+        if scope == "main" and rt.status_subresource:
+            new = dict(new)
+            if "status" in old:
+                new["status"] = old["status"]
+            else:
+                new.pop("status", None)
+        elif scope == "status":
+            status = new.get("status")
+            new = json_copy(old)
+            if status is None:
+                new.pop("status", None)
+            else:
+                new["status"] = status
+        return new
+
+    def _replace_locked(
+        self, rt: ResourceType, ns: str, name: str, cur: Stored, new: JSON,
+    ) -> WatchEvent | None:
+        old = cur.obj
+        new["kind"] = rt.kind
+        new["apiVersion"] = rt.api_version
+        meta = new.setdefault("metadata", {})
+        ometa = old["metadata"]
+        if meta.get("name", name) != name:
+            raise ApiError(400, f'the name of the object ({meta.get("name")}) does not match '
+                                f"the name on the URL ({name})")
+        # Identity fields are owned by the server.
+        for key in ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
+                    "deletionGracePeriodSeconds"):
+            if key in ometa:
+                meta[key] = ometa[key]
+            else:
+                meta.pop(key, None)
+        if "generation" in ometa:
+            meta["generation"] = ometa["generation"]
+        meta["resourceVersion"] = ometa["resourceVersion"]
+        if new == old:
+            return None  # the API server does not bump RV for no-op writes
+        _validate(rt, new)
+        if "generation" in meta and _spec_of(new) != _spec_of(old):
+            meta["generation"] = int(meta["generation"]) + 1
+        meta["resourceVersion"] = self._next_rv()
+        stored = Stored(new)
+        if ometa.get("deletionTimestamp") and not meta.get("finalizers") \
+                and not meta.get("deletionGracePeriodSeconds"):
+            # Last finalizer removed from an object being deleted: it goes away now.
+            del self._objects[rt.plural][(ns, name)]
+            return self._emit("DELETED", rt, stored, cur)
+        self._objects[rt.plural][(ns, name)] = stored
+        return self._emit("MODIFIED", rt, stored, cur)
+
+    def delete(
+        self, rt: ResourceType, namespace: str, name: str, *,
+        grace_seconds: int = 0, preconditions: dict[str, Any] | None = None,
+    ) -> JSON:
+        """Delete now, or mark with deletionTimestamp (finalizers or a grace period).
+
+        A graceful deletion leaves the object in place; the caller finishes it later with
+        ``finish_graceful_delete`` (the cluster schedules that like a kubelet would).
+        """
+        ns = namespace if rt.namespaced else ""
+        events: list[WatchEvent] = []
+        with self.cond:
+            cur = self._objects[rt.plural].get((ns, name))
+            if cur is None:
+                raise errors.not_found(rt, name)
+            meta = cur.obj["metadata"]
+            pre = preconditions or {}
+            if pre.get("uid") and pre["uid"] != meta["uid"]:
+                raise ApiError(409, f"Precondition failed: UID in precondition: {pre['uid']}, "
+                                    f"UID in object meta: {meta['uid']}", reason="Conflict")
+            if pre.get("resourceVersion") and pre["resourceVersion"] != meta["resourceVersion"]:
+                raise errors.conflict(rt, name)
+            if rt.plural == "namespaces":
+                events.extend(self._delete_namespace_contents(name))
+            if meta.get("finalizers") or grace_seconds > 0:
+                pending = meta.get("deletionGracePeriodSeconds")
+                if meta.get("deletionTimestamp") and (
+                        pending is None or grace_seconds >= int(pending)):
+                    return json_copy(cur.obj)  # already terminating at least this fast
+                new = json_copy(cur.obj)
+                nmeta = new["metadata"]
+                nmeta["deletionTimestamp"] = rfc3339(time.time() + grace_seconds)
+                nmeta["deletionGracePeriodSeconds"] = grace_seconds
+                if rt.plural == "namespaces":
+                    new.setdefault("status", {})["phase"] = "Terminating"
+                nmeta["resourceVersion"] = self._next_rv()
+                stored = Stored(new)
+                self._objects[rt.plural][(ns, name)] = stored
+                events.append(self._emit("MODIFIED", rt, stored, cur))
+            else:
+                events.append(self._remove_locked(rt, ns, name, cur))
+        self._notify(events)
+        return json_copy(events[-1].new.obj)
+
+    def finish_graceful_delete(self, rt: ResourceType, namespace: str, name: str, uid: str) -> None:
+        """End of a grace period: remove the object unless finalizers still hold it."""
+        ns = namespace if rt.namespaced else ""
+        events: list[WatchEvent] = []
+        with self.cond:
+            cur = self._objects[rt.plural].get((ns, name))
+            if cur is None or cur.obj["metadata"]["uid"] != uid:
+                return
+            if cur.obj["metadata"].get("finalizers"):
+                new = json_copy(cur.obj)
+                new["metadata"]["deletionGracePeriodSeconds"] = 0
+                new["metadata"]["resourceVersion"] = self._next_rv()
+                stored = Stored(new)
+                self._objects[rt.plural][(ns, name)] = stored
+                events.append(self._emit("MODIFIED", rt, stored, cur))
+            else:
+                events.append(self._remove_locked(rt, ns, name, cur))
+        self._notify(events)
+
+    def _remove_locked(self, rt: ResourceType, ns: str, name: str, cur: Stored) -> WatchEvent:
+        del self._objects[rt.plural][(ns, name)]
+        final = json_copy(cur.obj)
+        final["metadata"]["resourceVersion"] = self._next_rv()
+        return self._emit("DELETED", rt, Stored(final), cur)
+
+    def _delete_namespace_contents(self, namespace: str) -> list[WatchEvent]:
+        out = []
+        for plural, items in self._objects.items():
+            rt = BY_PLURAL[plural]
+            if not rt.namespaced:
+                continue
+            for key in [k for k in items if k[0] == namespace]:
+                out.append(self._remove_locked(rt, key[0], key[1], items[key]))
+        return out
+
+
+def _spec_of(obj: JSON) -> JSON:
+    """Everything the generation tracks: the object minus metadata and status."""
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "kind", "apiVersion")}
+
+
+def _validate(rt: ResourceType, obj: JSON) -> None:
+    name = obj["metadata"].get("name", "")
+    if rt.plural == "pods":
+        containers = (obj.get("spec") or {}).get("containers")
+        if not containers:
+            raise errors.invalid(rt, name, [("spec.containers", "Required value")])
+        causes = []
+        for i, c in enumerate(containers):
+            if not isinstance(c, dict) or not c.get("name"):
+                causes.append((f"spec.containers[{i}].name", "Required value"))
+            elif not c.get("image"):
+                causes.append((f"spec.containers[{i}].image", "Required value"))
+        if causes:
+            raise errors.invalid(rt, name, causes)
+    if rt.plural == "events" and not isinstance(obj.get("involvedObject"), dict):
+        raise errors.invalid(rt, name, [("involvedObject", "Required value")])

@@ -1,0 +1,74 @@
+// agentwatch page script: relative times, and placing live activity rows in order.
+"use strict";
+
+(function () {
+  const UNITS = [["day", 86400], ["hour", 3600], ["minute", 60]];
+
+  function relative(date) {
+    const seconds = Math.floor((Date.now() - date.getTime()) / 1000);
+    if (seconds < 60) return seconds < -60 ? "in the future" : "just now";
+    for (const [unit, size] of UNITS) {
+      if (seconds >= size) {
+        const n = Math.floor(seconds / size);
+        return n + " " + unit + (n === 1 ? "" : "s") + " ago";
+      }
+    }
+    return "just now";
+  }
+
+  function refreshTimes(root) {
+    for (const el of (root || document).querySelectorAll("time[data-relative]")) {
+      const when = new Date(el.getAttribute("datetime"));
+      if (!isNaN(when)) el.textContent = relative(when);
+    }
+  }
+
+  function isNewer(a, b) {
+    const ta = BigInt(a.dataset.ts), tb = BigInt(b.dataset.ts);
+    return ta > tb || (ta === tb && Number(a.dataset.id) > Number(b.dataset.id));
+  }
+
+  // Rows arrive newest first by id; an agent may report an event that happened earlier,
+  // so each row goes where its time puts it, not simply at the top.
+  function placeIncoming(incoming) {
+    const list = document.getElementById("feed-list");
+    if (!list) { incoming.remove(); return; }
+    for (const row of Array.from(incoming.querySelectorAll("li.event"))) {
+      if (document.getElementById(row.id) !== row) { row.remove(); continue; }  // already shown
+      const anchor = Array.from(list.querySelectorAll(":scope > li.event"))
+        .find((existing) => isNewer(row, existing));
+      list.insertBefore(row, anchor || list.querySelector(":scope > li.older"));
+      row.classList.add("fresh");
+    }
+    incoming.remove();
+    const empty = document.getElementById("feed-empty");
+    if (empty && list.querySelector("li.event")) empty.remove();
+    regroupDays(list);
+  }
+
+  function regroupDays(list) {
+    for (const header of list.querySelectorAll(":scope > li.day")) header.remove();
+    let day = null;
+    for (const row of list.querySelectorAll(":scope > li.event")) {
+      if (row.dataset.day !== day) {
+        day = row.dataset.day;
+        const header = document.createElement("li");
+        header.className = "day";
+        header.dataset.day = day;
+        header.textContent = row.dataset.dayLabel;
+        list.insertBefore(header, row);
+      }
+    }
+  }
+
+  document.addEventListener("htmx:load", (event) => {
+    const el = event.detail.elt;
+    const incoming = el.matches && el.matches("ol.incoming") ? [el]
+      : Array.from(el.querySelectorAll ? el.querySelectorAll("ol.incoming") : []);
+    incoming.forEach(placeIncoming);
+    refreshTimes(el.parentNode || document);
+  });
+
+  document.addEventListener("DOMContentLoaded", () => refreshTimes(document));
+  setInterval(() => refreshTimes(document), 30000);
+})();

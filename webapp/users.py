@@ -1,0 +1,147 @@
+"""Local accounts, roles, and personal API tokens."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
+from werkzeug.security import check_password_hash, generate_password_hash
+
+from . import clock, db, secrets_util
+from .errors import Conflict, Invalid, NotFound, Unauthorized
+from .models import PersonalToken, User
+
+ROLES = ("viewer", "maintainer", "admin")
+_RANK = {role: rank for rank, role in enumerate(ROLES)}
+_USER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
+MIN_PASSWORD_LENGTH = 8
+# scrypt: a memory-hard KDF, and the one Werkzeug maintains.
+_HASH_METHOD = "scrypt"
+# A password check costs the same whether or not the user exists.
+_DUMMY_HASH = generate_password_hash("not-a-real-password", method=_HASH_METHOD)
+
+
+def has_role(user: User, role: str) -> bool:
+    return _RANK[user.role] >= _RANK[role]
+
+
+def validate(name: str, role: str, password: str) -> None:
+    if not _USER_NAME.match(name or ""):
+        raise Invalid(f"User name {name!r} must be 1-64 letters, digits or . _ @ -, "
+                      "starting with a letter or digit", code="invalid_user_name")
+    if role not in ROLES:
+        raise Invalid(f"Role must be one of {', '.join(ROLES)}, not {role!r}",
+                      code="invalid_role")
+    if len(password or "") < MIN_PASSWORD_LENGTH:
+        raise Invalid(f"Password must be at least {MIN_PASSWORD_LENGTH} characters",
+                      code="weak_password")
+
+
+def create(name: str, role: str, password: str) -> User:
+    validate(name, role, password)
+    user = User(name=name, role=role, created_at=clock.now(),
+                password_hash=generate_password_hash(password, method=_HASH_METHOD))
+    session = db.session()
+    session.add(user)
+    try:
+        session.commit()
+    except IntegrityError:
+        session.rollback()
+        raise Conflict(f"A user named {name!r} already exists", code="user_exists") from None
+    return user
+
+
+def get(name: str) -> User:
+    user = db.session().scalar(select(User).where(User.name == name))
+    if user is None:
+        raise NotFound(f"No user named {name!r}", code="user_not_found")
+    return user
+
+
+def by_id(user_id: int) -> User | None:
+    return db.session().get(User, user_id)
+
+
+def all_users() -> list[User]:
+    return list(db.session().scalars(select(User).order_by(User.name)))
+
+
+def check_password(name: str, password: str) -> User | None:
+    user = db.session().scalar(select(User).where(User.name == name))
+    if user is None:
+        check_password_hash(_DUMMY_HASH, password)
+        return None
+    return user if check_password_hash(user.password_hash, password) else None
+
+
+def set_role(user: User, role: str) -> None:
+    if role not in ROLES:
+        raise Invalid(f"Role must be one of {', '.join(ROLES)}, not {role!r}",
+                      code="invalid_role")
+    if user.role == "admin" and role != "admin" and _admin_count() <= 1:
+        raise Conflict("The last admin cannot be demoted", code="last_admin")
+    user.role = role
+    db.session().commit()
+
+
+def set_password(user: User, password: str) -> None:
+    validate(user.name, user.role, password)
+    user.password_hash = generate_password_hash(password, method=_HASH_METHOD)
+    user.session_version += 1  # signs out other sessions
+    db.session().commit()
+
+
+def delete(user: User) -> None:
+    if user.role == "admin" and _admin_count() <= 1:
+        raise Conflict("The last admin cannot be deleted", code="last_admin")
+    session = db.session()
+    session.delete(user)
+    session.commit()
+
+
+def _admin_count() -> int:
+    return len(db.session().scalars(select(User.id).where(User.role == "admin")).all())
+
+
+def issue_token(user: User, name: str = "api") -> str:
+    """A personal API token; the raw value is returned here and never again."""
+    secret = secrets_util.issue("u")
+    session = db.session()
+    session.add(PersonalToken(user_id=user.id, name=name, digest=secret.digest,
+                              prefix=secret.prefix, created_at=clock.now()))
+    session.commit()
+    return secret.raw
+
+
+def personal_tokens(user: User) -> list[PersonalToken]:
+    return list(db.session().scalars(
+        select(PersonalToken).where(PersonalToken.user_id == user.id)
+        .order_by(PersonalToken.created_at.desc())))
+
+
+def revoke_token(user: User, token_id: int) -> None:
+    session = db.session()
+    token = session.get(PersonalToken, token_id)
+    if token is None or token.user_id != user.id or token.revoked_at is not None:
+        raise NotFound("No such active token", code="token_not_found")
+    token.revoked_at = clock.now()
+    session.commit()
+
+
+def authenticate_token(raw: str) -> User:
+    session = db.session()
+    row = session.execute(
+        select(PersonalToken, User).join(User, User.id == PersonalToken.user_id)
+        .where(PersonalToken.digest == secrets_util.digest(raw))
+    ).tuples().first()
+    if row is None or row[0].revoked_at is not None:
+        raise Unauthorized("Invalid or revoked personal token", code="invalid_token")
+    token, user = row
+    now = clock.now()
+    if token.last_used_at is None or now - token.last_used_at > timedelta(seconds=60):
+        session.execute(update(PersonalToken).where(PersonalToken.id == token.id)
+                        .values(last_used_at=now))
+        session.commit()
+    return user

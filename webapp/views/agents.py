@@ -1,0 +1,44 @@
+"""The agent list and registering agents."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from flask import Blueprint, g, redirect, render_template, request, url_for
+from werkzeug.wrappers import Response
+
+from .. import agents, clock, feed
+from ..auth import login_required, role_required
+from ..errors import AppError
+
+bp = Blueprint("agents", __name__)
+
+
+@bp.get("/")
+@login_required
+def index() -> str:
+    rows = agents.all_agents()
+    counts = feed.recent_problem_counts(clock.now() - timedelta(hours=24))
+    listing = [(a, agents.status(a), counts.get(a.id, {"error": 0, "warning": 0}))
+               for a in rows]
+    template = "agents/_table.html" if request.headers.get("HX-Request") else "agents/index.html"
+    return render_template(template, listing=listing)
+
+
+@bp.route("/agents/new", methods=["GET", "POST"])
+@role_required("maintainer")
+def new() -> Response | str | tuple[str, int]:
+    form = {"name": "", "kubeconfig": "", "context": "", "connection": "none"}
+    if request.method == "POST":
+        form.update({k: request.form.get(k, "").strip() for k in form})
+        try:
+            agent = agents.create(
+                form["name"],
+                kubeconfig_path=form["kubeconfig"] if form["connection"] == "kubeconfig" else None,
+                kube_context=form["context"] if form["connection"] == "kubeconfig" else None,
+                in_cluster=form["connection"] == "in-cluster",
+            )
+        except AppError as exc:
+            return render_template("agents/new.html", form=form, error=exc.message), exc.status
+        return redirect(url_for("tokens.page", name=agent.name, created="1"))
+    return render_template("agents/new.html", form=form, error=None, user=g.user)

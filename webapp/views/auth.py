@@ -1,0 +1,45 @@
+"""Sign in and out."""
+
+from __future__ import annotations
+
+from urllib.parse import urlparse
+
+from flask import Blueprint, flash, g, redirect, render_template, request, url_for
+from werkzeug.wrappers import Response
+
+from .. import auth, users
+
+bp = Blueprint("auth", __name__)
+
+
+@bp.route("/login", methods=["GET", "POST"])
+def login() -> Response | str | tuple[str, int]:
+    target = _safe_next(request.values.get("next"))
+    if request.method == "POST":
+        user = users.check_password(request.form.get("username", ""),
+                                    request.form.get("password", ""))
+        if user is None:
+            return render_template("auth/login.html", next=target,
+                                   error="Wrong user name or password."), 401
+        auth.sign_in(user)
+        return redirect(target)
+    if g.user is not None:
+        return redirect(target)
+    return render_template("auth/login.html", next=target, error=None)
+
+
+@bp.post("/logout")
+def logout() -> Response:
+    auth.sign_out()
+    flash("Signed out.")
+    return redirect(url_for("auth.login"))
+
+
+def _safe_next(value: str | None) -> str:
+    # Only same-site paths: never bounce a fresh login to another host.
+    if not value:
+        return url_for("agents.index")
+    parsed = urlparse(value)
+    if parsed.scheme or parsed.netloc or not value.startswith("/") or value.startswith("//"):
+        return url_for("agents.index")
+    return value
