@@ -7,6 +7,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 from flask import Flask, g, redirect, request, session, url_for
+from flask.sessions import SecureCookieSessionInterface
+from werkzeug.middleware.proxy_fix import ProxyFix
 
 from . import users
 from .errors import AppError, Forbidden, Unauthorized
@@ -15,9 +17,20 @@ from .models import User
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+class _SessionInterface(SecureCookieSessionInterface):
+    """Marks the session cookie Secure whenever the request came over HTTPS."""
+
+    def get_cookie_secure(self, app: Flask) -> bool:
+        return bool(app.config.get("SESSION_COOKIE_SECURE")) or request.is_secure
+
+
 def init_app(app: Flask) -> None:
-    app.config["SESSION_COOKIE_SECURE"] = app.config.get(
-        "SESSION_COOKIE_SECURE", app.config["PREFERRED_URL_SCHEME"] == "https")
+    app.session_interface = _SessionInterface()
+    if app.config.get("TRUSTED_PROXIES"):
+        # Behind a TLS-terminating proxy: trust its X-Forwarded-* so HTTPS is seen as such.
+        hops = int(app.config["TRUSTED_PROXIES"])
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops,  # type: ignore[method-assign]
+                                x_host=hops, x_prefix=hops)
 
     @app.before_request
     def _load_user() -> None:

@@ -29,14 +29,15 @@ DEFAULTS: dict[str, Any] = {
     "DEMO": False,
     "SESSION_COOKIE_HTTPONLY": True,
     "SESSION_COOKIE_SAMESITE": "Lax",
-    "PREFERRED_URL_SCHEME": "http",
+    # How many reverse proxies in front set X-Forwarded-* (0: none, trust nothing).
+    "TRUSTED_PROXIES": 0,
 }
 
 # Environment variables read as integers; any other AGENTWATCH_* is taken as text.
 _INT_KEYS = {
     "DISCONNECT_AFTER_SECONDS", "RETENTION_DAYS", "TOKEN_TOUCH_SECONDS", "MAX_BATCH_EVENTS",
     "MAX_CONTENT_LENGTH", "CLOCK_SKEW_SECONDS", "PAGE_SIZE", "POLL_SECONDS",
-    "SCHEDULER_TICK_SECONDS", "SCHEDULER_LEASE_SECONDS", "PRUNE_BATCH_SIZE",
+    "SCHEDULER_TICK_SECONDS", "SCHEDULER_LEASE_SECONDS", "PRUNE_BATCH_SIZE", "TRUSTED_PROXIES",
 }
 _BOOL_KEYS = {"SCHEDULER_ENABLED", "DEMO", "SESSION_COOKIE_SECURE"}
 

@@ -133,7 +133,7 @@ def recent_problem_counts(since: datetime) -> dict[int, dict[str, int]]:
         select(Event.agent_id, Event.level, func.count())
         .where(Event.happened_at >= since, Event.level.in_(("error", "warning")))
         .group_by(Event.agent_id, Event.level)
-    ).tuples().all()
+    ).all()
     counts: dict[int, dict[str, int]] = {}
     for agent_id, level, n in rows:
         counts.setdefault(agent_id, {"error": 0, "warning": 0})[level] = n

@@ -77,7 +77,7 @@ def record(session: Session, agent_id: int, new_events: list[NewEvent],
     keyed = [p for p in pending if p.key is not None]
     if keyed:
         stmt = _insert_ignoring_duplicates(session).returning(Event.dedupe_key, Event.id)
-        inserted = dict(session.execute(stmt, [p.row for p in keyed]).tuples().all())
+        inserted = dict(session.execute(stmt, [p.row for p in keyed]).all())
         for item in keyed:
             if item.key in inserted:
                 _resolve(results, item, inserted[item.key], duplicate=False)
@@ -129,7 +129,7 @@ def _existing(session: Session, agent_id: int, keys: list[str]) -> list[tuple[st
         rows = session.execute(
             select(Event.dedupe_key, Event.id)
             .where(Event.agent_id == agent_id, Event.dedupe_key.in_(chunk))
-        ).tuples().all()
+        ).all()
         found.extend((key, event_id) for key, event_id in rows if key is not None)
     return found
 

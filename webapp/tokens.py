@@ -84,7 +84,7 @@ def authenticate(raw: str | None) -> tuple[AgentToken, Agent]:
     row = db.session().execute(
         select(AgentToken, Agent).join(Agent, Agent.id == AgentToken.agent_id)
         .where(AgentToken.digest == secrets_util.digest(raw))
-    ).tuples().first()
+    ).first()
     if row is None:
         raise Unauthorized("Invalid agent token", code="invalid_token")
     token, agent = row

@@ -135,7 +135,7 @@ def authenticate_token(raw: str) -> User:
     row = session.execute(
         select(PersonalToken, User).join(User, User.id == PersonalToken.user_id)
         .where(PersonalToken.digest == secrets_util.digest(raw))
-    ).tuples().first()
+    ).first()
     if row is None or row[0].revoked_at is not None:
         raise Unauthorized("Invalid or revoked personal token", code="invalid_token")
     token, user = row

@@ -18,7 +18,7 @@ def run(app: Flask) -> int:
         candidates = db.session().execute(
             select(Agent.id, Agent.last_contact_at)
             .where(Agent.connection_state == "connected", silent)
-        ).tuples().all()
+        ).all()
         recorded = 0
         for agent_id, last_contact in candidates:
             with db.write_transaction() as session:

@@ -26,12 +26,14 @@ def acquire(name: str, holder: str, now: datetime, ttl: timedelta) -> bool:
         if renewed:
             return True
         dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
+        # RETURNING, not rowcount: drivers report -1 for an INSERT that returns rows.
         created = session.execute(
             dialect.insert(SchedulerLease)
             .values(name=name, holder=holder, expires_at=now + ttl)
             .on_conflict_do_nothing(index_elements=["name"])
-        ).rowcount
-        return bool(created)
+            .returning(SchedulerLease.name)
+        ).first()
+        return created is not None
 
 
 def release(name: str, holder: str) -> None:

@@ -1,0 +1,161 @@
+"""Accounts, sessions, roles, CSRF and personal tokens."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import bearer
+
+from webapp import users
+
+
+def test_pages_need_sign_in(client):
+    response = client.get("/agents/prod")
+    assert response.status_code == 302
+    assert response.location.startswith("/login?next=/agents/prod")
+
+
+def test_login_logout_and_cookie_flags(client, h):
+    h.user()
+    csrf = h.csrf(client, "/login")
+    wrong = client.post("/login", data={"username": "alice", "password": "nope",
+                                        "csrf_token": csrf})
+    assert wrong.status_code == 401 and "Wrong user name or password" in wrong.text
+    ok = client.post("/login", data={"username": "alice", "password": "correct horse",
+                                     "csrf_token": csrf, "next": "/account/"})
+    assert ok.status_code == 302 and ok.location == "/account/"
+    cookie = ok.headers["Set-Cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Secure" not in cookie
+    assert client.get("/").status_code == 200
+    csrf = h.csrf(client, "/")
+    client.post("/logout", data={"csrf_token": csrf})
+    assert client.get("/").status_code == 302
+
+
+def test_secure_cookie_when_served_over_https(app):
+    # The login page starts a session (its CSRF token): over HTTPS the cookie is Secure.
+    response = app.test_client().get("https://localhost/login")
+    assert "Secure" in response.headers["Set-Cookie"]
+    plain = app.test_client().get("/login")
+    assert "Secure" not in plain.headers["Set-Cookie"]
+
+
+def test_https_behind_a_trusted_proxy(app_config, h):
+    from webapp import create_app
+    app = create_app({**app_config, "TRUSTED_PROXIES": 1})
+    response = app.test_client().get("/login", headers={"X-Forwarded-Proto": "https"})
+    assert "Secure" in response.headers["Set-Cookie"]
+    app.extensions["db_engine"].dispose()
+
+
+def test_login_never_redirects_off_site(client, h):
+    h.user()
+    csrf = h.csrf(client, "/login")
+    response = client.post("/login", data={"username": "alice", "password": "correct horse",
+                                           "csrf_token": csrf, "next": "//evil.example/x"})
+    assert response.location == "/"
+
+
+def test_passwords_are_hashed_with_a_kdf(app, h):
+    user = h.user()
+    assert user.password_hash.startswith("scrypt:")
+    assert "correct horse" not in user.password_hash
+
+
+def test_state_changes_without_csrf_are_refused(client, h):
+    h.user()
+    h.agent()
+    h.login(client)
+    response = client.post("/agents/prod/tokens", data={"name": "x"})
+    assert response.status_code == 400
+    assert "CSRF" in response.text
+    assert [e.type for e in h.events()] == []
+
+
+@pytest.mark.parametrize("role,allowed", [("viewer", False), ("maintainer", True),
+                                          ("admin", True)])
+def test_only_maintainers_and_admins_manage_tokens_and_agents(client, h, role, allowed):
+    h.user("bob", role)
+    h.agent()
+    h.login(client, "bob")
+    csrf = h.csrf(client, "/agents/prod/tokens")
+    created = client.post("/agents/prod/tokens", data={"name": "ci", "csrf_token": csrf})
+    assert (created.status_code == 200) is allowed
+    new_agent = client.post("/agents/new", data={"name": "edge", "connection": "none",
+                                                 "csrf_token": csrf})
+    assert (new_agent.status_code == 302) is allowed
+    if not allowed:
+        assert created.status_code == 403 and "maintainer role" in created.text
+    # Everyone signed in reads every agent's activity.
+    assert client.get("/agents/prod").status_code == 200
+
+
+@pytest.mark.parametrize("role", ["viewer", "maintainer"])
+def test_only_admins_manage_users(client, h, role):
+    h.user("bob", role)
+    h.login(client, "bob")
+    assert client.get("/users/").status_code == 403
+
+
+def test_admin_creates_user_and_bad_input_is_explained(client, h, app):
+    h.user()
+    h.login(client)
+    csrf = h.csrf(client, "/users/")
+    short = client.post("/users/", data={"name": "carol", "role": "viewer", "password": "x",
+                                         "csrf_token": csrf})
+    assert short.status_code == 422 and "at least 8 characters" in short.text
+    ok = client.post("/users/", data={"name": "carol", "role": "viewer",
+                                      "password": "long enough", "csrf_token": csrf})
+    assert ok.status_code == 302
+    with app.app_context():
+        assert users.get("carol").role == "viewer"
+
+
+def test_last_admin_cannot_be_demoted(client, h):
+    h.user()
+    h.login(client)
+    csrf = h.csrf(client, "/users/")
+    response = client.post("/users/alice/role", data={"role": "viewer", "csrf_token": csrf})
+    assert response.status_code == 409
+    assert "last admin" in response.text
+
+
+def test_password_change_signs_out_other_sessions(app, h):
+    h.user()
+    one, two = app.test_client(), app.test_client()
+    h.login(one)
+    h.login(two)
+    csrf = h.csrf(one, "/account/")
+    response = one.post("/account/password", data={"current": "correct horse",
+                                                   "new": "battery staple", "csrf_token": csrf})
+    assert response.status_code == 302
+    assert one.get("/").status_code == 200
+    assert two.get("/").status_code == 302
+
+
+def test_personal_token_reads_the_json_api(client, h, app):
+    user = h.user("bob", "viewer")
+    h.agent()
+    with app.app_context():
+        raw = users.issue_token(users.get("bob"))
+    assert user.name == "bob"
+    assert client.get("/api/v1/agents").status_code == 401
+    response = client.get("/api/v1/agents", headers=bearer(raw))
+    assert response.status_code == 200
+    assert [a["name"] for a in response.get_json()["agents"]] == ["prod"]
+    with app.app_context():
+        token_id = users.personal_tokens(users.get("bob"))[0].id
+        users.revoke_token(users.get("bob"), token_id)
+    assert client.get("/api/v1/agents", headers=bearer(raw)).status_code == 401
+
+
+def test_personal_token_is_shown_once_and_stored_as_digest(client, h, app):
+    h.user()
+    h.login(client)
+    csrf = h.csrf(client, "/account/")
+    page = client.post("/account/tokens", data={"name": "script", "csrf_token": csrf})
+    import re
+    raw = re.search(r'value="(awu_[^"]+)"', page.text).group(1)
+    assert raw not in client.get("/account/").text
+    with app.app_context():
+        stored = users.personal_tokens(users.get("alice"))[0]
+    assert stored.digest != raw and raw.startswith(stored.prefix)

@@ -1,0 +1,77 @@
+"""Agent tokens from the Tokens tab and the CLI."""
+
+from __future__ import annotations
+
+import re
+
+from conftest import bearer
+
+from webapp import agents, tokens
+
+
+def test_token_created_in_the_ui_is_shown_once(client, h, app):
+    h.user()
+    h.agent()
+    h.login(client)
+    csrf = h.csrf(client, "/agents/prod/tokens")
+    page = client.post("/agents/prod/tokens", data={"name": "deploy-ci", "csrf_token": csrf})
+    assert page.status_code == 200
+    raw = re.search(r'value="(awa_[^"]+)"', page.text).group(1)
+    assert "shown only this once" in page.text
+    again = client.get("/agents/prod/tokens")
+    assert raw not in again.text and "deploy-ci" in again.text
+    with app.app_context():
+        stored = tokens.for_agent(agents.get("prod"))[0]
+    assert stored.digest != raw and raw.startswith(stored.prefix)
+    assert client.post("/api/v1/agent/heartbeat", headers=bearer(raw)).status_code == 204
+    created = [e for e in h.events() if e.type == "token_created"][0]
+    assert (created.user_name, created.token_name) == ("alice", "deploy-ci")
+    activity = client.get("/agents/prod")
+    assert "Token deploy-ci created by alice" in activity.text
+
+
+def test_revocation_is_immediate_and_recorded(client, h):
+    h.user()
+    h.agent()
+    raw = h.token("prod", "deploy-ci")
+    h.login(client)
+    assert client.post("/api/v1/agent/heartbeat", headers=bearer(raw)).status_code == 204
+    csrf = h.csrf(client, "/agents/prod/tokens")
+    response = client.post("/agents/prod/tokens/deploy-ci/revoke", data={"csrf_token": csrf})
+    assert response.status_code == 302
+    assert client.post("/api/v1/agent/heartbeat", headers=bearer(raw)).status_code == 401
+    revoked = [e for e in h.events() if e.type == "token_revoked"]
+    assert len(revoked) == 1 and revoked[0].user_name == "alice"
+    assert "Token deploy-ci revoked by alice" in client.get("/agents/prod").text
+
+
+def test_duplicate_and_invalid_token_names(client, h):
+    h.user()
+    h.agent()
+    h.login(client)
+    csrf = h.csrf(client, "/agents/prod/tokens")
+    client.post("/agents/prod/tokens", data={"name": "ci", "csrf_token": csrf})
+    dup = client.post("/agents/prod/tokens", data={"name": "ci", "csrf_token": csrf})
+    assert dup.status_code == 409 and "already has an active token" in dup.text
+    bad = client.post("/agents/prod/tokens", data={"name": "bad name!", "csrf_token": csrf})
+    assert bad.status_code == 422 and "must be 1-64 characters" in bad.text
+    assert [e.type for e in h.events()] == ["token_created"]
+
+
+def test_a_revoked_name_can_be_reused(client, h, app):
+    h.agent()
+    h.token("prod", "ci")
+    with app.app_context():
+        tokens.revoke(agents.get("prod"), "ci", None)
+    h.token("prod", "ci")
+    with app.app_context():
+        states = [t.revoked_at is None for t in tokens.for_agent(agents.get("prod"))]
+    assert sorted(states) == [False, True]
+
+
+def test_first_use_is_recorded_once(client, h):
+    raw = h.agent_with_token()
+    for _ in range(3):
+        client.post("/api/v1/agent/heartbeat", headers=bearer(raw))
+    first = [e for e in h.events() if e.type == "token_first_used"]
+    assert len(first) == 1 and first[0].token_name == "main"
