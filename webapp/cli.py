@@ -53,8 +53,9 @@ def db() -> None:
 @with_appcontext
 def db_upgrade() -> None:
     """Upgrade the schema to the newest revision (also done at every start)."""
-    migrate.upgrade(current_app.extensions["db_engine"])
-    click.echo(f"database at revision {migrate.current_revision(current_app.extensions['db_engine'])}")
+    engine = current_app.extensions["db_engine"]
+    migrate.upgrade(engine)
+    click.echo(f"database at revision {migrate.current_revision(engine)}")
 
 
 # --- users --------------------------------------------------------------------------------
@@ -134,9 +135,12 @@ def agents_list() -> None:
     rows: list[Any] = [("NAME", "STATUS", "LAST CONTACT", "CLUSTER")]
     for agent in agents.all_agents():
         status = agents.status(agent)
-        cluster = ("in-cluster" if agent.in_cluster else
-                   f"{agent.kubeconfig_path}{'#' + agent.kube_context if agent.kube_context else ''}"
-                   if agent.kubeconfig_path else "-")
+        cluster = "-"
+        if agent.in_cluster:
+            cluster = "in-cluster"
+        elif agent.kubeconfig_path:
+            context = f"#{agent.kube_context}" if agent.kube_context else ""
+            cluster = f"{agent.kubeconfig_path}{context}"
         last = status.last_contact.strftime("%Y-%m-%d %H:%M:%S UTC") if status.last_contact \
             else "-"
         rows.append((agent.name, status.label, last, cluster))

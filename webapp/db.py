@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 from flask import Flask, current_app
 from sqlalchemy import create_engine, event
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import CursorResult, Engine, Result
 from sqlalchemy.orm import Session, scoped_session, sessionmaker
 
 
@@ -64,12 +64,17 @@ def init_app(app: Flask) -> None:
 
 
 def engine() -> Engine:
-    return current_app.extensions["db_engine"]  # type: ignore[no-any-return]
+    return current_app.extensions["db_engine"]
 
 
 def session() -> Session:
     """The session of this request, job or CLI command."""
-    return current_app.extensions["db_session"]()  # type: ignore[no-any-return]
+    return current_app.extensions["db_session"]()
+
+
+def rowcount(result: Result[Any]) -> int:
+    """Rows an UPDATE or DELETE touched."""
+    return cast("CursorResult[Any]", result).rowcount
 
 
 def is_sqlite() -> bool:

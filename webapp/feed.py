@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import Select, func, select, tuple_
 
@@ -36,7 +37,7 @@ class Filters:
                     code="invalid_filter")
         return cls(tuple(lv), tuple(cats))
 
-    def apply(self, stmt: Select[tuple[Event]]) -> Select[tuple[Event]]:
+    def apply(self, stmt: Select[Any]) -> Select[Any]:
         if self.levels:
             stmt = stmt.where(Event.level.in_(self.levels))
         if self.categories:
@@ -97,7 +98,7 @@ def page(agent_id: int, filters: Filters, before: Cursor | None, limit: int) -> 
         stmt = stmt.where(tuple_(Event.happened_at, Event.id)
                           < tuple_(before.happened_at, before.id))
     stmt = stmt.order_by(Event.happened_at.desc(), Event.id.desc()).limit(limit + 1)
-    rows = list(db.session().scalars(stmt))
+    rows: list[Event] = list(db.session().scalars(stmt))
     more = len(rows) > limit
     rows = rows[:limit]
     return Page(rows, Cursor.after(rows[-1]) if more and rows else None)
@@ -111,7 +112,7 @@ def newer_than(agent_id: int, after_id: int, filters: Filters, limit: int = 500)
     """
     stmt = filters.apply(select(Event).where(Event.agent_id == agent_id, Event.id > after_id))
     stmt = stmt.order_by(Event.id.desc()).limit(limit)
-    rows = list(db.session().scalars(stmt))
+    rows: list[Event] = list(db.session().scalars(stmt))
     rows.sort(key=lambda e: (e.happened_at, e.id), reverse=True)
     return rows
 

@@ -26,6 +26,13 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
         command.upgrade(config, revision)
 
 
+def downgrade(engine: Engine, revision: str) -> None:
+    with engine.begin() as connection:
+        config = _config()
+        config.attributes["connection"] = connection
+        command.downgrade(config, revision)
+
+
 def current_revision(engine: Engine) -> str | None:
     with engine.connect() as connection:
         return MigrationContext.configure(connection).get_current_revision()

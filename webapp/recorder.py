@@ -76,15 +76,17 @@ def record(session: Session, agent_id: int, new_events: list[NewEvent],
 
     keyed = [p for p in pending if p.key is not None]
     if keyed:
-        stmt = _insert_ignoring_duplicates(session).returning(Event.dedupe_key, Event.id)
-        inserted = dict(session.execute(stmt, [p.row for p in keyed]).all())
+        ignoring = _insert_ignoring_duplicates(session).returning(Event.dedupe_key, Event.id)
+        inserted: dict[str | None, int] = {
+            key: event_id for key, event_id in session.execute(ignoring, [p.row for p in keyed])}
         for item in keyed:
             if item.key in inserted:
                 _resolve(results, item, inserted[item.key], duplicate=False)
         # Lost a race with a concurrent writer of the same key: theirs is the original.
         racing = [p for p in keyed if p.key not in inserted]
         if racing:
-            found = dict(_existing(session, agent_id, [p.key for p in racing if p.key]))
+            found: dict[str | None, int] = dict(
+                _existing(session, agent_id, [p.key for p in racing if p.key]))
             for item in racing:
                 _resolve(results, item, found[item.key], duplicate=True)
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gunicorn.app.base import BaseApplication
-
 from flask import Flask
+from gunicorn.app.base import BaseApplication
 
 from . import create_app, jobs, migrate
 
@@ -18,7 +17,7 @@ def build_app() -> Flask:
     return app
 
 
-class _Server(BaseApplication):  # type: ignore[misc]
+class _Server(BaseApplication):
     def __init__(self, options: dict[str, Any]) -> None:
         self.options = options
         super().__init__()

@@ -109,23 +109,23 @@ def _write_contact(token: AgentToken, agent: Agent, now: datetime,
     silent_since = now - agents.disconnect_after()
     with db.write_transaction() as session:
         # Conditional updates: when several workers see the same stale token, one wins.
-        touched = session.execute(
+        touched = db.rowcount(session.execute(
             update(AgentToken)
             .where(AgentToken.id == token.id,
                    or_(AgentToken.last_used_at.is_(None),
                        AgentToken.last_used_at < now - touch_every))
             .values(last_used_at=now)
-        ).rowcount
+))
         if touched and first_use:
             record_one(session, agent.id, NewEvent(
                 "token_first_used", now, token_id=token.id, token_name=token.name), now)
-        connected = session.execute(
+        connected = db.rowcount(session.execute(
             update(Agent)
             .where(Agent.id == agent.id,
                    or_(Agent.last_contact_at.is_(None), Agent.last_contact_at < silent_since,
                        Agent.connection_state != "connected"))
             .values(last_contact_at=now, connection_state="connected")
-        ).rowcount
+))
         if connected:
             record_one(session, agent.id, NewEvent(
                 "agent_connected", now, token_id=token.id, token_name=token.name), now)

@@ -23,11 +23,11 @@ def run(app: Flask) -> int:
         for agent_id, last_contact in candidates:
             with db.write_transaction() as session:
                 # Conditional: a concurrent contact or another runner wins cleanly.
-                changed = session.execute(
+                changed = db.rowcount(session.execute(
                     update(Agent)
                     .where(Agent.id == agent_id, Agent.connection_state == "connected", silent)
                     .values(connection_state="disconnected")
-                ).rowcount
+))
                 if changed:
                     record_one(session, agent_id, NewEvent(
                         "agent_disconnected", last_contact or now,

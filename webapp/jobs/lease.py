@@ -17,12 +17,12 @@ from ..models import SchedulerLease
 
 def acquire(name: str, holder: str, now: datetime, ttl: timedelta) -> bool:
     with db.write_transaction() as session:
-        renewed = session.execute(
+        renewed = db.rowcount(session.execute(
             update(SchedulerLease)
             .where(SchedulerLease.name == name,
                    or_(SchedulerLease.holder == holder, SchedulerLease.expires_at < now))
             .values(holder=holder, expires_at=now + ttl)
-        ).rowcount
+))
         if renewed:
             return True
         dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite

@@ -22,10 +22,10 @@ def run(app: Flask) -> int:
             with db.write_transaction() as session:
                 oldest = (select(Event.id).where(Event.happened_at < cutoff)
                           .order_by(Event.happened_at).limit(batch))
-                deleted = session.execute(
+                deleted = db.rowcount(session.execute(
                     delete(Event).where(Event.id.in_(oldest.scalar_subquery()))
                     .execution_options(synchronize_session=False)
-                ).rowcount
+))
             total += deleted
             if deleted < batch:
                 return total

@@ -55,6 +55,7 @@ def epoch_micros(value: datetime) -> int:
 def init_app(app: Flask) -> None:
     app.jinja_env.filters.update(
         isoformat=isoformat, day_label=day_label, local_day=local_day,
-        exact_time=exact_time, epoch_micros=epoch_micros, relative_time=relative_time, describe=events.describe,
+        exact_time=exact_time, epoch_micros=epoch_micros, relative_time=relative_time,
+        describe=events.describe,
     )
     app.jinja_env.globals.update(LEVELS=events.LEVELS, CATEGORIES=events.CATEGORIES)
