@@ -20,7 +20,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import create_engine, text
 
-from webapp import create_app, db as app_db, migrate
+from webapp import create_app, migrate
+from webapp import db as app_db
 from webapp.clock import FakeClock
 from webapp.db import make_engine, normalize_url
 from webapp.models import Base
