@@ -51,7 +51,7 @@ def _admin_password() -> str:
 def _seed_agent() -> None:
     rng = random.Random(7)
     agent = agents.create(DEMO_AGENT)
-    tokens.create(agent, "demo-token", by_user="admin")
+    _, raw = tokens.create(agent, "demo-token", by_user="admin")
     now = clock.now()
     history: list[NewEvent] = []
     for days_ago in range(6, -1, -1):
@@ -88,7 +88,10 @@ def _seed_agent() -> None:
         NewEvent("agent_connected", now - timedelta(days=6, hours=6)),
         NewEvent("agent_disconnected", now - timedelta(days=4, hours=2),
                  details={"silent_for_seconds": 600}),
-        NewEvent("agent_connected", now - timedelta(days=4, hours=1)),
     ]
     with db.write_transaction() as session:
         record(session, agent.id, history, now)
+    # One call with the token, as an agent would make: connected now, and the server's
+    # disconnects job reports it silent ten minutes later, live on the page.
+    token, agent = tokens.authenticate(raw)
+    tokens.record_contact(token, agent)
