@@ -1,0 +1,1 @@
+"""Browser tests of the pages; a package so its conftest does not shadow tests/conftest.py."""
