@@ -246,9 +246,6 @@ def test_load_older_appends_next_pages_without_duplicates(
     assert len([item for item in items if item["kind"] == "day"]) == len(days)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "app bug: a live row older than the last row shown is put just above 'Load older', and "
-    "the older page then brings it again (webapp/static/app.js placeIncoming)"))
 def test_late_event_older_than_the_loaded_page_is_not_shown_twice(
         page: Page, h: Any, agent_client: AgentClient) -> None:
     h.user()

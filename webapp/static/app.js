@@ -37,7 +37,9 @@
       if (document.getElementById(row.id) !== row) { row.remove(); continue; }  // already shown
       const anchor = Array.from(list.querySelectorAll(":scope > li.event"))
         .find((existing) => isNewer(row, existing));
-      list.insertBefore(row, anchor || list.querySelector(":scope > li.older"));
+      const older = list.querySelector(":scope > li.older");
+      if (!anchor && older) { row.remove(); continue; }  // belongs to a page not loaded yet
+      list.insertBefore(row, anchor || older);
       row.classList.add("fresh");
     }
     incoming.remove();
