@@ -1,0 +1,330 @@
+"""Shared upstream watches: one per (agent, identity, resource, namespace, selectors),
+fanned out to every subscriber, kept alive the way client-go's reflector does.
+
+Each upstream watch lists, then watches from the list's resourceVersion. A stream that
+ends (server timeouts are normal) resumes from the last version seen, bookmarks included;
+a 410 Gone relists and tells subscribers exactly what changed; errors back off with
+jitter and are reported to subscribers, never swallowed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .kube import ClusterClient, KubeError, WatchStream
+from .resources import Identity, WatchParams
+
+log = logging.getLogger(__name__)
+JSON = dict[str, Any]
+
+
+class Sink(Protocol):
+    def send(self, message: bytes) -> bool:
+        """Queue a message; False when the subscriber cannot take more (it is dropped)."""
+
+
+@dataclass(frozen=True)
+class WatchKey:
+    agent: str
+    identity: Identity
+    params: WatchParams
+
+
+@dataclass(eq=False)
+class Subscription:
+    watch_id: str
+    sink: Sink
+    upstream: UpstreamWatch | None = None
+    prefix: bytes = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.prefix = b'{"type":"event","watchId":' + json.dumps(self.watch_id).encode() + \
+            b',"event":'
+
+    def cancel(self) -> None:
+        if self.upstream is not None:
+            self.upstream.unsubscribe(self)
+            self.upstream = None
+
+
+def message(kind: str, watch_id: str, **fields: Any) -> bytes:
+    return json.dumps({"type": kind, "watchId": watch_id, **fields},
+                      separators=(",", ":")).encode()
+
+
+def _object_key(obj: JSON) -> str:
+    meta = obj.get("metadata") or {}
+    return meta.get("uid") or f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def _event_line(kind: str, object_bytes: bytes) -> bytes:
+    return b'{"type":"' + kind.encode() + b'","object":' + object_bytes + b"}"
+
+
+@dataclass
+class Timing:
+    """Knobs, small in tests."""
+
+    watch_timeout: tuple[int, int] = (240, 360)  # server-side timeoutSeconds, jittered
+    backoff_initial: float = 0.5
+    backoff_max: float = 30.0
+    grace_seconds: float = 10.0
+
+
+class UpstreamWatch:
+    def __init__(self, key: WatchKey, client: ClusterClient, timing: Timing,
+                 on_stopped: Callable[[UpstreamWatch], None]) -> None:
+        self.key = key
+        self.client = client
+        self.timing = timing
+        self._on_stopped = on_stopped
+        self._lock = threading.RLock()
+        self._subscribers: list[Subscription] = []
+        # uid -> (resourceVersion, object JSON bytes): bytes, not dicts, keep big lists small.
+        self._cache: dict[str, tuple[str, bytes]] = {}
+        self._synced = False
+        self._error: KubeError | None = None
+        self.resource_version = ""
+        self._stream: WatchStream | None = None
+        self._stopping = threading.Event()
+        self._idle_timer: threading.Timer | None = None
+        self.lists = 0  # observability for tests and benchmarks
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name=f"watch-{key.agent}-{key.params.resource}")
+
+    def start(self) -> None:
+        self._thread.start()
+
+    # --- subscribers -------------------------------------------------------------------
+
+    def subscribe(self, subscription: Subscription) -> bool:
+        """Add a subscriber; it gets the cached state at once if there is one.
+
+        False if this watch is already stopping (the hub then starts a new one).
+        """
+        with self._lock:
+            if self._stopping.is_set():
+                return False
+            if self._idle_timer is not None:
+                self._idle_timer.cancel()
+                self._idle_timer = None
+            subscription.upstream = self
+            self._subscribers.append(subscription)
+            if self._synced:
+                self._send_snapshot(subscription)
+            elif self._error is not None:
+                self._deliver(subscription, message("error", subscription.watch_id,
+                                                    error=self._error.to_json()))
+            return True
+
+    def unsubscribe(self, subscription: Subscription) -> None:
+        with self._lock:
+            if subscription in self._subscribers:
+                self._subscribers.remove(subscription)
+            if not self._subscribers and not self._stopping.is_set():
+                self._idle_timer = threading.Timer(self.timing.grace_seconds, self._stop_if_idle)
+                self._idle_timer.daemon = True
+                self._idle_timer.start()
+
+    @property
+    def subscriber_count(self) -> int:
+        return len(self._subscribers)
+
+    def _stop_if_idle(self) -> None:
+        with self._lock:
+            if self._subscribers:
+                return
+            self.stop()
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopping.set()
+            if self._idle_timer is not None:
+                self._idle_timer.cancel()
+            stream = self._stream
+        if stream is not None:
+            stream.close()
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+
+    # --- delivery (always under the lock, so order is the same for everyone) ------------
+
+    def _deliver(self, subscription: Subscription, data: bytes) -> None:
+        if not subscription.sink.send(data):
+            # A subscriber that stopped reading is dropped; its connection closes itself.
+            if subscription in self._subscribers:
+                self._subscribers.remove(subscription)
+            subscription.upstream = None
+
+    def _broadcast_event(self, line: bytes) -> None:
+        for subscription in list(self._subscribers):
+            self._deliver(subscription, subscription.prefix + line + b"}")
+
+    def _broadcast(self, kind: str, **fields: Any) -> None:
+        for subscription in list(self._subscribers):
+            self._deliver(subscription, message(kind, subscription.watch_id, **fields))
+
+    def _send_snapshot(self, subscription: Subscription) -> None:
+        for _, object_bytes in self._cache.values():
+            self._deliver(subscription, subscription.prefix +
+                          _event_line("ADDED", object_bytes) + b"}")
+        self._deliver(subscription, message("synced", subscription.watch_id))
+
+    # --- the reflector loop -------------------------------------------------------------
+
+    def _run(self) -> None:
+        backoff = self.timing.backoff_initial
+        need_list = True
+        while not self._stopping.is_set():
+            try:
+                if need_list:
+                    self._relist()
+                    need_list = False
+                    backoff = self.timing.backoff_initial
+                need_list = self._watch_once()
+                if not need_list:
+                    backoff = self.timing.backoff_initial
+            except KubeError as exc:
+                if self._stopping.is_set():
+                    break
+                need_list = need_list or exc.code == 410
+                if exc.code == 410:
+                    continue  # relist at once: history moved on, nothing is broken
+                self._report(exc)
+                self._stopping.wait(backoff * random.uniform(0.5, 1.5))
+                backoff = min(backoff * 2, self.timing.backoff_max)
+            except Exception as exc:  # a watch must never die silently
+                if self._stopping.is_set():
+                    break
+                log.exception("watch %s failed", self.key)
+                self._report(KubeError(0, "InternalError", str(exc)))
+                need_list = True
+                self._stopping.wait(backoff * random.uniform(0.5, 1.5))
+                backoff = min(backoff * 2, self.timing.backoff_max)
+        self._on_stopped(self)
+
+    def _report(self, exc: KubeError) -> None:
+        with self._lock:
+            self._error = exc
+            self._broadcast("error", error=exc.to_json())
+
+    def _relist(self) -> None:
+        items, resource_version = self.client.list(self.key.params, self.key.identity)
+        self.lists += 1
+        fresh = {}
+        for item in items:
+            meta = item.get("metadata") or {}
+            fresh[_object_key(item)] = (str(meta.get("resourceVersion", "")),
+                                        json.dumps(item, separators=(",", ":")).encode())
+        with self._lock:
+            if self._synced:
+                # After a 410 or an outage: send exactly the difference.
+                for key, (version, object_bytes) in fresh.items():
+                    old = self._cache.get(key)
+                    if old is None:
+                        self._broadcast_event(_event_line("ADDED", object_bytes))
+                    elif old[0] != version:
+                        self._broadcast_event(_event_line("MODIFIED", object_bytes))
+                for key, (_, object_bytes) in self._cache.items():
+                    if key not in fresh:
+                        self._broadcast_event(_event_line("DELETED", object_bytes))
+                self._cache = fresh
+                self.resource_version = resource_version
+                if self._error is not None:
+                    self._error = None
+                    self._broadcast("synced")
+                return
+            self._cache = fresh
+            self.resource_version = resource_version
+            self._synced = True
+            self._error = None
+            for subscription in list(self._subscribers):
+                self._send_snapshot(subscription)
+
+    def _watch_once(self) -> bool:
+        """Follow one watch stream to its end. True if a relist is needed."""
+        low, high = self.timing.watch_timeout
+        stream = self.client.watch(self.key.params, self.key.identity, self.resource_version,
+                                   random.randint(low, high))
+        with self._lock:
+            self._stream = stream
+            if self._error is not None:  # the stream is open again: tell the page
+                self._error = None
+                self._broadcast("synced")
+        try:
+            for kind, obj, line in stream.events():
+                meta = obj.get("metadata") or {}
+                if kind == "ERROR":
+                    code = int(obj.get("code") or 0)
+                    if code == 410:
+                        return True
+                    raise KubeError(code, str(obj.get("reason", "")), str(obj.get("message", "")))
+                version = str(meta.get("resourceVersion", ""))
+                if kind == "BOOKMARK":
+                    self.resource_version = version or self.resource_version
+                    continue
+                key = _object_key(obj)
+                with self._lock:
+                    if kind == "DELETED":
+                        self._cache.pop(key, None)
+                    else:
+                        self._cache[key] = (version, json.dumps(
+                            obj, separators=(",", ":")).encode())
+                    self.resource_version = version or self.resource_version
+                    self._broadcast_event(line)
+        finally:
+            with self._lock:
+                self._stream = None
+            stream.close()
+        return False
+
+
+class Hub:
+    """Every upstream watch of this process."""
+
+    def __init__(self, client_for: Callable[[str], ClusterClient],
+                 timing: Timing | None = None) -> None:
+        self._client_for = client_for
+        self.timing = timing or Timing()
+        self._lock = threading.Lock()
+        self._watches: dict[WatchKey, UpstreamWatch] = {}
+
+    def subscribe(self, agent: str, identity: Identity, params: WatchParams,
+                  subscription: Subscription) -> Subscription:
+        key = WatchKey(agent, identity, params)
+        while True:
+            with self._lock:
+                upstream = self._watches.get(key)
+                if upstream is None:
+                    upstream = UpstreamWatch(key, self._client_for(agent), self.timing,
+                                             self._forget)
+                    self._watches[key] = upstream
+                    upstream.start()
+            if upstream.subscribe(subscription):
+                return subscription
+            with self._lock:  # it was stopping: replace it
+                if self._watches.get(key) is upstream:
+                    del self._watches[key]
+
+    def _forget(self, upstream: UpstreamWatch) -> None:
+        with self._lock:
+            if self._watches.get(upstream.key) is upstream:
+                del self._watches[upstream.key]
+
+    def watches(self) -> list[UpstreamWatch]:
+        with self._lock:
+            return list(self._watches.values())
+
+    def shutdown(self) -> None:
+        for upstream in self.watches():
+            upstream.stop()
+        for upstream in self.watches():
+            upstream.join(5)

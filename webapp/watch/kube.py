@@ -1,0 +1,218 @@
+"""The one place that talks to Kubernetes, through the official client over HTTP.
+
+Responses are read as raw JSON (never the client's typed models): objects from real
+clusters miss fields the models require, and building models for thousands of objects
+costs time the relay does not have.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import kubernetes
+import urllib3
+from urllib3 import HTTPHeaderDict
+
+from .resources import Identity, WatchParams
+
+JSON = dict[str, Any]
+POOL_SIZE = 64  # watches and log streams of one agent share this pool
+
+
+class KubeError(Exception):
+    """A Kubernetes Status failure, or a transport error (code 0)."""
+
+    def __init__(self, code: int, reason: str, message: str) -> None:
+        super().__init__(f"{code} {reason}: {message}")
+        self.code = code
+        self.reason = reason
+        self.message = message
+
+    @classmethod
+    def from_response(cls, status: int, body: bytes) -> KubeError:
+        try:
+            payload = json.loads(body)
+            return cls(int(payload.get("code") or status), str(payload.get("reason") or ""),
+                       str(payload.get("message") or body[:200].decode(errors="replace")))
+        except (ValueError, AttributeError):
+            return cls(status, "", body[:200].decode(errors="replace") or f"HTTP {status}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code, "reason": self.reason, "message": self.message}
+
+
+@dataclass(frozen=True)
+class Connection:
+    """How to reach an agent's cluster."""
+
+    kubeconfig: str | None = None
+    context: str | None = None
+    in_cluster: bool = False
+
+
+class ClusterClient:
+    def __init__(self, api_client: Any) -> None:
+        self.api = api_client
+
+    @classmethod
+    def connect(cls, connection: Connection) -> ClusterClient:
+        configuration = kubernetes.client.Configuration()
+        if connection.in_cluster:
+            kubernetes.config.load_incluster_config(client_configuration=configuration)
+        elif connection.kubeconfig:
+            kubernetes.config.load_kube_config(config_file=connection.kubeconfig,
+                                               context=connection.context,
+                                               client_configuration=configuration)
+        else:
+            raise KubeError(0, "NotConfigured", "This agent has no cluster connection")
+        configuration.connection_pool_maxsize = POOL_SIZE
+        return cls(kubernetes.client.ApiClient(configuration))
+
+    def close(self) -> None:
+        self.api.close()
+
+    # --- transport ----------------------------------------------------------------------
+
+    def request(self, method: str, path: str, identity: Identity,
+                query: list[tuple[str, str]] | None = None, body: Any = None,
+                content_type: str | None = None, timeout: float | tuple[float, float] = 30,
+                ) -> urllib3.BaseHTTPResponse:
+        """Send a request; return the open response (2xx) or raise KubeError."""
+        headers: dict[str, str] = {"Accept": "application/json"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        method, url, header_params, body, _ = self.api.param_serialize(
+            method, path, query_params=query or [], header_params=headers, body=body,
+            auth_settings=["BearerToken"])
+        # Impersonate-Group may repeat: a plain dict would keep only one.
+        all_headers = HTTPHeaderDict(header_params)
+        for name, value in identity.headers():
+            all_headers.add(name, value)
+        try:
+            response = self.api.call_api(method, url, header_params=all_headers, body=body,
+                                         _request_timeout=timeout).response
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise KubeError(0, "Unreachable", f"Cannot reach the cluster: {exc}") from None
+        except kubernetes.client.ApiException as exc:
+            raise KubeError(exc.status or 0, "Unreachable", str(exc.reason)) from None
+        if not 200 <= response.status < 300:
+            body_bytes = response.read()
+            response.release_conn()
+            raise KubeError.from_response(response.status, body_bytes)
+        return response
+
+    def request_json(self, method: str, path: str, identity: Identity, **kwargs: Any) -> JSON:
+        response = self.request(method, path, identity, **kwargs)
+        try:
+            return json.loads(response.read())  # type: ignore[no-any-return]
+        finally:
+            response.release_conn()
+
+    # --- reading ------------------------------------------------------------------------
+
+    def list(self, params: WatchParams, identity: Identity) -> tuple[list[JSON], str]:
+        body = self.request_json("GET", params.collection_path(), identity,
+                                 query=params.query())
+        return body.get("items") or [], str((body.get("metadata") or {}).get(
+            "resourceVersion", ""))
+
+    def watch(self, params: WatchParams, identity: Identity, resource_version: str,
+              timeout_seconds: int) -> WatchStream:
+        query = params.query() + [
+            ("watch", "true"), ("resourceVersion", resource_version),
+            ("allowWatchBookmarks", "true"), ("timeoutSeconds", str(timeout_seconds))]
+        # Read timeout a little past the server's: a dead connection still ends.
+        response = self.request("GET", params.collection_path(), identity, query=query,
+                                timeout=(10, timeout_seconds + 30))
+        return WatchStream(response)
+
+    def get(self, params: WatchParams, name: str, identity: Identity,
+            namespace: str | None = None) -> JSON:
+        return self.request_json("GET", params.object_path(name, namespace), identity)
+
+    # --- acting -------------------------------------------------------------------------
+
+    def delete(self, params: WatchParams, name: str, identity: Identity,
+               namespace: str | None = None, grace_seconds: int | None = None) -> JSON:
+        body = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if grace_seconds is not None:
+            body["gracePeriodSeconds"] = grace_seconds  # type: ignore[assignment]
+        return self.request_json("DELETE", params.object_path(name, namespace), identity,
+                                 body=body, content_type="application/json")
+
+    def merge_patch(self, params: WatchParams, name: str, patch: JSON, identity: Identity,
+                    namespace: str | None = None) -> JSON:
+        return self.request_json("PATCH", params.object_path(name, namespace), identity,
+                                 body=patch, content_type="application/merge-patch+json")
+
+    def logs(self, namespace: str, pod: str, identity: Identity, *, container: str | None,
+             follow: bool, tail_lines: int | None, timestamps: bool,
+             previous: bool) -> LineStream:
+        query = [("follow", str(follow).lower()), ("timestamps", str(timestamps).lower()),
+                 ("previous", str(previous).lower())]
+        if container:
+            query.append(("container", container))
+        if tail_lines is not None:
+            query.append(("tailLines", str(tail_lines)))
+        response = self.request(
+            "GET", f"/api/v1/namespaces/{namespace}/pods/{pod}/log", identity, query=query,
+            timeout=(10, None) if follow else 60)
+        return LineStream(response)
+
+
+class LineStream:
+    """Lines of a streamed response, as they arrive; close() ends it from any thread."""
+
+    def __init__(self, response: urllib3.BaseHTTPResponse) -> None:
+        self.response = response
+        self._closed = threading.Event()
+
+    def __iter__(self) -> Iterator[bytes]:
+        pending = b""
+        try:
+            for chunk in self.response.stream(65536, decode_content=True):
+                if self._closed.is_set():
+                    return
+                pending += chunk
+                if b"\n" not in chunk:
+                    continue
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        yield line
+            if pending.strip() and not self._closed.is_set():
+                yield pending
+        except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError):
+            if not self._closed.is_set():
+                raise
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        # shutdown() wakes a thread blocked in a read; close() alone may not.
+        try:
+            self.response.shutdown()  # type: ignore[attr-defined]
+        except (AttributeError, OSError, RuntimeError):
+            pass  # already finished and back in the pool
+        self.response.close()
+        self.response.release_conn()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed.is_set()
+
+
+class WatchStream(LineStream):
+    """Watch events as (type, object, raw line). The raw line is relayed as is."""
+
+    def events(self) -> Iterator[tuple[str, JSON, bytes]]:
+        for line in self:
+            event = json.loads(line)
+            yield event.get("type", ""), event.get("object") or {}, line
