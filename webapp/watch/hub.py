@@ -13,7 +13,6 @@ import json
 import logging
 import random
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol

@@ -7,6 +7,7 @@ costs time the relay does not have.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Iterator
@@ -79,7 +80,8 @@ class ClusterClient:
 
     def request(self, method: str, path: str, identity: Identity,
                 query: list[tuple[str, str]] | None = None, body: Any = None,
-                content_type: str | None = None, timeout: float | tuple[float, float] = 30,
+                content_type: str | None = None,
+                timeout: float | tuple[float, float | None] = 30,
                 ) -> urllib3.BaseHTTPResponse:
         """Send a request; return the open response (2xx) or raise KubeError."""
         headers: dict[str, str] = {"Accept": "application/json"}
@@ -108,7 +110,7 @@ class ClusterClient:
     def request_json(self, method: str, path: str, identity: Identity, **kwargs: Any) -> JSON:
         response = self.request(method, path, identity, **kwargs)
         try:
-            return json.loads(response.read())  # type: ignore[no-any-return]
+            return json.loads(response.read())
         finally:
             response.release_conn()
 
@@ -197,10 +199,9 @@ class LineStream:
             return
         self._closed.set()
         # shutdown() wakes a thread blocked in a read; close() alone may not.
-        try:
-            self.response.shutdown()  # type: ignore[attr-defined]
-        except (AttributeError, OSError, RuntimeError):
-            pass  # already finished and back in the pool
+        # Raises when the stream already finished and its connection is back in the pool.
+        with contextlib.suppress(AttributeError, OSError, RuntimeError):
+            self.response.shutdown()
         self.response.close()
         self.response.release_conn()
 

@@ -63,7 +63,8 @@ class WatchParams:
         if namespace is not None and not RESOURCES[key]:
             raise Invalid(f"{resource} are not namespaced", code="invalid_params")
         for name in ("labelSelector", "fieldSelector"):
-            if values[name] and len(values[name]) > _SELECTOR_MAX:
+            selector = values[name]
+            if selector and len(selector) > _SELECTOR_MAX:
                 raise Invalid(f"{name} is too long", code="invalid_params")
         return cls(group, version, resource, namespace, values["labelSelector"],
                    values["fieldSelector"])
