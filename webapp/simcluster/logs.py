@@ -77,9 +77,8 @@ class LogBuffer:
         if not texts:
             return b"", nxt
         if stamps is not None:
-            body = b"".join(
-                rfc3339nano(ts).encode() + b" " + t + b"\n" for ts, t in zip(stamps, texts, strict=True)
-            )
+            body = b"".join(rfc3339nano(ts).encode() + b" " + t + b"\n"
+                            for ts, t in zip(stamps, texts, strict=True))
         else:
             body = b"\n".join(texts) + b"\n"
         return body, nxt

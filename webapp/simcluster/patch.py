@@ -217,7 +217,8 @@ def apply(content_type: str, target: Any, body: Any, *, custom: bool = False) ->
     if ctype == JSON_PATCH:
         return json_patch(target, body)
     if not isinstance(body, dict):
-        raise PatchError(400, "json: cannot unmarshal array into Go value of type map[string]interface {}")
+        raise PatchError(400, "json: cannot unmarshal array into Go value of type "
+                              "map[string]interface {}")
     if ctype == MERGE:
         return merge_patch(target, body)
     if ctype == STRATEGIC:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from .util import JSON, rfc3339, stable_hex
@@ -84,7 +85,7 @@ def container_spec(c: str | JSON) -> JSON:
 
 
 def build_pod(
-    namespace: str, name: str, *, containers: list[str | JSON] | None = None,
+    namespace: str, name: str, *, containers: Sequence[str | JSON] | None = None,
     labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None,
     node: str | None = "sim-worker", owner: tuple[str, str] | None = None,
     restart_policy: str = "Always", grace_period: int = 30,
@@ -117,16 +118,18 @@ def build_pod(
 
 def _container_status(
     pod: JSON, c: JSON, state: str, restarts: int, now: str, with_image_id: bool,
+    last: JSON | None = None,
 ) -> JSON:
     meta = pod["metadata"]
     image = c["image"]
-    cid = f"containerd://{stable_hex(f'{meta.get('uid')}/{c['name']}/{restarts}', 64)}"
+    seed = f"{meta.get('uid')}/{c['name']}/{restarts}"
+    cid = f"containerd://{stable_hex(seed, 64)}"
     st: JSON = {
         "name": c["name"], "image": image, "imageID": image_id(image),
         "containerID": cid, "ready": False, "started": False,
         "restartCount": restarts, "state": {}, "lastState": {},
     }
-    prev_term: JSON = {
+    prev_term: JSON = last or {
         "exitCode": 1, "reason": "Error", "startedAt": now, "finishedAt": now,
         "containerID": f"containerd://{stable_hex(f'{cid}/prev', 64)}",
     }
@@ -189,11 +192,14 @@ def _condition(type_: str, ok: bool, now: str, reason: str | None = None,
 def build_status(
     pod: JSON, states: dict[str, str], *, restarts: dict[str, int] | None = None,
     with_image_id: bool = True, old: JSON | None = None,
+    last_terminated: dict[str, JSON] | None = None,
 ) -> JSON:
     """The status a kubelet reports for per-container kubectl ``states``.
 
     Containers missing from ``states`` keep the state derived from ``old`` (or Running).
-    Condition ``lastTransitionTime`` is kept from ``old`` when the status is unchanged.
+    ``last_terminated`` gives a container's ``lastState.terminated`` (after a restart);
+    otherwise the one in ``old`` is kept.  Condition ``lastTransitionTime`` is kept from
+    ``old`` when the condition's status is unchanged.
     """
     now = rfc3339()
     spec = pod["spec"]
@@ -209,7 +215,9 @@ def build_status(
         if state in ("CrashLoopBackOff", "OOMKilled") and count == 0:
             count = 1
         st_by[name] = state
-        statuses.append(_container_status(pod, c, state, count, now, with_image_id))
+        last = (last_terminated or {}).get(name) or (
+            (old_statuses.get(name) or {}).get("lastState") or {}).get("terminated")
+        statuses.append(_container_status(pod, c, state, count, now, with_image_id, last))
     names = list(st_by)
     status: JSON = {"qosClass": "BestEffort"}
     if not node:

@@ -56,7 +56,9 @@ def _bad(selector: str, why: str) -> ApiError:
 
 def _split_top(text: str) -> list[str]:
     """Split on commas that are not inside a parenthesised value set."""
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in text:
         if ch == "(":
             depth += 1
@@ -112,14 +114,16 @@ def parse_labels(selector: str | None) -> list[Requirement]:
             _check_key(selector, key)
             if op in (">", "<"):
                 if not value.lstrip("-").isdigit():
-                    raise _bad(selector, f"for 'Gt', 'Lt' operators, the value must be an integer: {value}")
+                    raise _bad(selector, "for 'Gt', 'Lt' operators, the value must be an "
+                                         f"integer: {value}")
                 reqs.append(Requirement(key, "gt" if op == ">" else "lt", (value,)))
                 continue
             _check_value(selector, value)
             reqs.append(Requirement(key, "!=" if op == "!=" else "=", (value,)))
             continue
         if " " in part:
-            raise _bad(selector, f"found '{part.split()[1]}', expected: in, notin, =, ==, !=, gt, lt")
+            raise _bad(selector, f"found '{part.split()[1]}', expected: in, notin, =, ==, "
+                                 "!=, gt, lt")
         _check_key(selector, part)
         reqs.append(Requirement(part, "exists"))
     return reqs

@@ -141,9 +141,15 @@ class Store:
             self.cond.notify_all()
 
     def expire_history(self) -> None:
-        """Drop all history: open watches get in-stream 410, old RVs get HTTP 410."""
+        """Drop all history: open watches get in-stream 410, old RVs get HTTP 410.
+
+        Every RV handed out so far becomes too old (the RV skips one, as RVs may), so a
+        client that resumes from its last RV gets HTTP 410 and must relist; the relist
+        returns the new RV, from which watching works again.
+        """
         with self.cond:
             self._history.clear()
+            self._rv += 1
             self._floor = self._rv
             self._epoch += 1
             self.cond.notify_all()
@@ -163,7 +169,7 @@ class Store:
             s = self._objects[rt.plural].get((namespace if rt.namespaced else "", name))
         return json_copy(s.obj) if s is not None else None
 
-    def list(
+    def list_objects(
         self, rt: ResourceType, namespace: str | None = None,
         pred: Callable[[JSON], bool] | None = None,
     ) -> tuple[int, list[Stored]]:
@@ -242,9 +248,16 @@ class Store:
             )])
         return str(name)
 
-    def create(self, rt: ResourceType, obj: JSON, *, require_namespace: bool = True) -> JSON:
-        """Store a new object (deep-copied); returns the stored copy."""
+    def create(self, rt: ResourceType, obj: JSON, *, require_namespace: bool = True,
+               keep_uid: bool = False) -> JSON:
+        """Store a new object (deep-copied); returns the stored copy.
+
+        The server assigns uid/creationTimestamp/resourceVersion/generation; ``keep_uid``
+        lets internal builders pre-assign a uid they already embedded in the status.
+        """
         obj = json_copy(obj)
+        if not keep_uid:
+            obj.setdefault("metadata", {}).pop("uid", None)
         obj["kind"] = rt.kind
         obj["apiVersion"] = rt.api_version
         name = self._check_name(rt, obj)
@@ -272,7 +285,7 @@ class Store:
         obj["kind"] = rt.kind
         obj["apiVersion"] = rt.api_version
         meta = obj["metadata"]
-        meta["uid"] = new_uid()
+        meta.setdefault("uid", new_uid())
         meta["creationTimestamp"] = rfc3339()
         meta.pop("deletionTimestamp", None)
         if rt.plural != "events":

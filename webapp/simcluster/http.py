@@ -1,0 +1,724 @@
+"""The Kubernetes HTTP API over loopback: routing, LIST/WATCH/CRUD, logs, discovery.
+
+``SimServer`` is a ``ThreadingHTTPServer`` (HTTP/1.1, keep-alive, one thread per
+connection) run in a daemon thread.  Watch and log-follow responses are chunked; each
+chunk is one ``sendall`` so events reach the client immediately.  Watch lines are the
+store's cached encodings, shared by every watcher.  ``stop()`` shuts down every open
+connection so streams end at once and no thread outlives the server.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import json
+import logging
+import select
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlsplit
+
+import yaml
+
+from . import errors
+from . import patch as patching
+from .errors import ApiError
+from .rbac import Identity, admin
+from .resources import (
+    NAMESPACES,
+    PODS,
+    SERVICES,
+    ResourceType,
+    api_group,
+    api_group_list,
+    api_resource_list,
+    lookup,
+)
+from .selectors import compile_selector
+from .stats import RequestRecord
+from .store import Cursor, Expired, Stored, WatchEvent
+from .util import JSON, dumps, json_copy, parse_rfc3339
+
+if TYPE_CHECKING:
+    from .cluster import SimCluster
+
+log = logging.getLogger(__name__)
+
+VERSION = {
+    "major": "1", "minor": "33", "gitVersion": "v1.33.1-sim", "gitCommit": "0" * 40,
+    "gitTreeState": "clean", "buildDate": "2025-05-15T00:00:00Z", "goVersion": "go1.24.2",
+    "compiler": "gc", "platform": "linux/amd64",
+}
+_POLL = 0.5  # longest sleep of a stream before it checks for shutdown / client hang-up
+_TRUE = ("true", "1", "True")
+
+
+@dataclass
+class Route:
+    rt: ResourceType
+    namespace: str | None
+    name: str | None
+    sub: str | None
+
+
+def _not_found_url() -> ApiError:
+    return ApiError(404, "the server could not find the requested resource",
+                    details={"causes": [{"reason": "UnexpectedServerResponse",
+                                         "message": "404 page not found"}]})
+
+
+def parse_route(path: str) -> Route | JSON:
+    """A resource route, or the JSON document of a discovery endpoint."""
+    parts = [p for p in path.split("/") if p]
+    if not parts:
+        return {"paths": ["/api", "/api/v1", "/apis", "/version", "/healthz"]}
+    if parts == ["version"]:
+        return VERSION
+    if parts[0] == "api":
+        if len(parts) == 1:
+            return {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [
+                {"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1:6443"}]}
+        group, version, rest = "", parts[1], parts[2:]
+    elif parts[0] == "apis":
+        if len(parts) == 1:
+            return api_group_list()
+        if len(parts) == 2:
+            doc = api_group(parts[1])
+            if doc is None:
+                raise _not_found_url()
+            return doc
+        group, version, rest = parts[1], parts[2], parts[3:]
+    else:
+        raise _not_found_url()
+    if not rest:
+        doc = api_resource_list(group, version)
+        if doc is None:
+            raise _not_found_url()
+        return doc
+    namespace = None
+    if rest[0] == "namespaces" and len(rest) >= 3 and not (group == "" and len(rest) == 3
+                                                           and rest[2] in ("status", "finalize")):
+        namespace, rest = rest[1], rest[2:]
+    if len(rest) > 3:
+        raise _not_found_url()
+    rt = lookup(group, version, rest[0])
+    if rt is None:
+        raise _not_found_url()
+    name = rest[1] if len(rest) > 1 else None
+    sub = rest[2] if len(rest) > 2 else None
+    if rt.namespaced and namespace is None and name is not None:
+        raise _not_found_url()
+    if not rt.namespaced and namespace is not None:
+        raise _not_found_url()
+    if sub is not None and sub not in rt.subresources:
+        raise _not_found_url()
+    return Route(rt, namespace, name, sub)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    allow_reuse_address = True
+
+    def __init__(self, addr: tuple[str, int], sim: SimServer) -> None:
+        self.sim = sim
+        self.conns: dict[socket.socket, threading.Thread] = {}
+        self.conns_lock = threading.Lock()
+        super().__init__(addr, Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        t = threading.Thread(target=self._run_request, args=(request, client_address),
+                             name="simcluster-conn", daemon=True)
+        with self.conns_lock:
+            self.conns[request] = t
+        t.start()
+
+    def _run_request(self, request: Any, client_address: Any) -> None:
+        try:
+            self.process_request_thread(request, client_address)
+        finally:
+            with self.conns_lock:
+                self.conns.pop(request, None)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+        exc = sys.exc_info()[1]
+        if isinstance(exc, OSError):
+            return  # client went away mid-request: normal for streams
+        log.exception("simcluster request failed")
+        if exc is not None:
+            self.sim.errors.append(exc)
+
+
+class SimServer:
+    """An HTTP front end of a ``SimCluster``; ``url`` is ``http://127.0.0.1:<port>``."""
+
+    def __init__(self, cluster: SimCluster, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.cluster = cluster
+        self.stopping = threading.Event()
+        self.errors: list[BaseException] = []
+        self._httpd = _Server((host, port), self)
+        addr = self._httpd.server_address
+        self.host, self.port = str(addr[0]), int(addr[1])
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self) -> SimServer:
+        self._thread = threading.Thread(target=self._httpd.serve_forever,
+                                        kwargs={"poll_interval": 0.1},
+                                        name="simcluster-http", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self.stopping.is_set():
+            return
+        self.stopping.set()
+        self._httpd.shutdown()
+        store = self.cluster.store
+        with store.cond:
+            store.cond.notify_all()
+        with self._httpd.conns_lock:
+            conns = dict(self._httpd.conns)
+        for sock in conns:
+            with contextlib.suppress(OSError):  # already closed by the client
+                sock.shutdown(socket.SHUT_RDWR)
+        for t in conns.values():
+            t.join(timeout=2)
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+
+    def __enter__(self) -> SimServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class _ClientGone(Exception):
+    pass
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+    server_version = "simcluster"
+    sys_version = ""
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass  # the stats/request log records requests; stderr noise helps nobody
+
+    def do_GET(self) -> None:
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+    def do_PUT(self) -> None:
+        self._dispatch("PUT")
+
+    def do_PATCH(self) -> None:
+        self._dispatch("PATCH")
+
+    def do_DELETE(self) -> None:
+        self._dispatch("DELETE")
+
+    # --- plumbing ----------------------------------------------------------------------------
+
+    @property
+    def cluster(self) -> SimCluster:
+        return self.server.sim.cluster
+
+    def _send(self, code: int, body: bytes, ctype: str = "application/json") -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-cache, private")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _send_error(self, err: ApiError) -> None:
+        self._send(err.code, dumps(err.status()))
+
+    def _start_stream(self, ctype: str) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Cache-Control", "no-cache, private")
+        self.end_headers()
+
+    def _chunk(self, data: bytes) -> None:
+        if data:
+            self.wfile.write(b"%x\r\n%b\r\n" % (len(data), data))
+
+    def _end_stream(self) -> None:
+        self.wfile.write(b"0\r\n\r\n")
+
+    def _client_gone(self) -> bool:
+        """During a stream the client sends nothing: readable means it hung up."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            if readable:
+                return self.connection.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):
+            return True
+        return False
+
+    def _stream_over(self) -> bool:
+        return self.server.sim.stopping.is_set() or self._client_gone()
+
+    def _read_body(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _identity(self) -> Identity:
+        cluster = self.cluster
+        auth = self.headers.get("Authorization") or ""
+        token = auth[7:].strip() if auth.lower().startswith("bearer ") else None
+        ident = cluster.rbac.identity_for_token(token)
+        if ident is None:
+            if cluster.token is not None and token != cluster.token:
+                raise ApiError(401, "Unauthorized")
+            ident = admin()
+        users = self.headers.get_all("Impersonate-User") or []
+        groups = self.headers.get_all("Impersonate-Group") or []
+        if not users and not groups:
+            return ident
+        if not users:
+            raise ApiError(500, "requested [{Kind:Group}] without impersonating a user")
+        target = users[0]
+        if not cluster.rbac.allowed(ident, "impersonate", "users", None):
+            raise errors.forbidden(None, "users", "impersonate", ident.user, None, name=target)
+        groups = list(groups)  # one group per header, repeated as needed
+        if "system:authenticated" not in groups:
+            groups.append("system:authenticated")
+        return Identity(target, tuple(groups))
+
+    # --- dispatch ----------------------------------------------------------------------------
+
+    def _dispatch(self, method: str) -> None:
+        try:
+            self._handle(method)
+        except _ClientGone:
+            self.close_connection = True
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+            self.close_connection = True
+        except OSError:
+            self.close_connection = True
+
+    def _handle(self, method: str) -> None:
+        url = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        body = self._read_body()
+        try:
+            target = parse_route(url.path)
+            if not isinstance(target, Route):
+                if url.path.rstrip("/") in ("/healthz", "/readyz", "/livez"):
+                    self._send(200, b"ok", "text/plain; charset=utf-8")
+                    return
+                if method != "GET":
+                    raise ApiError(405, f"the server does not allow this method on the "
+                                        f"requested resource ({method})")
+                self._send(200, dumps(target))
+                return
+            route = target
+            verb = self._verb(method, route, query)
+            resource = route.rt.plural + (f"/{route.sub}" if route.sub else "")
+            ident = self._identity_checked(verb, route, resource, method, url.path, query)
+            del ident
+            if verb == "watch":
+                self._watch(route, query)
+            elif verb == "list":
+                self._list(route, query)
+            elif route.sub == "log":
+                self._log(route, query)
+            elif verb == "get":
+                self._get(route)
+            elif verb == "create":
+                self._create(route, body)
+            elif verb == "update":
+                self._update(route, body)
+            elif verb == "patch":
+                self._patch(route, body, query)
+            elif verb == "delete":
+                self._delete(route, body, query)
+            else:
+                self._delete_collection(route, query)
+        except Expired as exc:
+            self._send_error(exc.error)
+        except ApiError as exc:
+            self._send_error(exc)
+        except patching.PatchError as exc:
+            self._send_error(ApiError(exc.code, exc.message))
+        except (OSError, _ClientGone):
+            raise
+        except Exception as exc:  # a simulator bug: answer 500 and keep it for tests
+            log.exception("simcluster handler failed")
+            self.server.sim.errors.append(exc)
+            self._send_error(ApiError(500, f"internal error: {exc!r}"))
+
+    def _verb(self, method: str, route: Route, query: dict[str, str]) -> str:
+        if method == "GET":
+            if route.name is not None:
+                return "get"
+            return "watch" if query.get("watch") in _TRUE else "list"
+        if route.sub == "log":
+            raise ApiError(405, "the server does not allow this method on the requested "
+                                f"resource ({method})")
+        if method == "POST":
+            if route.name is not None:
+                raise ApiError(405, "the server does not allow this method on the requested "
+                                    "resource (POST)")
+            return "create"
+        if route.name is None and method != "DELETE":
+            raise ApiError(405, f"the server does not allow this method on the requested "
+                                f"resource ({method})")
+        return {"PUT": "update", "PATCH": "patch", "DELETE": "delete"}[method] \
+            if route.name is not None else "deletecollection"
+
+    def _identity_checked(self, verb: str, route: Route, resource: str, method: str,
+                          path: str, query: dict[str, str]) -> Identity:
+        cluster = self.cluster
+        ident: Identity | None = None
+        try:
+            ident = self._identity()
+        finally:
+            headers = {k.lower(): ", ".join(self.headers.get_all(k) or [])
+                       for k in self.headers}
+            counted = "log" if route.sub == "log" else verb
+            cluster.stats.record(RequestRecord(
+                method, path, query, headers, counted, route.rt.plural, route.namespace,
+                route.name, ident.user if ident else "", ident.groups if ident else ()))
+        assert ident is not None
+        if not cluster.rbac.allowed(ident, verb, resource, route.namespace):
+            raise errors.forbidden(route.rt, resource, verb, ident.user, route.namespace,
+                                   name=route.name, group=route.rt.group)
+        return ident
+
+    # --- reads -------------------------------------------------------------------------------
+
+    def _get(self, route: Route) -> None:
+        assert route.name is not None
+        stored = self.cluster.store.get(route.rt, route.namespace or "", route.name)
+        self._send(200, stored.encoded)
+
+    def _list(self, route: Route, query: dict[str, str]) -> None:
+        rt = route.rt
+        pred = compile_selector(rt, query.get("labelSelector"), query.get("fieldSelector"))
+        rv, items = self.cluster.store.list_objects(rt, route.namespace, pred)
+        meta: JSON = {"resourceVersion": str(rv)}
+        limit = _int_param(query, "limit")
+        token = query.get("continue")
+        if token:
+            try:
+                cont = json.loads(base64.urlsafe_b64decode(token.encode()))
+                start_key = (cont["ns"], cont["name"])
+                meta["resourceVersion"] = str(cont["rv"])
+            except (ValueError, KeyError, TypeError, binascii.Error):
+                raise ApiError(400, "continue key is not valid: incorrect encoded start "
+                                    "resourceVersion (version meta.k8s.io/v1)") from None
+            items = [s for s in items if (s.namespace, s.obj["metadata"]["name"]) > start_key]
+        if limit and limit > 0 and len(items) > limit:
+            last = items[limit - 1]
+            meta["continue"] = base64.urlsafe_b64encode(dumps({
+                "rv": int(meta["resourceVersion"]), "ns": last.namespace,
+                "name": last.obj["metadata"]["name"]})).decode()
+            meta["remainingItemCount"] = len(items) - limit
+            items = items[:limit]
+        head = (b'{"kind":"' + rt.list_kind.encode() + b'","apiVersion":"'
+                + rt.api_version.encode() + b'","metadata":' + dumps(meta) + b',"items":[')
+        self._send(200, head + b",".join(s.encoded for s in items) + b"]}")
+
+    def _watch(self, route: Route, query: dict[str, str]) -> None:
+        cluster = self.cluster
+        rt = route.rt
+        pred = compile_selector(rt, query.get("labelSelector"), query.get("fieldSelector"))
+        initial_events = query.get("sendInitialEvents") in _TRUE
+        rv = "0" if initial_events else query.get("resourceVersion")
+        cursor = cluster.store.open_watch(rt, rv)  # may raise Expired: HTTP 410
+        timeout = _int_param(query, "timeoutSeconds")
+        bookmarks = query.get("allowWatchBookmarks") in _TRUE
+        ns = route.namespace
+        self._start_stream("application/json")
+        cluster.stats.watch_opened(rt.plural)
+        try:
+            self._watch_loop(cursor, rt, ns, pred, timeout, bookmarks, initial_events)
+        finally:
+            cluster.stats.watch_closed(rt.plural)
+
+    def _watch_loop(
+        self, cursor: Cursor, rt: ResourceType, ns: str | None,
+        pred: Callable[[JSON], bool] | None, timeout: int | None, bookmarks: bool,
+        initial_events: bool,
+    ) -> None:
+        store = self.cluster.store
+        interval = self.cluster.bookmark_interval
+        now = time.monotonic()
+        deadline = now + timeout if timeout else None
+        next_bookmark = now + interval if bookmarks else None
+        batch = [b'{"type":"ADDED","object":' + s.encoded + b"}\n"
+                 for s in cursor.initial if _wanted(s, ns, pred)]
+        if batch:
+            self._chunk(b"".join(batch))
+        if initial_events:
+            self._chunk(_bookmark(rt, cursor.position, initial_end=True))
+        while True:
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                break
+            wait = _POLL
+            if deadline is not None:
+                wait = min(wait, deadline - now)
+            if next_bookmark is not None:
+                wait = min(wait, max(next_bookmark - now, 0))
+            try:
+                events = store.wait_events(cursor, wait)
+            except Expired as exc:
+                self._chunk(b'{"type":"ERROR","object":' + dumps(exc.error.status()) + b"}\n")
+                break
+            lines = [line for ev in events if ev.rt is rt
+                     for line in (_event_line(ev, ns, pred),) if line]
+            if lines:
+                self._chunk(b"".join(lines))
+            if next_bookmark is not None and time.monotonic() >= next_bookmark:
+                self._chunk(_bookmark(rt, cursor.position))
+                next_bookmark = time.monotonic() + interval
+            if self._stream_over() or store.closed:
+                break
+        self._end_stream()
+
+    # --- writes ------------------------------------------------------------------------------
+
+    def _json_body(self, body: bytes, ctype: str | None = None) -> Any:
+        if not body:
+            raise ApiError(400, "the body of the request was empty")
+        try:
+            if ctype and "yaml" in ctype:
+                return yaml.safe_load(body)
+            return json.loads(body)
+        except (ValueError, yaml.YAMLError) as exc:
+            raise ApiError(400, f"the object provided is unrecognized: {exc}") from None
+
+    def _check_body(self, route: Route, obj: Any) -> JSON:
+        if not isinstance(obj, dict):
+            raise ApiError(400, "the object provided is unrecognized (must be an object)")
+        rt = route.rt
+        if obj.get("apiVersion") not in (None, rt.api_version) or \
+                obj.get("kind") not in (None, rt.kind):
+            raise ApiError(400, f"the API version in the data ({obj.get('apiVersion')}) does "
+                                f"not match the expected API version ({rt.api_version})")
+        meta = obj.setdefault("metadata", {})
+        if not isinstance(meta, dict):
+            raise ApiError(400, "metadata must be an object")
+        if rt.namespaced:
+            if meta.get("namespace") and meta["namespace"] != route.namespace:
+                raise ApiError(400, "the namespace of the provided object does not match the "
+                                    "namespace sent on the request")
+            meta["namespace"] = route.namespace
+        return obj
+
+    def _create(self, route: Route, body: bytes) -> None:
+        obj = self._check_body(route, self._json_body(body))
+        rt = route.rt
+        if rt.status_subresource:
+            obj.pop("status", None)  # creates ignore status, like the API server
+        if rt is PODS:
+            obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+        if rt is SERVICES:
+            obj = _default_service(obj)
+        if rt is NAMESPACES:
+            obj["metadata"].pop("namespace", None)
+        created = self.cluster.store.create(rt, obj)
+        self._send(201, dumps(created))
+
+    def _update(self, route: Route, body: bytes) -> None:
+        assert route.name is not None
+        obj = self._check_body(route, self._json_body(body))
+        expect = (obj.get("metadata") or {}).get("resourceVersion") or None
+        scope = "status" if route.sub == "status" else "main"
+        result = self.cluster.store.update(route.rt, route.namespace or "", route.name,
+                                           lambda _cur: obj, scope=scope, expect_rv=expect)
+        self._send(200, dumps(result))
+
+    def _patch(self, route: Route, body: bytes, query: dict[str, str]) -> None:
+        assert route.name is not None
+        ctype = self.headers.get("Content-Type") or ""
+        doc = self._json_body(body, ctype)
+        rt = route.rt
+        name = route.name
+
+        def apply(cur: JSON) -> JSON:
+            rv = cur["metadata"]["resourceVersion"]
+            new = patching.apply(ctype, cur, doc, custom=bool(rt.group))
+            if not isinstance(new, dict):
+                raise ApiError(422, "the patched object is not an object")
+            if (new.get("metadata") or {}).get("resourceVersion", rv) != rv:
+                raise errors.conflict(rt, name)  # a resourceVersion in a patch is a precondition
+            return new
+
+        scope = "status" if route.sub == "status" else "main"
+        result = self.cluster.store.update(rt, route.namespace or "", name, apply, scope=scope)
+        self._send(200, dumps(result))
+
+    def _delete_options(self, body: bytes, query: dict[str, str]) -> tuple[int | None, JSON]:
+        opts: JSON = {}
+        if body:
+            parsed = self._json_body(body)
+            if isinstance(parsed, dict):
+                opts = parsed
+        grace = opts.get("gracePeriodSeconds")
+        if "gracePeriodSeconds" in query:
+            grace = _int_param(query, "gracePeriodSeconds")
+        if grace is not None and int(grace) < 0:
+            grace = 1  # the API server turns negative grace into 1 second
+        return (None if grace is None else int(grace)), (opts.get("preconditions") or {})
+
+    def _delete(self, route: Route, body: bytes, query: dict[str, str]) -> None:
+        assert route.name is not None
+        grace, pre = self._delete_options(body, query)
+        ns = route.namespace or ""
+        result = self.cluster.delete_object(route.rt, ns, route.name, grace, pre)
+        still_there = self.cluster.store.find(route.rt, ns, route.name) is not None
+        self._send(202 if still_there else 200, dumps(result))
+
+    def _delete_collection(self, route: Route, query: dict[str, str]) -> None:
+        rt = route.rt
+        pred = compile_selector(rt, query.get("labelSelector"), query.get("fieldSelector"))
+        _, items = self.cluster.store.list_objects(rt, route.namespace, pred)
+        grace = _int_param(query, "gracePeriodSeconds")
+        deleted = []
+        for s in items:
+            try:
+                deleted.append(self.cluster.delete_object(
+                    rt, s.namespace, s.obj["metadata"]["name"], grace))
+            except ApiError as exc:
+                if exc.code != 404:
+                    raise
+        self._send(200, dumps({"kind": rt.list_kind, "apiVersion": rt.api_version,
+                               "metadata": {"resourceVersion": self.cluster.resource_version},
+                               "items": deleted}))
+
+    # --- logs --------------------------------------------------------------------------------
+
+    def _log(self, route: Route, query: dict[str, str]) -> None:
+        assert route.name is not None
+        cluster = self.cluster
+        ns = route.namespace or ""
+        tail = _int_param(query, "tailLines")
+        since = _int_param(query, "sinceSeconds")
+        since_ns = None
+        if since is not None:
+            if since < 1:
+                raise ApiError(422, 'PodLogOptions "" is invalid: sinceSeconds: Invalid value: '
+                                    f"{since}: must be greater than 0")
+            since_ns = time.time_ns() - since * 1_000_000_000
+        if query.get("sinceTime"):
+            try:
+                since_ns = int(parse_rfc3339(query["sinceTime"]) * 1_000_000_000)
+            except ValueError:
+                raise ApiError(400, f"invalid sinceTime {query['sinceTime']!r}") from None
+        limit_bytes = _int_param(query, "limitBytes")
+        stamps = query.get("timestamps") in _TRUE
+        follow = query.get("follow") in _TRUE
+        _, buf = cluster.log_source(ns, route.name, query.get("container"),
+                                    query.get("previous") in _TRUE)
+        pos = buf.start_position(tail, since_ns)
+        if not follow:
+            parts = []
+            while True:
+                data, pos = buf.read(pos, stamps)
+                if not data:
+                    break
+                parts.append(data)
+            out = b"".join(parts)
+            if limit_bytes is not None:
+                out = out[:limit_bytes]
+            self._send(200, out, "text/plain")
+            return
+        self._start_stream("text/plain")
+        sent = 0
+        while True:
+            data, pos = buf.read(pos, stamps)
+            if data:
+                if limit_bytes is not None:
+                    data = data[: max(limit_bytes - sent, 0)]
+                self._chunk(data)
+                sent += len(data)
+                if limit_bytes is not None and sent >= limit_bytes:
+                    break
+                continue
+            if buf.closed or self._stream_over() or cluster.closed.is_set():
+                break
+            buf.wait(pos, _POLL)
+        self._end_stream()
+
+
+def _int_param(query: dict[str, str], key: str) -> int | None:
+    raw = query.get(key)
+    if raw is None or raw == "":
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise ApiError(400, f'invalid value for {key}: "{raw}"') from None
+
+
+def _wanted(s: Stored, ns: str | None, pred: Callable[[JSON], bool] | None) -> bool:
+    if ns is not None and s.namespace != ns:
+        return False
+    return pred is None or pred(s.obj)
+
+
+def _event_line(ev: WatchEvent, ns: str | None,
+                pred: Callable[[JSON], bool] | None) -> bytes | None:
+    """The line this watcher sees; selector transitions turn into ADDED/DELETED."""
+    if ns is not None and ev.namespace != ns:
+        return None
+    if pred is None:
+        return ev.line()
+    now = pred(ev.new.obj)
+    if ev.type != "MODIFIED" or ev.old is None:
+        return ev.line() if now else None
+    before = pred(ev.old.obj)
+    if now and before:
+        return ev.line()
+    if now:
+        return ev.line("ADDED")
+    if before:
+        return ev.line("DELETED")
+    return None
+
+
+def _bookmark(rt: ResourceType, rv: int, initial_end: bool = False) -> bytes:
+    meta: JSON = {"resourceVersion": str(rv)}
+    if initial_end:
+        meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+    return dumps({"type": "BOOKMARK", "object": {
+        "kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}}) + b"\n"
+
+
+def _default_service(obj: JSON) -> JSON:
+    """Allocate clusterIP/nodePorts for an API-created Service like the allocator does."""
+    from .pods import build_service
+
+    spec = obj.get("spec") or {}
+    meta = obj["metadata"]
+    built = build_service(meta["namespace"], meta["name"], type=spec.get("type", "ClusterIP"),
+                          ports=spec.get("ports") or [80], selector=spec.get("selector"),
+                          lb_ingress=False)
+    merged = json_copy(obj)
+    merged["spec"] = {**built["spec"], **spec}
+    if spec.get("clusterIP") == "None":
+        merged["spec"]["clusterIPs"] = ["None"]
+    merged["status"] = {"loadBalancer": {}}
+    return merged
