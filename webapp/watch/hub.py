@@ -24,6 +24,22 @@ log = logging.getLogger(__name__)
 JSON = dict[str, Any]
 
 
+RowRenderer = Callable[[WatchParams, JSON], "str | None"]
+
+
+def no_rows(_params: WatchParams, _obj: JSON) -> str | None:
+    return None
+
+
+@dataclass
+class Snapshot:
+    """The cached state of a watch, for a server-rendered first page."""
+
+    objects: list[JSON]
+    rows: list[str]
+    error: KubeError | None
+
+
 class Sink(Protocol):
     def send(self, message: bytes) -> bool:
         """Queue a message; False when the subscriber cannot take more (it is dropped)."""
@@ -67,6 +83,24 @@ def _event_line(kind: str, object_bytes: bytes) -> bytes:
     return b'{"type":"' + kind.encode() + b'","object":' + object_bytes + b"}"
 
 
+def _html_suffix(html: str | None) -> bytes:
+    """The optional `html` field: the page's table row for this object, rendered once."""
+    if html is None:
+        return b"}"
+    return b',"html":' + json.dumps(html).encode() + b"}"
+
+
+@dataclass
+class _Cached:
+    version: str
+    object_bytes: bytes
+    html: str | None  # the page's table row, rendered once per change
+
+    @property
+    def suffix(self) -> bytes:
+        return _html_suffix(self.html)
+
+
 @dataclass
 class Timing:
     """Knobs, small in tests."""
@@ -79,15 +113,18 @@ class Timing:
 
 class UpstreamWatch:
     def __init__(self, key: WatchKey, client: ClusterClient, timing: Timing,
-                 on_stopped: Callable[[UpstreamWatch], None]) -> None:
+                 on_stopped: Callable[[UpstreamWatch], None],
+                 render_row: RowRenderer = no_rows) -> None:
         self.key = key
         self.client = client
         self.timing = timing
+        self._render_row = render_row
+        self._synced_event = threading.Event()
         self._on_stopped = on_stopped
         self._lock = threading.RLock()
         self._subscribers: list[Subscription] = []
-        # uid -> (resourceVersion, object JSON bytes): bytes, not dicts, keep big lists small.
-        self._cache: dict[str, tuple[str, bytes]] = {}
+        # uid -> cached bytes, not dicts: a 5,000-pod list stays small.
+        self._cache: dict[str, _Cached] = {}
         self._synced = False
         self._error: KubeError | None = None
         self.resource_version = ""
@@ -132,6 +169,15 @@ class UpstreamWatch:
                 self._idle_timer.daemon = True
                 self._idle_timer.start()
 
+    def unsubscribe_idle(self) -> None:
+        """Start the idle countdown of a watch nobody subscribed to (a page render)."""
+        with self._lock:
+            if not self._subscribers and self._idle_timer is None and \
+                    not self._stopping.is_set():
+                self._idle_timer = threading.Timer(self.timing.grace_seconds, self._stop_if_idle)
+                self._idle_timer.daemon = True
+                self._idle_timer.start()
+
     @property
     def subscriber_count(self) -> int:
         return len(self._subscribers)
@@ -163,18 +209,18 @@ class UpstreamWatch:
                 self._subscribers.remove(subscription)
             subscription.upstream = None
 
-    def _broadcast_event(self, line: bytes) -> None:
+    def _broadcast_event(self, line: bytes, suffix: bytes) -> None:
         for subscription in list(self._subscribers):
-            self._deliver(subscription, subscription.prefix + line + b"}")
+            self._deliver(subscription, subscription.prefix + line + suffix)
 
     def _broadcast(self, kind: str, **fields: Any) -> None:
         for subscription in list(self._subscribers):
             self._deliver(subscription, message(kind, subscription.watch_id, **fields))
 
     def _send_snapshot(self, subscription: Subscription) -> None:
-        for _, object_bytes in self._cache.values():
+        for cached in self._cache.values():
             self._deliver(subscription, subscription.prefix +
-                          _event_line("ADDED", object_bytes) + b"}")
+                          _event_line("ADDED", cached.object_bytes) + cached.suffix)
         self._deliver(subscription, message("synced", subscription.watch_id))
 
     # --- the reflector loop -------------------------------------------------------------
@@ -214,27 +260,43 @@ class UpstreamWatch:
         with self._lock:
             self._error = exc
             self._broadcast("error", error=exc.to_json())
+        self._synced_event.set()  # whoever waits for a first state gets the error
+
+    def _cached(self, obj: JSON) -> _Cached:
+        meta = obj.get("metadata") or {}
+        return _Cached(str(meta.get("resourceVersion", "")),
+                       json.dumps(obj, separators=(",", ":")).encode(),
+                       self._render_row(self.key.params, obj))
+
+    def snapshot(self, timeout: float) -> Snapshot:
+        """Wait for the first state (or error) and return the cached objects."""
+        self._synced_event.wait(timeout)
+        with self._lock:
+            if not self._synced and self._error is None:
+                return Snapshot([], [], KubeError(504, "Timeout",
+                                                  "The cluster did not answer in time"))
+            objects = [json.loads(c.object_bytes) for c in self._cache.values()]
+            rows = [c.html for c in self._cache.values() if c.html is not None]
+            return Snapshot(objects, rows, None if self._synced else self._error)
 
     def _relist(self) -> None:
         items, resource_version = self.client.list(self.key.params, self.key.identity)
         self.lists += 1
-        fresh = {}
-        for item in items:
-            meta = item.get("metadata") or {}
-            fresh[_object_key(item)] = (str(meta.get("resourceVersion", "")),
-                                        json.dumps(item, separators=(",", ":")).encode())
+        fresh = {_object_key(item): self._cached(item) for item in items}
         with self._lock:
             if self._synced:
                 # After a 410 or an outage: send exactly the difference.
-                for key, (version, object_bytes) in fresh.items():
+                for key, cached in fresh.items():
                     old = self._cache.get(key)
                     if old is None:
-                        self._broadcast_event(_event_line("ADDED", object_bytes))
-                    elif old[0] != version:
-                        self._broadcast_event(_event_line("MODIFIED", object_bytes))
-                for key, (_, object_bytes) in self._cache.items():
+                        self._broadcast_event(_event_line("ADDED", cached.object_bytes),
+                                              cached.suffix)
+                    elif old.version != cached.version:
+                        self._broadcast_event(_event_line("MODIFIED", cached.object_bytes),
+                                              cached.suffix)
+                for key, old in self._cache.items():
                     if key not in fresh:
-                        self._broadcast_event(_event_line("DELETED", object_bytes))
+                        self._broadcast_event(_event_line("DELETED", old.object_bytes), b"}")
                 self._cache = fresh
                 self.resource_version = resource_version
                 if self._error is not None:
@@ -247,6 +309,7 @@ class UpstreamWatch:
             self._error = None
             for subscription in list(self._subscribers):
                 self._send_snapshot(subscription)
+        self._synced_event.set()
 
     def _watch_once(self) -> bool:
         """Follow one watch stream to its end. True if a relist is needed."""
@@ -271,14 +334,14 @@ class UpstreamWatch:
                     self.resource_version = version or self.resource_version
                     continue
                 key = _object_key(obj)
+                cached = None if kind == "DELETED" else self._cached(obj)
                 with self._lock:
-                    if kind == "DELETED":
+                    if cached is None:
                         self._cache.pop(key, None)
                     else:
-                        self._cache[key] = (version, json.dumps(
-                            obj, separators=(",", ":")).encode())
+                        self._cache[key] = cached
                     self.resource_version = version or self.resource_version
-                    self._broadcast_event(line)
+                    self._broadcast_event(line, cached.suffix if cached else b"}")
         finally:
             with self._lock:
                 self._stream = None
@@ -290,28 +353,41 @@ class Hub:
     """Every upstream watch of this process."""
 
     def __init__(self, client_for: Callable[[str], ClusterClient],
-                 timing: Timing | None = None) -> None:
+                 timing: Timing | None = None, render_row: RowRenderer = no_rows) -> None:
         self._client_for = client_for
         self.timing = timing or Timing()
+        self._render_row = render_row
         self._lock = threading.Lock()
         self._watches: dict[WatchKey, UpstreamWatch] = {}
+
+    def _upstream(self, key: WatchKey) -> UpstreamWatch:
+        with self._lock:
+            upstream = self._watches.get(key)
+            if upstream is None:
+                upstream = UpstreamWatch(key, self._client_for(key.agent), self.timing,
+                                         self._forget, self._render_row)
+                self._watches[key] = upstream
+                upstream.start()
+            return upstream
 
     def subscribe(self, agent: str, identity: Identity, params: WatchParams,
                   subscription: Subscription) -> Subscription:
         key = WatchKey(agent, identity, params)
         while True:
-            with self._lock:
-                upstream = self._watches.get(key)
-                if upstream is None:
-                    upstream = UpstreamWatch(key, self._client_for(agent), self.timing,
-                                             self._forget)
-                    self._watches[key] = upstream
-                    upstream.start()
+            upstream = self._upstream(key)
             if upstream.subscribe(subscription):
                 return subscription
-            with self._lock:  # it was stopping: replace it
-                if self._watches.get(key) is upstream:
-                    del self._watches[key]
+            self._forget(upstream)  # it was stopping: start a new one
+
+    def snapshot(self, agent: str, identity: Identity, params: WatchParams,
+                 timeout: float = 10.0) -> Snapshot:
+        """The current state through the shared watch (started if needed; it stops after
+        the grace period unless the page's live connection subscribes meanwhile)."""
+        upstream = self._upstream(WatchKey(agent, identity, params))
+        snap = upstream.snapshot(timeout)
+        if not upstream.subscriber_count:
+            upstream.unsubscribe_idle()
+        return snap
 
     def _forget(self, upstream: UpstreamWatch) -> None:
         with self._lock:
