@@ -55,6 +55,8 @@ class Agent(Base):
     # The latest connection event recorded: never / connected / disconnected. Kept on the
     # agent so that pruning old events never loses it.
     connection_state: Mapped[str] = mapped_column(String(16), default="never")
+    # Who may view and act on the cluster, and as whom (see watch/access.py); None: defaults.
+    cluster_access: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
 
 class AgentToken(Base):

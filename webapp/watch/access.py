@@ -1,0 +1,97 @@
+"""Per-agent cluster access (the seed's `user_access`): who may view, who may act, and
+whether the cluster sees agentwatch's own credentials or the signed-in user."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import users
+from ..errors import Forbidden, Invalid
+from ..models import Agent, User
+from .resources import AGENT, Identity
+
+ACCESS_AS = ("agent", "user")
+GROUP_PREFIX = "agentwatch:"
+
+
+@dataclass(frozen=True)
+class Allowed:
+    """A minimum role, and named users allowed whatever their role."""
+
+    role: str | None
+    users: tuple[str, ...] = ()
+
+    def admits(self, user: User) -> bool:
+        if user.name in self.users:
+            return True
+        return self.role is not None and users.has_role(user, self.role)
+
+
+@dataclass(frozen=True)
+class ClusterAccess:
+    access_as: str = "agent"
+    view: Allowed = field(default_factory=lambda: Allowed("viewer"))
+    act: Allowed = field(default_factory=lambda: Allowed("maintainer"))
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any] | None) -> ClusterAccess:
+        if not raw:
+            return cls()
+        return cls(access_as=raw.get("access_as", "agent"),
+                   view=_allowed(raw.get("view"), "viewer"),
+                   act=_allowed(raw.get("act"), "maintainer"))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"access_as": self.access_as,
+                "view": {"role": self.view.role, "users": list(self.view.users)},
+                "act": {"role": self.act.role, "users": list(self.act.users)}}
+
+    def validate(self) -> ClusterAccess:
+        if self.access_as not in ACCESS_AS:
+            raise Invalid(f"access_as must be 'agent' or 'user', not {self.access_as!r}",
+                          code="invalid_access")
+        for name, allowed in (("view", self.view), ("act", self.act)):
+            if allowed.role is not None and allowed.role not in users.ROLES:
+                raise Invalid(f"{name} role must be one of {', '.join(users.ROLES)} or none",
+                              code="invalid_access")
+        return self
+
+
+def _allowed(raw: Any, default_role: str) -> Allowed:
+    if not isinstance(raw, dict):
+        return Allowed(default_role)
+    return Allowed(raw.get("role"), tuple(raw.get("users") or ()))
+
+
+def for_agent(agent: Agent) -> ClusterAccess:
+    return ClusterAccess.from_json(agent.cluster_access)
+
+
+def can_view(user: User, agent: Agent) -> bool:
+    access = for_agent(agent)
+    return access.view.admits(user) or access.act.admits(user)
+
+
+def can_act(user: User, agent: Agent) -> bool:
+    return for_agent(agent).act.admits(user)
+
+
+def require_view(user: User, agent: Agent) -> None:
+    if not can_view(user, agent):
+        raise Forbidden(f"You may not view the cluster of agent {agent.name}",
+                        code="cluster_forbidden")
+
+
+def require_act(user: User, agent: Agent) -> None:
+    if not can_act(user, agent):
+        raise Forbidden(f"You may not act on the cluster of agent {agent.name}",
+                        code="cluster_forbidden")
+
+
+def identity(user: User, agent: Agent) -> Identity:
+    """`access_as: user` impersonates the user with their role as a group: cluster RBAC
+    decides. `agent` uses agentwatch's credentials for everyone allowed to view."""
+    if for_agent(agent).access_as == "agent":
+        return AGENT
+    return Identity(user.name, (f"{GROUP_PREFIX}{user.role}", f"{GROUP_PREFIX}users"))
