@@ -244,16 +244,16 @@ class SimCluster:
         meta = ev.new.obj["metadata"]
         if ev.type == "DELETED":
             self.logs.drop_pod(ev.namespace, meta["name"])
-        elif ev.type == "ADDED" and "status" not in ev.new.obj:
-            # Created through the API without status: "schedule and start" it like the
-            # scheduler and kubelet would, shortly after.
+        elif ev.type == "ADDED" and not (ev.new.obj.get("status") or {}).get("conditions"):
+            # Created through the API (status reset to Pending): "schedule and start" it
+            # like the scheduler and kubelet would, shortly after.
             self.scheduler.call_later(0.05, lambda: self._kubelet_start(ev.namespace,
                                                                         meta["name"],
                                                                         meta["uid"]))
 
     def _kubelet_start(self, namespace: str, name: str, uid: str) -> None:
         def start(o: JSON) -> JSON | None:
-            if o["metadata"]["uid"] != uid or "status" in o:
+            if o["metadata"]["uid"] != uid or (o.get("status") or {}).get("conditions"):
                 return None
             o["spec"].setdefault("nodeName", "sim-worker")
             o["status"] = build_status(o, {})

@@ -174,7 +174,7 @@ class SimServer:
 
     def start(self) -> SimServer:
         self._thread = threading.Thread(target=self._httpd.serve_forever,
-                                        kwargs={"poll_interval": 0.1},
+                                        kwargs={"poll_interval": 0.05},
                                         name="simcluster-http", daemon=True)
         self._thread.start()
         return self
@@ -717,7 +717,7 @@ def _default_service(obj: JSON) -> JSON:
                           ports=spec.get("ports") or [80], selector=spec.get("selector"),
                           lb_ingress=False)
     merged = json_copy(obj)
-    merged["spec"] = {**built["spec"], **spec}
+    merged["spec"] = {**built["spec"], **spec, "ports": built["spec"]["ports"]}
     if spec.get("clusterIP") == "None":
         merged["spec"]["clusterIPs"] = ["None"]
     merged["status"] = {"loadBalancer": {}}
