@@ -55,7 +55,7 @@ def _cluster_action(e: EventLike) -> str:
     actor = e.user_name or "Someone"
     what = e.message or "acted on the cluster"
     result = (e.details or {}).get("result")
-    return f"{actor} {what}" + (f" ({result})" if result and result != "ok" else "")
+    return f"{actor} {what}" + (f" ({result})" if result and result != "done" else "")
 
 
 _TYPES = [

@@ -121,3 +121,17 @@ class SchedulerLease(Base):
     name: Mapped[str] = mapped_column(String(32), primary_key=True)
     holder: Mapped[str] = mapped_column(String(128))
     expires_at: Mapped[datetime]
+
+
+class WatchTicket(Base):
+    """A short-lived, single-use pass from a signed-in page to its WebSocket.
+
+    In the database, not in memory, so that any worker or container can take it.
+    """
+
+    __tablename__ = "watch_tickets"
+
+    digest: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    agent_id: Mapped[int] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"))
+    expires_at: Mapped[datetime] = mapped_column(index=True)

@@ -1,9 +1,29 @@
-"""Live cluster overview: Kubernetes watches relayed to the browser."""
+"""Live cluster overview: Kubernetes watches relayed to the browser.
+
+`kube` talks to clusters, `hub` shares upstream watches, `ws` and `stream` carry them to
+pages, `rows` renders table rows, `logs` and `actions` do the rest of the Cluster tab.
+"""
 
 from __future__ import annotations
 
 from flask import Flask
 
+from .. import agents
+
 
 def init_app(app: Flask) -> None:
-    """Nothing to start yet: watches begin when a page asks for them."""
+    from . import routes, rows, ws
+    from .hub import Hub, Timing
+    from .kube import ClusterClient
+    from .registry import Clusters
+
+    clusters = Clusters()
+
+    def client_for(agent_name: str) -> ClusterClient:
+        return clusters.client(agents.get(agent_name))
+
+    timing = Timing(**app.config.get("WATCH_TIMING", {}))
+    app.extensions["clusters"] = clusters
+    app.extensions["watch_hub"] = Hub(client_for, timing, rows.render_row)
+    app.register_blueprint(routes.bp)
+    ws.init_app(app)

@@ -13,6 +13,7 @@ import json
 import logging
 import random
 import threading
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -41,8 +42,12 @@ class Snapshot:
 
 
 class Sink(Protocol):
-    def send(self, message: bytes) -> bool:
-        """Queue a message; False when the subscriber cannot take more (it is dropped)."""
+    def send(self, message: bytes, position: str | None = None) -> bool:
+        """Queue a message; False when the subscriber cannot take more (it is dropped).
+
+        `position` is the resourceVersion the subscriber has seen once this message is
+        read (events and `synced`), for resuming an HTTP stream with Last-Event-ID.
+        """
 
 
 @dataclass(frozen=True)
@@ -109,6 +114,7 @@ class Timing:
     backoff_initial: float = 0.5
     backoff_max: float = 30.0
     grace_seconds: float = 10.0
+    history: int = 1000  # events kept for resuming HTTP streams
 
 
 class UpstreamWatch:
@@ -123,6 +129,9 @@ class UpstreamWatch:
         self._on_stopped = on_stopped
         self._lock = threading.RLock()
         self._subscribers: list[Subscription] = []
+        # Recent events (resourceVersion, line, suffix), so a reconnecting HTTP stream
+        # resumes without a snapshot; emptied whenever a relist breaks the sequence.
+        self._history: deque[tuple[str, bytes, bytes]] = deque(maxlen=timing.history)
         # uid -> cached bytes, not dicts: a 5,000-pod list stays small.
         self._cache: dict[str, _Cached] = {}
         self._synced = False
@@ -140,9 +149,11 @@ class UpstreamWatch:
 
     # --- subscribers -------------------------------------------------------------------
 
-    def subscribe(self, subscription: Subscription) -> bool:
+    def subscribe(self, subscription: Subscription, resume_from: str | None = None) -> bool:
         """Add a subscriber; it gets the cached state at once if there is one.
 
+        With `resume_from` (a position it saw before), only what came after is replayed
+        when this watch still remembers it; otherwise `reset` and a full snapshot.
         False if this watch is already stopping (the hub then starts a new one).
         """
         with self._lock:
@@ -153,7 +164,12 @@ class UpstreamWatch:
                 self._idle_timer = None
             subscription.upstream = self
             self._subscribers.append(subscription)
-            if self._synced:
+            if self._synced and resume_from is not None and self._replay(subscription,
+                                                                           resume_from):
+                pass
+            elif self._synced:
+                if resume_from is not None:
+                    self._deliver(subscription, message("reset", subscription.watch_id))
                 self._send_snapshot(subscription)
             elif self._error is not None:
                 self._deliver(subscription, message("error", subscription.watch_id,
@@ -202,26 +218,43 @@ class UpstreamWatch:
 
     # --- delivery (always under the lock, so order is the same for everyone) ------------
 
-    def _deliver(self, subscription: Subscription, data: bytes) -> None:
-        if not subscription.sink.send(data):
+    def _replay(self, subscription: Subscription, position: str) -> bool:
+        if position == self.resource_version:
+            missed: list[tuple[str, bytes, bytes]] = []
+        else:
+            versions = [version for version, _, _ in self._history]
+            if position not in versions:
+                return False
+            missed = list(self._history)[versions.index(position) + 1:]
+        for version, line, suffix in missed:
+            self._deliver(subscription, subscription.prefix + line + suffix, version)
+        self._deliver(subscription, message("synced", subscription.watch_id),
+                      self.resource_version)
+        return True
+
+    def _deliver(self, subscription: Subscription, data: bytes,
+                 position: str | None = None) -> None:
+        if not subscription.sink.send(data, position):
             # A subscriber that stopped reading is dropped; its connection closes itself.
             if subscription in self._subscribers:
                 self._subscribers.remove(subscription)
             subscription.upstream = None
 
-    def _broadcast_event(self, line: bytes, suffix: bytes) -> None:
+    def _broadcast_event(self, line: bytes, suffix: bytes, position: str | None = None) -> None:
         for subscription in list(self._subscribers):
-            self._deliver(subscription, subscription.prefix + line + suffix)
+            self._deliver(subscription, subscription.prefix + line + suffix, position)
 
-    def _broadcast(self, kind: str, **fields: Any) -> None:
+    def _broadcast(self, kind: str, position: str | None = None, **fields: Any) -> None:
         for subscription in list(self._subscribers):
-            self._deliver(subscription, message(kind, subscription.watch_id, **fields))
+            self._deliver(subscription, message(kind, subscription.watch_id, **fields),
+                          position)
 
     def _send_snapshot(self, subscription: Subscription) -> None:
         for cached in self._cache.values():
             self._deliver(subscription, subscription.prefix +
                           _event_line("ADDED", cached.object_bytes) + cached.suffix)
-        self._deliver(subscription, message("synced", subscription.watch_id))
+        self._deliver(subscription, message("synced", subscription.watch_id),
+                      self.resource_version)
 
     # --- the reflector loop -------------------------------------------------------------
 
@@ -299,9 +332,10 @@ class UpstreamWatch:
                         self._broadcast_event(_event_line("DELETED", old.object_bytes), b"}")
                 self._cache = fresh
                 self.resource_version = resource_version
+                self._history.clear()
                 if self._error is not None:
                     self._error = None
-                    self._broadcast("synced")
+                    self._broadcast("synced", resource_version)
                 return
             self._cache = fresh
             self.resource_version = resource_version
@@ -320,7 +354,7 @@ class UpstreamWatch:
             self._stream = stream
             if self._error is not None:  # the stream is open again: tell the page
                 self._error = None
-                self._broadcast("synced")
+                self._broadcast("synced", self.resource_version)
         try:
             for kind, obj, line in stream.events():
                 meta = obj.get("metadata") or {}
@@ -341,7 +375,9 @@ class UpstreamWatch:
                     else:
                         self._cache[key] = cached
                     self.resource_version = version or self.resource_version
-                    self._broadcast_event(line, cached.suffix if cached else b"}")
+                    suffix = cached.suffix if cached else b"}"
+                    self._history.append((self.resource_version, line, suffix))
+                    self._broadcast_event(line, suffix, self.resource_version)
         finally:
             with self._lock:
                 self._stream = None
@@ -371,11 +407,11 @@ class Hub:
             return upstream
 
     def subscribe(self, agent: str, identity: Identity, params: WatchParams,
-                  subscription: Subscription) -> Subscription:
+                  subscription: Subscription, resume_from: str | None = None) -> Subscription:
         key = WatchKey(agent, identity, params)
         while True:
             upstream = self._upstream(key)
-            if upstream.subscribe(subscription):
+            if upstream.subscribe(subscription, resume_from):
                 return subscription
             self._forget(upstream)  # it was stopping: start a new one
 

@@ -5,18 +5,20 @@ from __future__ import annotations
 import threading
 from collections import deque
 
+Item = tuple[bytes, "str | None"]  # message, resume position
+
 
 class Outbox:
     """Producers never block: a full outbox marks its reader too slow instead."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        self._items: deque[bytes] = deque()
+        self._items: deque[Item] = deque()
         self._ready = threading.Condition(threading.Lock())
         self.overflowed = False
         self.closed = False
 
-    def send(self, message: bytes) -> bool:
+    def send(self, message: bytes, position: str | None = None) -> bool:
         with self._ready:
             if self.closed or self.overflowed:
                 return False
@@ -24,12 +26,12 @@ class Outbox:
                 self.overflowed = True
                 self._ready.notify_all()
                 return False
-            self._items.append(message)
+            self._items.append((message, position))
             if len(self._items) == 1:
                 self._ready.notify()
             return True
 
-    def take(self, timeout: float | None = None) -> list[bytes]:
+    def take(self, timeout: float | None = None) -> list[Item]:
         """Everything queued, waiting up to `timeout` for something; [] when closed."""
         with self._ready:
             if not self._items and not self.closed and not self.overflowed:

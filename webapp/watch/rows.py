@@ -1,12 +1,467 @@
-"""Table rows of the cluster overview (one renderer for the first page and live updates)."""
+"""Table rows of the cluster overview: one renderer for the first page and live updates.
+
+Columns follow `kubectl get` (the pod STATUS column is computed as kubectl's printer does)
+so people read the page as they read their terminal. Pure functions of the object: the
+hub calls `render_row` once per change, outside any request, and shares the HTML with
+every subscriber; the page's script keeps the AGE cells fresh.
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
+
+from markupsafe import Markup
 
 from .resources import WatchParams
 
+JSON = dict[str, Any]
 
-def render_row(params: WatchParams, obj: dict[str, Any]) -> str | None:
+
+# --- normalization ----------------------------------------------------------------------
+
+def _dict(value: Any) -> JSON:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def normalize(obj: Any) -> JSON:
+    """A shallow copy whose metadata, spec and status (and labels, annotations) are
+    dicts: objects from real clusters, or half-written ones, miss any of them."""
+    out = dict(_dict(obj))
+    meta = dict(_dict(out.get("metadata")))
+    meta["labels"] = _dict(meta.get("labels"))
+    meta["annotations"] = _dict(meta.get("annotations"))
+    meta["name"] = str(meta.get("name") or "")
+    meta["namespace"] = str(meta.get("namespace") or "")
+    out["metadata"] = meta
+    out["spec"] = _dict(out.get("spec"))
+    out["status"] = _dict(out.get("status"))
+    return out
+
+
+def object_key(obj: JSON) -> str:
+    """How a row is found again: the uid, else namespace/name (as the hub keys its cache)."""
+    meta = _dict(obj.get("metadata"))
+    return str(meta.get("uid") or f"{meta.get('namespace') or ''}/{meta.get('name') or ''}")
+
+
+# --- time -------------------------------------------------------------------------------
+
+def parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def human_duration(seconds: float) -> str:
+    """kubectl's duration.HumanDuration: 45s, 3m12s, 17m, 5h3m, 2d4h, 400d, 3y20d."""
+    s = int(seconds)
+    if s < -1:
+        return "<invalid>"
+    if s < 0:
+        return "0s"
+    if s < 120:
+        return f"{s}s"
+    minutes = s // 60
+    if minutes < 10:
+        return f"{minutes}m" if s % 60 == 0 else f"{minutes}m{s % 60}s"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = s // 3600
+    if hours < 8:
+        return f"{hours}h" if minutes % 60 == 0 else f"{hours}h{minutes % 60}m"
+    if hours < 48:
+        return f"{hours}h"
+    days = hours // 24
+    if hours < 24 * 8:
+        return f"{days}d" if hours % 24 == 0 else f"{days}d{hours % 24}h"
+    if hours < 24 * 365 * 2:
+        return f"{days}d"
+    years = days // 365
+    if hours < 24 * 365 * 8:
+        return f"{years}y" if days % 365 == 0 else f"{years}y{days % 365}d"
+    return f"{years}y"
+
+
+def age_text(when: datetime | None, now: datetime) -> str:
+    return "<unknown>" if when is None else human_duration((now - when).total_seconds())
+
+
+def _iso(when: datetime) -> str:
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def time_cell(when: datetime | None, now: datetime) -> Markup:
+    """A `<time>` the page script re-renders every few seconds."""
+    if when is None:
+        return Markup('<span class="muted">&lt;unknown&gt;</span>')
+    return Markup('<time datetime="{}" title="{}" data-age>{}</time>').format(
+        _iso(when), _iso(when), age_text(when, now))
+
+
+def _epoch(when: datetime | None) -> str:
+    return "" if when is None else str(int(when.timestamp()))
+
+
+# --- pods -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PodColumns:
+    ready: int
+    total: int
+    status: str
+    restarts: int
+    last_restart: datetime | None
+    created: datetime | None
+
+
+def _true_condition(status: JSON, kind: str) -> bool:
+    return any(_dict(c).get("type") == kind and _dict(c).get("status") == "True"
+               for c in _list(status.get("conditions")))
+
+
+def _restartable(container: JSON | None) -> bool:
+    """A sidecar: an init container with restartPolicy Always."""
+    return bool(container) and _dict(container).get("restartPolicy") == "Always"
+
+
+def _last_terminated(cs: JSON) -> datetime | None:
+    terminated = _dict(_dict(cs.get("lastState")).get("terminated"))
+    return parse_time(terminated.get("finishedAt")) if terminated else None
+
+
+def _later(a: datetime | None, b: datetime | None) -> datetime | None:
+    if a is None:
+        return b
+    return a if b is None or a >= b else b
+
+
+def _terminated_reason(term: JSON, prefix: str = "") -> str:
+    if term.get("reason"):
+        return f"{prefix}{term['reason']}"
+    if term.get("signal"):
+        return f"{prefix}Signal:{term['signal']}"
+    return f"{prefix}ExitCode:{term.get('exitCode', 0)}"
+
+
+def pod_columns(obj: JSON) -> PodColumns:
+    """READY, STATUS and RESTARTS as kubectl's printPod computes them."""
+    obj = normalize(obj)
+    meta, spec, status = obj["metadata"], obj["spec"], obj["status"]
+    phase = str(status.get("phase") or "")
+    reason = str(status.get("reason") or phase)
+    for cond in _list(status.get("conditions")):
+        if _dict(cond).get("type") == "PodScheduled" and \
+                _dict(cond).get("reason") == "SchedulingGated":
+            reason = "SchedulingGated"
+    init_specs = [_dict(c) for c in _list(spec.get("initContainers"))]
+    init_by_name = {c.get("name"): c for c in init_specs}
+    total = len(_list(spec.get("containers"))) + sum(1 for c in init_specs if _restartable(c))
+    ready = restarts = sidecar_restarts = 0
+    last_restart: datetime | None = None
+    last_sidecar_restart: datetime | None = None
+
+    initializing = False
+    for index, raw in enumerate(_list(status.get("initContainerStatuses"))):
+        cs = _dict(raw)
+        state = _dict(cs.get("state"))
+        count = int(cs.get("restartCount") or 0)
+        restarts += count
+        last_restart = _later(last_restart, _last_terminated(cs))
+        sidecar = _restartable(init_by_name.get(cs.get("name")))
+        if sidecar:
+            sidecar_restarts += count
+            last_sidecar_restart = _later(last_sidecar_restart, _last_terminated(cs))
+        terminated = _dict(state.get("terminated"))
+        waiting = _dict(state.get("waiting"))
+        if "terminated" in state and terminated.get("exitCode", 0) == 0 and \
+                not terminated.get("signal"):
+            continue
+        if sidecar and cs.get("started"):
+            ready += 1 if cs.get("ready") else 0
+            continue
+        if "terminated" in state:
+            reason = _terminated_reason(terminated, "Init:")
+        elif waiting.get("reason") and waiting.get("reason") != "PodInitializing":
+            reason = f"Init:{waiting['reason']}"
+        else:
+            reason = f"Init:{index}/{len(init_specs)}"
+        initializing = True
+        break
+
+    if not initializing or _true_condition(status, "Initialized"):
+        restarts, last_restart = sidecar_restarts, last_sidecar_restart
+        has_running = False
+        for raw in reversed(_list(status.get("containerStatuses"))):
+            cs = _dict(raw)
+            state = _dict(cs.get("state"))
+            restarts += int(cs.get("restartCount") or 0)
+            last_restart = _later(last_restart, _last_terminated(cs))
+            waiting = _dict(state.get("waiting"))
+            terminated = _dict(state.get("terminated"))
+            if waiting.get("reason"):
+                reason = str(waiting["reason"])
+            elif "terminated" in state:
+                reason = _terminated_reason(terminated)
+            elif cs.get("ready") and "running" in state:
+                has_running = True
+                ready += 1
+        if reason == "Completed" and has_running:
+            reason = "Running" if _true_condition(status, "Ready") else "NotReady"
+
+    if meta.get("deletionTimestamp") and status.get("reason") == "NodeLost":
+        reason = "Unknown"
+    elif meta.get("deletionTimestamp") and phase not in ("Succeeded", "Failed"):
+        reason = "Terminating"
+    return PodColumns(ready, total, reason or "Unknown", restarts,
+                      last_restart if restarts else None,
+                      parse_time(meta.get("creationTimestamp")))
+
+
+_OK = {"Running", "True"}
+_DONE = {"Completed", "Succeeded", "Terminating"}
+_PENDING = {"Pending", "ContainerCreating", "PodInitializing", "NotReady", "Unknown",
+            "SchedulingGated"}
+_INIT_PROGRESS = re.compile(r"^Init:\d+/\d+$")
+
+
+def status_tone(status: str) -> str:
+    """The colour of a status pill: ok, pending, done or error."""
+    if status in _OK:
+        return "ok"
+    if status in _DONE:
+        return "done"
+    if status in _PENDING or _INIT_PROGRESS.match(status):
+        return "pending"
+    return "error"
+
+
+def pill(text: str, tone: str) -> Markup:
+    return Markup('<span class="pill pill-{}">{}</span>').format(tone, text)
+
+
+# --- services ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ServiceColumns:
+    type: str
+    cluster_ip: str
+    external_ip: str
+    ports: str
+    created: datetime | None
+
+
+def _ingress_addresses(status: JSON) -> list[str]:
+    found = set()
+    for raw in _list(_dict(status.get("loadBalancer")).get("ingress")):
+        ingress = _dict(raw)
+        address = ingress.get("ip") or ingress.get("hostname")
+        if address:
+            found.add(str(address))
+    return sorted(found)
+
+
+def service_columns(obj: JSON) -> ServiceColumns:
+    obj = normalize(obj)
+    spec, status = obj["spec"], obj["status"]
+    kind = str(spec.get("type") or "ClusterIP")
+    cluster_ips = [str(ip) for ip in _list(spec.get("clusterIPs")) if ip]
+    cluster_ip = cluster_ips[0] if cluster_ips else str(spec.get("clusterIP") or "<none>")
+    external = [str(ip) for ip in _list(spec.get("externalIPs")) if ip]
+    if kind == "LoadBalancer":
+        addresses = _ingress_addresses(status) + external
+        external_ip = ",".join(addresses) or "<pending>"
+    elif kind == "ExternalName":
+        external_ip = str(spec.get("externalName") or "<none>")
+    else:
+        external_ip = ",".join(external) or "<none>"
+    ports = []
+    for raw in _list(spec.get("ports")):
+        port = _dict(raw)
+        protocol = port.get("protocol") or "TCP"
+        node_port = port.get("nodePort")
+        ports.append(f"{port.get('port')}:{node_port}/{protocol}" if node_port
+                     else f"{port.get('port')}/{protocol}")
+    return ServiceColumns(kind, cluster_ip, external_ip, ",".join(ports) or "<none>",
+                          parse_time(obj["metadata"].get("creationTimestamp")))
+
+
+# --- Flux -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FluxColumns:
+    ready: str  # True / False / Unknown, from the Ready condition
+    message: str
+    revision: str
+    suspended: bool
+    created: datetime | None
+
+
+def flux_columns(obj: JSON) -> FluxColumns:
+    obj = normalize(obj)
+    status = obj["status"]
+    ready = next((_dict(c) for c in _list(status.get("conditions"))
+                  if _dict(c).get("type") == "Ready"), {})
+    revision = str(status.get("lastAppliedRevision") or "")
+    history = _list(status.get("history"))
+    if history and _dict(history[0]).get("chartVersion"):
+        latest = _dict(history[0])  # helm-controller v2: newest release first
+        revision = str(latest["chartVersion"])
+    return FluxColumns(str(ready.get("status") or "Unknown"), str(ready.get("message") or ""),
+                       revision, bool(obj["spec"].get("suspend")),
+                       parse_time(obj["metadata"].get("creationTimestamp")))
+
+
+# --- events -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class EventColumns:
+    type: str
+    reason: str
+    last_seen: datetime | None
+    count: int
+    source: str
+    message: str
+
+
+def event_columns(obj: JSON) -> EventColumns:
+    obj = normalize(obj)
+    series = _dict(obj.get("series"))
+    last = (parse_time(obj.get("lastTimestamp")) or parse_time(series.get("lastObservedTime"))
+            or parse_time(obj.get("eventTime")) or parse_time(obj.get("firstTimestamp"))
+            or parse_time(obj["metadata"].get("creationTimestamp")))
+    source = _dict(obj.get("source")).get("component") or obj.get("reportingComponent") or ""
+    count = obj.get("count") or series.get("count") or 1
+    return EventColumns(str(obj.get("type") or "Normal"), str(obj.get("reason") or ""), last,
+                        int(count), str(source), str(obj.get("message") or ""))
+
+
+# --- tables -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    label: str
+    numeric: bool = False
+
+
+NAMESPACE = Column("namespace", "Namespace")
+AGE = Column("age", "Age", numeric=True)
+COLUMNS: dict[str, tuple[Column, ...]] = {
+    "pods": (Column("name", "Name"), Column("ready", "Ready", True), Column("status", "Status"),
+             Column("restarts", "Restarts", True), AGE),
+    "services": (Column("name", "Name"), Column("type", "Type"),
+                 Column("cluster-ip", "Cluster-IP"), Column("external-ip", "External-IP"),
+                 Column("ports", "Port(s)"), AGE),
+    "kustomizations": (Column("name", "Name"), Column("ready", "Ready"),
+                       Column("status", "Status"), Column("revision", "Revision"),
+                       Column("suspended", "Suspended"), AGE),
+    "events": (Column("type", "Type"), Column("reason", "Reason"),
+               Column("last-seen", "Last seen", True), Column("from", "From"),
+               Column("message", "Message")),
+}
+COLUMNS["helmreleases"] = COLUMNS["kustomizations"]
+
+
+def columns(params: WatchParams) -> tuple[Column, ...]:
+    """The headers of a table: NAMESPACE comes first when every namespace is shown,
+    as with `kubectl get -A`."""
+    base = COLUMNS.get(params.resource, ())
+    if base and params.namespace is None and params.resource != "events":
+        return (NAMESPACE, *base)
+    return base
+
+
+def _cell(key: str, content: str | Markup, sort: Any = None) -> Markup:
+    """A cell; `sort` is what the page sorts by (the plain text when not given)."""
+    if sort is None:
+        sort = "" if isinstance(content, Markup) else content
+    return Markup('<td data-col="{}" data-sort="{}">{}</td>').format(key, sort, content)
+
+
+def _name_cell(name: str) -> Markup:
+    return Markup('<td data-col="name" data-sort="{}"><a class="object-link" href="#" '
+                  'data-open>{}</a></td>').format(name, name)
+
+
+def _pod_cells(obj: JSON, now: datetime) -> tuple[list[Markup], str]:
+    pod = pod_columns(obj)
+    tone = status_tone(pod.status)
+    if tone == "ok" and pod.ready < pod.total:
+        tone = "pending"  # Running, but not every container is ready
+    restarts = Markup("{}").format(pod.restarts)
+    if pod.last_restart is not None:
+        restarts = Markup("{} ({} ago)").format(pod.restarts, time_cell(pod.last_restart, now))
+    ratio = pod.ready / pod.total if pod.total else 0
+    return [_cell("ready", f"{pod.ready}/{pod.total}", f"{ratio:.4f}"),
+            _cell("status", pill(pod.status, tone), pod.status),
+            _cell("restarts", restarts, pod.restarts),
+            _cell("age", time_cell(pod.created, now), _epoch(pod.created))], pod.status
+
+
+def _service_cells(obj: JSON, now: datetime) -> tuple[list[Markup], str]:
+    svc = service_columns(obj)
+    return [_cell("type", svc.type), _cell("cluster-ip", svc.cluster_ip),
+            _cell("external-ip", svc.external_ip), _cell("ports", svc.ports),
+            _cell("age", time_cell(svc.created, now), _epoch(svc.created))], svc.type
+
+
+def _flux_cells(obj: JSON, now: datetime) -> tuple[list[Markup], str]:
+    flux = flux_columns(obj)
+    suspended = pill("Suspended", "suspended") if flux.suspended else Markup("")
+    return [_cell("ready", pill(flux.ready, status_tone(flux.ready)), flux.ready),
+            _cell("status", Markup('<span class="message">{}</span>').format(flux.message),
+                  flux.message),
+            _cell("revision", Markup("<code>{}</code>").format(flux.revision), flux.revision),
+            _cell("suspended", suspended, "1" if flux.suspended else "0"),
+            _cell("age", time_cell(flux.created, now), _epoch(flux.created))], flux.ready
+
+
+def _event_cells(obj: JSON, now: datetime) -> tuple[list[Markup], str]:
+    event = event_columns(obj)
+    seen = time_cell(event.last_seen, now)
+    if event.count > 1:
+        seen = Markup('{} <span class="count">(×{})</span>').format(seen, event.count)
+    tone = "warning" if event.type == "Warning" else "normal"
+    return [_cell("type", Markup('<span class="event-type event-{}">{}</span>').format(
+                tone, event.type), event.type),
+            _cell("reason", event.reason), _cell("last-seen", seen, _epoch(event.last_seen)),
+            _cell("from", event.source),
+            _cell("message", Markup('<span class="message">{}</span>').format(event.message),
+                  event.message)], event.type
+
+
+_CELLS: dict[str, Callable[[JSON, datetime], tuple[list[Markup], str]]] = {
+    "pods": _pod_cells, "services": _service_cells, "kustomizations": _flux_cells,
+    "helmreleases": _flux_cells, "events": _event_cells,
+}
+
+
+def render_row(params: WatchParams, obj: JSON, now: datetime | None = None) -> str | None:
     """The `<tr>` for an object of a table the page shows; None for other resources."""
-    return None
+    cells_of = _CELLS.get(params.resource)
+    if cells_of is None:
+        return None
+    obj = normalize(obj)
+    meta = obj["metadata"]
+    name, namespace = meta["name"], meta["namespace"]
+    key = object_key(obj)
+    cells, state = cells_of(obj, now or datetime.now(UTC))
+    if params.resource != "events":
+        cells.insert(0, _name_cell(name))
+        if params.namespace is None:
+            cells.insert(0, _cell("namespace", namespace))
+    return str(Markup(
+        '<tr id="{}" data-key="{}" data-name="{}" data-namespace="{}" data-state="{}">{}</tr>'
+    ).format(f"{params.resource}-{key}", key, name, namespace, state, Markup("").join(cells)))

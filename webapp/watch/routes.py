@@ -1,0 +1,99 @@
+"""HTTP endpoints of the live overview: tickets, the streaming fallback, logs, actions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Response, current_app, g, jsonify, request
+
+from .. import agents, auth
+from ..errors import Invalid
+from ..models import Agent
+from . import access, actions, logs, stream, tickets
+from .kube import ClusterClient, KubeError
+from .resources import WatchParams
+from .ws import SUBPROTOCOL
+
+bp = Blueprint("watch", __name__)
+
+
+def clusters_client(agent: Agent) -> ClusterClient:
+    return current_app.extensions["clusters"].client(agent)
+
+
+@bp.post("/agents/<name>/watch/ticket")
+@auth.login_required
+def ticket(name: str) -> Response:
+    agent = agents.get(name)
+    access.require_view(g.user, agent)
+    raw = tickets.issue(g.user, agent)
+    return jsonify({"ticket": raw, "protocol": SUBPROTOCOL,
+                    "expiresIn": int(tickets.LIFETIME.total_seconds())})
+
+
+bp.get("/agents/<name>/watch/stream")(stream.watch_stream)
+
+
+@bp.get("/agents/<name>/cluster/logs")
+def pod_logs(name: str) -> Response:
+    user = auth.api_user()
+    agent = agents.get(name)
+    access.require_view(user, agent)
+    args = request.args
+    namespace, pod = args.get("namespace", ""), args.get("pod", "")
+    if not namespace or not pod:
+        raise Invalid("namespace and pod are required", code="invalid_params")
+    tail = args.get("tailLines")
+    try:
+        tail_lines = min(int(tail), logs.MAX_TAIL) if tail else None
+    except ValueError:
+        raise Invalid("tailLines must be an integer", code="invalid_params") from None
+    identity = access.identity(user, agent)
+    try:
+        client = clusters_client(agent)
+    except KubeError as exc:
+        return _sse_error(exc)
+    current_app.extensions["db_session"].remove()
+    body = logs.stream(client, identity, namespace, pod, container=args.get("container") or None,
+                       follow=_flag(args.get("follow"), True), tail_lines=tail_lines,
+                       timestamps=_flag(args.get("timestamps"), False),
+                       previous=_flag(args.get("previous"), False))
+    return Response(body, mimetype="text/event-stream",
+                    headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+@bp.post("/agents/<name>/cluster/actions")
+def act(name: str) -> tuple[Response, int]:
+    user = auth.api_user()
+    agent = agents.get(name)
+    body: Any = request.get_json(silent=True) if request.is_json else request.form.to_dict()
+    if not isinstance(body, dict):
+        raise Invalid("Send a JSON object with action, resource, namespace and name",
+                      code="invalid_action")
+    params = WatchParams.parse({k: body.get(k) for k in ("group", "version", "resource",
+                                                          "namespace") if body.get(k)})
+    name_ = body.get("name")
+    if not isinstance(name_, str):
+        raise Invalid("name is required", code="invalid_action")
+    access.require_act(user, agent)
+    try:
+        client = clusters_client(agent)
+    except KubeError as exc:
+        return jsonify({"error": {"code": "cluster_unavailable", "message": exc.message}}), 502
+    outcome = actions.perform(client, user, agent, str(body.get("action")), params, name_,
+                              current_app.config.get("RECONCILE_TIMEOUT_SECONDS", 30))
+    if outcome.result == "failed":
+        return jsonify({"error": {"code": "action_failed", "message": outcome.message}}), \
+            outcome.status
+    return jsonify(outcome.to_json()), 200
+
+
+def _flag(value: str | None, default: bool) -> bool:
+    if value is None:
+        return default
+    return value.lower() in ("1", "true", "yes", "on")
+
+
+def _sse_error(exc: KubeError) -> Response:
+    return Response(logs._sse({"type": "error", "error": exc.to_json()}),
+                    mimetype="text/event-stream")
