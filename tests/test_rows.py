@@ -144,8 +144,8 @@ def pod(status: dict[str, Any], *, containers: int = 1, init: int = 0, sidecars:
     return {"metadata": meta, "spec": spec, "status": status}
 
 
-RUNNING = {"running": {"startedAt": ts()}}
-DONE_OK = {"terminated": {"exitCode": 0, "reason": "Completed"}}
+RUNNING: dict[str, Any] = {"running": {"startedAt": ts()}}
+DONE_OK: dict[str, Any] = {"terminated": {"exitCode": 0, "reason": "Completed"}}
 
 
 @pytest.mark.parametrize(("status", "shape", "expected"), [
