@@ -19,11 +19,17 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[test]'
 	touch $@ $(VENV)/.installed
 
-## run: install, migrate, seed a demo agent and admin login, serve on http://$(HOST):$(PORT)/
+SIM_PORT ?= 8001
+DEMO_KUBECONFIG := $(CURDIR)/instance/demo-cluster.kubeconfig
+
+## run: install, migrate, seed a demo agent (with a simulated, changing cluster) and an
+## admin login, serve on http://$(HOST):$(PORT)/
 run: $(VENV)/.installed
 	$(BIN)/agentwatch db upgrade
-	$(BIN)/agentwatch demo
-	$(BIN)/agentwatch serve --host $(HOST) --port $(PORT)
+	$(BIN)/agentwatch demo --kubeconfig $(DEMO_KUBECONFIG) --context sim
+	$(BIN)/python -m webapp.simcluster --port $(SIM_PORT) --kubeconfig $(DEMO_KUBECONFIG) \
+	    --churn & sim=$$!; trap 'kill $$sim 2>/dev/null' EXIT INT TERM; \
+	  $(BIN)/agentwatch serve --host $(HOST) --port $(PORT)
 
 ## test: install test dependencies and run the whole suite (lint and types included)
 test: $(VENV)/.installed-test

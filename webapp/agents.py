@@ -51,6 +51,16 @@ def create(name: str, kubeconfig_path: str | None = None, kube_context: str | No
     return agent
 
 
+def set_connection(agent: Agent, kubeconfig_path: str | None, kube_context: str | None,
+                   in_cluster: bool = False) -> None:
+    if in_cluster and kubeconfig_path:
+        raise Invalid("Choose either a kubeconfig or in-cluster configuration, not both")
+    agent.kubeconfig_path = kubeconfig_path or None
+    agent.kube_context = kube_context or None
+    agent.in_cluster = in_cluster
+    db.session().commit()
+
+
 def get(name: str) -> Agent:
     agent = db.session().scalar(select(Agent).where(Agent.name == name))
     if agent is None:

@@ -203,8 +203,11 @@ def jobs_run(name: str) -> None:
 # --- demo ---------------------------------------------------------------------------------
 
 @main.command("demo")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False),
+              help="Connect the demo agent to this cluster (e.g. the simulated one).")
+@click.option("--context", help="Context in that kubeconfig.")
 @with_appcontext
-def demo_command() -> None:
+def demo_command(kubeconfig: str | None, context: str | None) -> None:
     """Seed a demo agent with a week of activity and print a login."""
     from . import demo
-    demo.seed(echo=click.echo)
+    demo.seed(echo=click.echo, kubeconfig=kubeconfig, context=context)

@@ -19,7 +19,8 @@ DEMO_AGENT = "demo-agent"
 _PROJECT = "platform/manifests"
 
 
-def seed(echo: Callable[[str], None] = print) -> None:
+def seed(echo: Callable[[str], None] = print, kubeconfig: str | None = None,
+         context: str | None = None) -> None:
     password = _admin_password()
     try:
         users.get("admin")
@@ -31,6 +32,9 @@ def seed(echo: Callable[[str], None] = print) -> None:
     except NotFound:
         _seed_agent()
         echo(f"created demo agent {DEMO_AGENT} with a week of activity")
+    if kubeconfig:
+        agents.set_connection(agents.get(DEMO_AGENT), os.path.abspath(kubeconfig), context)
+        echo(f"demo agent {DEMO_AGENT} watches the cluster of {kubeconfig}")
     echo(f"sign in as admin / {password}  (stored in {_password_file()})")
 
 
