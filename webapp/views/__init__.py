@@ -4,11 +4,22 @@ from __future__ import annotations
 
 from flask import Flask
 
-from . import account, activity, agents, auth, cluster, errors, filters, tokens, users
+from . import (
+    account,
+    activity,
+    agents,
+    auth,
+    cluster,
+    errors,
+    filters,
+    settings,
+    tokens,
+    users,
+)
 
 
 def init_app(app: Flask) -> None:
     filters.init_app(app)
     errors.init_app(app)
-    for module in (auth, agents, activity, cluster, tokens, users, account):
+    for module in (auth, agents, activity, cluster, tokens, settings, users, account):
         app.register_blueprint(module.bp)

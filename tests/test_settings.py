@@ -1,0 +1,73 @@
+"""The Settings tab: cluster connection and cluster access."""
+
+from __future__ import annotations
+
+import pytest
+
+from webapp import agents
+from webapp.watch import access
+
+
+@pytest.fixture
+def maintainer(client, h):
+    h.user("mia", "maintainer")
+    h.agent()
+    h.login(client, "mia")
+    return client
+
+
+def test_connection_is_saved_and_validated(maintainer, h, app):
+    csrf = h.csrf(maintainer, "/agents/prod/settings")
+    response = maintainer.post("/agents/prod/settings/connection", data={
+        "connection": "kubeconfig", "kubeconfig": "/etc/kube/config", "context": "prod",
+        "csrf_token": csrf})
+    assert response.status_code == 302
+    with app.app_context():
+        agent = agents.get("prod")
+        assert (agent.kubeconfig_path, agent.kube_context, agent.in_cluster) == (
+            "/etc/kube/config", "prod", False)
+    maintainer.post("/agents/prod/settings/connection", data={
+        "connection": "in-cluster", "csrf_token": csrf})
+    with app.app_context():
+        agent = agents.get("prod")
+        assert agent.in_cluster and agent.kubeconfig_path is None
+
+
+def test_access_is_saved_and_decides_who_views_and_acts(maintainer, h, app):
+    csrf = h.csrf(maintainer, "/agents/prod/settings")
+    response = maintainer.post("/agents/prod/settings/access", data={
+        "access_as": "user", "view_role": "maintainer", "view_users": "val, val",
+        "act_role": "admin", "act_users": "", "csrf_token": csrf})
+    assert response.status_code == 302
+    viewer = h.user("val", "viewer")
+    other = h.user("otto", "viewer")
+    with app.app_context():
+        agent = agents.get("prod")
+        assert access.can_view(viewer, agent) and not access.can_act(viewer, agent)
+        assert not access.can_view(other, agent)
+        assert access.identity(viewer, agent).user == "val"
+        assert access.for_agent(agent).view.users == ("val",)
+    page = maintainer.get("/agents/prod/settings").text
+    assert 'value="user" checked' in page and 'value="val"' in page
+
+
+def test_bad_access_is_refused_and_nothing_changes(maintainer, h, app):
+    csrf = h.csrf(maintainer, "/agents/prod/settings")
+    response = maintainer.post("/agents/prod/settings/access", data={
+        "access_as": "root", "view_role": "viewer", "act_role": "maintainer",
+        "csrf_token": csrf})
+    assert response.status_code == 422 and "access_as must be" in response.text
+    with app.app_context():
+        assert agents.get("prod").cluster_access is None
+
+
+def test_viewers_see_settings_but_cannot_change_them(client, h, app):
+    h.user("val", "viewer")
+    h.agent()
+    h.login(client, "val")
+    page = client.get("/agents/prod/settings")
+    assert page.status_code == 200 and "disabled" in page.text
+    csrf = h.csrf(client, "/agents/prod/settings")
+    response = client.post("/agents/prod/settings/access", data={
+        "access_as": "user", "csrf_token": csrf})
+    assert response.status_code == 403
