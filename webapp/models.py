@@ -135,3 +135,10 @@ class WatchTicket(Base):
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     agent_id: Mapped[int] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"))
     expires_at: Mapped[datetime] = mapped_column(index=True)
+
+
+# Feature tables live beside their features; importing them here registers them on Base
+# for the app and for migrations alike.
+from .agentconfig import models as _agentconfig_models  # noqa: E402,F401
+from .hooks import models as _hooks_models  # noqa: E402,F401
+from .notify import models as _notify_models  # noqa: E402,F401

@@ -1,0 +1,1 @@
+"""Agent configuration: versioned YAML documents, validated, with their activity events."""

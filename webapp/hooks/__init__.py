@@ -1,0 +1,1 @@
+"""Webhooks on events: signed deliveries, retried, logged."""

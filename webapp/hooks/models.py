@@ -1,0 +1,5 @@
+"""Tables of webhooks."""
+
+from __future__ import annotations
+
+from ..models import Base  # noqa: F401  (tables defined here register on the shared Base)

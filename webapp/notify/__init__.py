@@ -1,0 +1,1 @@
+"""Notifications of important events: in the app, in the browser, by email."""
