@@ -30,8 +30,8 @@ def stream_lines(pool: urllib3.PoolManager, url: str, **kw: Any) -> Iterator[byt
                 line, buf = buf.split(b"\n", 1)
                 yield line
     finally:
+        resp.close()  # hang up first: a half-read stream must not go back to the pool
         resp.release_conn()
-        resp.close()
 
 
 def later(delay: float, fn: Callable[[], Any]) -> threading.Thread:

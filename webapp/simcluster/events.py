@@ -75,7 +75,10 @@ class EventRecorder:
     ) -> JSON:
         comp = component or COMPONENTS.get(reason, "kubelet")
         meta = involved.get("metadata") or {}
-        key = (str(meta.get("uid")), reason, message, type, comp, field_path or "")
+        # Annotations are part of the key (client-go leaves them out) so that a Flux event
+        # for a new revision is a new Event, not a count bump of the old revision's one.
+        key = (str(meta.get("uid")), reason, message, type, comp, field_path or "",
+               repr(sorted((annotations or {}).items())))
         with self._lock:
             prior = self._seen.get(key)
         if prior is not None:

@@ -18,7 +18,7 @@ import select
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
@@ -29,6 +29,7 @@ import yaml
 from . import errors
 from . import patch as patching
 from .errors import ApiError
+from .logs import LogBuffer
 from .rbac import Identity, admin
 from .resources import (
     NAMESPACES,
@@ -163,6 +164,8 @@ class SimServer:
         self.cluster = cluster
         self.stopping = threading.Event()
         self.errors: list[BaseException] = []
+        self._streams = 0  # open watch/log streams, so stop() can let them end cleanly
+        self._streams_cond = threading.Condition()
         self._httpd = _Server((host, port), self)
         addr = self._httpd.server_address
         self.host, self.port = str(addr[0]), int(addr[1])
@@ -179,7 +182,19 @@ class SimServer:
         self._thread.start()
         return self
 
+    @contextlib.contextmanager
+    def streaming(self) -> Iterator[None]:
+        with self._streams_cond:
+            self._streams += 1
+        try:
+            yield
+        finally:
+            with self._streams_cond:
+                self._streams -= 1
+                self._streams_cond.notify_all()
+
     def stop(self) -> None:
+        """Stop serving; open streams end with their final chunk, then connections close."""
         if self.stopping.is_set():
             return
         self.stopping.set()
@@ -187,6 +202,9 @@ class SimServer:
         store = self.cluster.store
         with store.cond:
             store.cond.notify_all()
+        self.cluster.logs.wake_all()
+        with self._streams_cond:
+            self._streams_cond.wait_for(lambda: self._streams == 0, timeout=1.0)
         with self._httpd.conns_lock:
             conns = dict(self._httpd.conns)
         for sock in conns:
@@ -452,7 +470,8 @@ class Handler(BaseHTTPRequestHandler):
         self._start_stream("application/json")
         cluster.stats.watch_opened(rt.plural)
         try:
-            self._watch_loop(cursor, rt, ns, pred, timeout, bookmarks, initial_events)
+            with self.server.sim.streaming():
+                self._watch_loop(cursor, rt, ns, pred, timeout, bookmarks, initial_events)
         finally:
             cluster.stats.watch_closed(rt.plural)
 
@@ -646,6 +665,11 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, out, "text/plain")
             return
         self._start_stream("text/plain")
+        with self.server.sim.streaming():
+            self._follow(buf, pos, stamps, limit_bytes)
+
+    def _follow(self, buf: LogBuffer, pos: int, stamps: bool, limit_bytes: int | None) -> None:
+        cluster = self.cluster
         sent = 0
         while True:
             data, pos = buf.read(pos, stamps)

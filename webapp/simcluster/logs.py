@@ -135,6 +135,16 @@ class LogStore:
             if logs.previous is not None:
                 logs.previous.close()
 
+    def wake_all(self) -> None:
+        """Wake every follower so it re-checks whether its stream should end."""
+        with self._lock:
+            everything = list(self._logs.values())
+        for logs in everything:
+            for buf in (logs.current, logs.previous):
+                if buf is not None:
+                    with buf.cond:
+                        buf.cond.notify_all()
+
     def close_all(self) -> None:
         with self._lock:
             everything = list(self._logs.values())
