@@ -200,6 +200,29 @@ def jobs_run(name: str) -> None:
     click.echo(f"{name}: {count}")
 
 
+# --- pipelines ----------------------------------------------------------------------------
+
+@main.command("report")
+@click.option("--url", required=True, envvar="AGENTWATCH_URL", help="agentwatch base URL.")
+@click.option("--token", required=True, envvar="AGENTWATCH_TOKEN", help="An agent token.")
+@click.option("--type", "type_", required=True, help="Event type, e.g. gitops_sync_failed.")
+@click.option("--commit", help="Commit SHA.")
+@click.option("--project", help="Project the commit belongs to.")
+@click.option("--message", help="What happened.")
+@click.option("--link", help="An http(s) link, e.g. to the pipeline.")
+def report_command(url: str, token: str, type_: str, commit: str | None, project: str | None,
+                   message: str | None, link: str | None) -> None:
+    """Record one event through the agent API (exit 0), or print the server's error."""
+    from .reporter import ReportError, report
+    try:
+        result = report(url, token, {"type": type_, "commit": commit, "project": project,
+                                     "message": message, "link": link})
+    except ReportError as exc:
+        raise click.ClickException(str(exc)) from None
+    state = "already recorded" if result.get("duplicate") else "recorded"
+    click.echo(f"event {result.get('id')} {state}")
+
+
 # --- demo ---------------------------------------------------------------------------------
 
 @main.command("demo")
