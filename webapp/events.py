@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -101,7 +102,11 @@ def describe(event: EventLike) -> str:
     return spec.describe(event)
 
 
-def dedupe_key(type_name: str, commit_sha: str | None, project: str | None) -> str | None:
+def dedupe_key(type_name: str, commit_sha: str | None, project: str | None,
+               extra: str | None = None) -> str | None:
     if not CATALOG[type_name].commit_scoped or not commit_sha:
         return None
-    return f"{type_name}|{commit_sha}|{project or ''}"
+    key = f"{type_name}|{commit_sha}|{project or ''}"
+    # Hashed when long: the column holds 400 characters and the key only has to match.
+    key = key if extra is None else f"{key}|{extra}"
+    return key if len(key) <= 400 else "sha256:" + hashlib.sha256(key.encode()).hexdigest()

@@ -26,6 +26,8 @@ class NewEvent:
     user_name: str | None = None
     token_id: int | None = None
     token_name: str | None = None
+    # Narrows dedupe below (type, commit, project): e.g. which Flux object synced it.
+    dedupe_extra: str | None = None
 
 
 @dataclass
@@ -53,7 +55,7 @@ def record(session: Session, agent_id: int, new_events: list[NewEvent],
     by_key: dict[str, _Pending] = {}
     for index, new in enumerate(new_events):
         spec = events.CATALOG[new.type]
-        key = events.dedupe_key(new.type, new.commit_sha, new.project)
+        key = events.dedupe_key(new.type, new.commit_sha, new.project, new.dedupe_extra)
         if key is not None and key in by_key:
             by_key[key].same_as.append(index)  # repeated inside this very batch
             continue
@@ -113,7 +115,8 @@ def _row(agent_id: int, new: NewEvent, spec: events.EventType, now: datetime) ->
         "message": new.message,
         "link": new.link,
         "details": new.details,
-        "dedupe_key": events.dedupe_key(new.type, new.commit_sha, new.project),
+        "dedupe_key": events.dedupe_key(new.type, new.commit_sha, new.project,
+                                        new.dedupe_extra),
     }
 
 
