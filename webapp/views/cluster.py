@@ -1,20 +1,217 @@
-"""The Cluster tab (placeholder until the live overview lands)."""
+"""The Cluster tab: pods, services and Flux objects as kubectl shows them, rendered from
+the shared watches' snapshots first, then kept live by static/watch.js; and the side
+panel of one object.
+
+Namespace: the URL's `?namespace=`, else every namespace. An overview should show
+everything the agent sees at once: Flux objects live in flux-system while the workloads
+they deploy live elsewhere, so any one namespace would hide half of the story. The
+picker narrows it, and the choice stays in the URL (links and reloads keep it).
+"""
 
 from __future__ import annotations
 
-from flask import Blueprint, render_template
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlencode
+
+import yaml
+from flask import Blueprint, Flask, current_app, g, render_template, request, url_for
+from markupsafe import Markup
 
 from .. import agents
 from ..auth import login_required
+from ..errors import Invalid
+from ..models import Agent
+from ..watch import access, rows
+from ..watch.hub import Snapshot
+from ..watch.kube import KubeError
+from ..watch.registry import connection_of
+from ..watch.resources import Identity, WatchParams
 from .activity import status_key
 
 bp = Blueprint("cluster", __name__)
+SNAPSHOT_TIMEOUT = 10.0
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Kind:
+    resource: str
+    group: str
+    version: str
+    title: str
+    flux: bool = False
+
+    def params(self, namespace: str | None) -> WatchParams:
+        return WatchParams(self.group, self.version, self.resource, namespace)
+
+
+KINDS = (
+    Kind("pods", "", "v1", "Pods"),
+    Kind("services", "", "v1", "Services"),
+    Kind("kustomizations", "kustomize.toolkit.fluxcd.io", "v1", "Flux Kustomizations", True),
+    Kind("helmreleases", "helm.toolkit.fluxcd.io", "v2", "Flux HelmReleases", True),
+)
+NAMESPACES = WatchParams("", "v1", "namespaces")
+KIND_LABELS = {"pods": "Pod", "services": "Service", "kustomizations": "Kustomization",
+               "helmreleases": "HelmRelease"}
+
+
+@dataclass
+class Table:
+    kind: Kind
+    params: WatchParams
+    columns: tuple[rows.Column, ...]
+    rows: list[Markup]
+    error: KubeError | None
+
+
+def _snapshots(agent: Agent, identity: Identity,
+               params: list[WatchParams]) -> list[Snapshot]:
+    """Every table's first state at once: a slow cluster costs one timeout, not five."""
+    app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]
+    hub = app.extensions["watch_hub"]
+
+    def take(one: WatchParams) -> Snapshot:
+        with app.app_context():  # the hub looks the agent up to build its client
+            try:
+                return hub.snapshot(agent.name, identity, one, timeout=SNAPSHOT_TIMEOUT)
+            except KubeError as exc:
+                return Snapshot([], [], exc)
+
+    with ThreadPoolExecutor(max_workers=len(params)) as pool:
+        return list(pool.map(take, params))
+
+
+def _sorted_rows(params: WatchParams, objects: list[dict[str, Any]]) -> list[Markup]:
+    # Rendered now rather than taken from the snapshot's cached rows: ages are fresh.
+    ordered = sorted((rows.normalize(o) for o in objects),
+                     key=lambda o: (o["metadata"]["namespace"], o["metadata"]["name"]))
+    return [Markup(html) for o in ordered if (html := rows.render_row(params, o))]
+
+
+def _namespace_arg() -> str | None:
+    namespace = request.args.get("namespace") or None
+    if namespace is not None:
+        WatchParams.parse({"version": "v1", "resource": "pods", "namespace": namespace})
+    return namespace
+
+
+def _agent_page(name: str) -> tuple[Agent, dict[str, Any]]:
+    agent = agents.get(name)
+    access.require_view(g.user, agent)
+    status = agents.status(agent)
+    return agent, {"agent": agent, "status": status, "status_key": status_key(status),
+                   "tab": "cluster"}
 
 
 @bp.get("/agents/<name>/cluster")
 @login_required
 def page(name: str) -> str:
-    agent = agents.get(name)
-    status = agents.status(agent)
-    return render_template("cluster/page.html", tab="cluster", agent=agent, status=status,
-                           status_key=status_key(status))
+    agent, context = _agent_page(name)
+    namespace = _namespace_arg()
+    identity = access.identity(g.user, agent)
+    wanted = [kind.params(namespace) for kind in KINDS]
+    try:
+        connection_of(agent)
+        snapshots = _snapshots(agent, identity, [*wanted, NAMESPACES])
+        live = True
+    except KubeError as exc:  # no cluster connection: every table says so, nothing is live
+        snapshots = [Snapshot([], [], exc)] * (len(wanted) + 1)
+        live = False
+    tables = [Table(kind, params, rows.columns(params), _sorted_rows(params, snap.objects),
+                    snap.error) for kind, params, snap in zip(KINDS, wanted, snapshots,
+                                                               strict=False)]
+    names = snapshots[-1]
+    namespaces = sorted(str((o.get("metadata") or {}).get("name") or "")
+                        for o in names.objects)
+    if namespace and namespace not in namespaces:
+        namespaces = sorted([*namespaces, namespace])
+    return render_template("cluster/page.html", namespace=namespace, namespaces=namespaces,
+                           namespaces_error=names.error, tables=tables, live=live,
+                           can_act=access.can_act(g.user, agent), **context)
+
+
+# --- the side panel ---------------------------------------------------------------------
+
+def _object_params() -> tuple[WatchParams, str]:
+    args = request.args
+    params = WatchParams.parse({key: args.get(key) for key in
+                                ("group", "version", "resource", "namespace")})
+    name = args.get("name", "")
+    if not name or len(name) > 253:
+        raise Invalid("name is required", code="invalid_params")
+    if params.resource not in KIND_LABELS:
+        raise Invalid(f"{params.resource} have no panel", code="invalid_params")
+    return params, name
+
+
+def _yaml(value: Any) -> str:
+    if not value:
+        return "{}\n"
+    return yaml.safe_dump(value, sort_keys=False, default_flow_style=False, allow_unicode=True)
+
+
+def _actions(params: WatchParams, obj: dict[str, Any]) -> list[tuple[str, str]]:
+    """(action, button label) for what this kind of object allows."""
+    if params.resource == "pods":
+        return [("delete", "Delete pod")]
+    if params.resource in ("kustomizations", "helmreleases"):
+        toggle = ("resume", "Resume") if obj["spec"].get("suspend") else ("suspend", "Suspend")
+        return [("reconcile", "Reconcile"), toggle]
+    return []
+
+
+def _containers(obj: dict[str, Any]) -> list[str]:
+    spec = obj["spec"]
+    names = []
+    for key in ("containers", "initContainers", "ephemeralContainers"):
+        for container in spec.get(key) or []:
+            if isinstance(container, dict) and container.get("name"):
+                names.append(str(container["name"]))
+    return names
+
+
+@bp.get("/agents/<name>/cluster/object")
+@login_required
+def object_panel(name: str) -> tuple[str, int]:
+    agent, context = _agent_page(name)
+    params, object_name = _object_params()
+    identity = access.identity(g.user, agent)
+    template = "cluster/_panel_details.html" if request.args.get("part") == "details" \
+        else "cluster/_panel.html"
+    try:
+        client = current_app.extensions["clusters"].client(agent)
+        obj = rows.normalize(client.get(params, object_name, identity, params.namespace))
+    except KubeError as exc:
+        status = exc.code if 400 <= exc.code < 600 else 502
+        return render_template("cluster/_panel_error.html", error=exc, params=params,
+                               name=object_name, kind=KIND_LABELS[params.resource]), status
+    meta = obj["metadata"]
+    object_watch = WatchParams(params.group, params.version, params.resource,
+                               meta["namespace"] or None,
+                               field_selector=f"metadata.name={meta['name']}")
+    events = WatchParams("", "v1", "events", meta["namespace"] or None,
+                         field_selector=f"involvedObject.uid={meta.get('uid') or ''}")
+    event_rows: list[Markup] = []
+    events_error = None
+    if template == "cluster/_panel.html":
+        # The same shared watch the page then follows: shown at once, live after.
+        snap = _snapshots(agent, identity, [events])[0]
+        events_error = snap.error
+        event_rows = [Markup(html) for o in sorted(
+            snap.objects, key=lambda e: rows.event_columns(e).last_seen or _EPOCH,
+            reverse=True) if (html := rows.render_row(events, o))]
+    return render_template(
+        template, obj=obj, meta=meta, params=params, kind=KIND_LABELS[params.resource],
+        summary_columns=rows.columns(object_watch),
+        summary_row=Markup(rows.render_row(object_watch, obj) or ""),
+        object_watch=object_watch.to_json(), events_watch=events.to_json(),
+        details_url=url_for("cluster.object_panel", name=agent.name) + "?" + urlencode({
+            **params.to_json(), "name": meta["name"], "part": "details"}),
+        events_columns=rows.columns(events), event_rows=event_rows, events_error=events_error,
+        status_yaml=_yaml(obj["status"]), spec_yaml=_yaml(obj["spec"]),
+        actions=_actions(params, obj) if access.can_act(g.user, agent) else [],
+        containers=_containers(obj) if params.resource == "pods" else [], **context), 200

@@ -1,0 +1,299 @@
+"""The Cluster tab over the Flask test client, against a simulated cluster served on
+loopback: rows rendered server-side from the shared watches, empty and error states,
+access, and the side panel of one object."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Helpers
+from flask import Flask
+from flask.testing import FlaskClient
+
+from webapp import agents, db
+from webapp.simcluster import SimCluster
+
+FLUX_NS = "flux-system"
+
+
+@pytest.fixture
+def app_config(app_config: dict[str, Any]) -> dict[str, Any]:
+    # Quick retries and idle watches that stop soon: tests end with nothing running.
+    return {**app_config, "WATCH_TIMING": {"backoff_initial": 0.05, "backoff_max": 0.2,
+                                           "grace_seconds": 0.2}}
+
+
+@pytest.fixture
+def app(app: Flask, sim: SimCluster) -> Iterator[Flask]:
+    """The app's watches stop before the simulated cluster does."""
+    yield app
+    app.extensions["watch_hub"].shutdown()
+    app.extensions["clusters"].close()
+
+
+@pytest.fixture
+def sim(tmp_path: Path) -> Iterator[SimCluster]:
+    cluster = SimCluster(flux_delay=0.05, bookmark_interval=0.5)
+    cluster.serve()
+    yield cluster
+    cluster.close()
+    assert cluster.errors == []
+
+
+def make_agent(app: Flask, sim: SimCluster | None, tmp_path: Path, name: str = "prod",
+               cluster_access: dict[str, Any] | None = None) -> None:
+    with app.app_context():
+        if sim is None:
+            agent = agents.create(name)
+        else:
+            path = sim.write_kubeconfig(tmp_path / f"{name}.kubeconfig", context="sim")
+            agent = agents.create(name, kubeconfig_path=str(path), kube_context="sim")
+        if cluster_access is not None:
+            agent.cluster_access = cluster_access
+        db.session().commit()
+
+
+@pytest.fixture
+def signed_in(app: Flask, client: FlaskClient, h: Helpers) -> FlaskClient:
+    h.user("alice", "admin")
+    h.login(client, "alice")
+    return client
+
+
+def section(html: str, resource: str) -> str:
+    """The HTML of one table's section."""
+    match = re.search(rf'<section class="k8s-section" id="{resource}".*?</section>', html, re.S)
+    assert match, f"no {resource} table"
+    return match.group(0)
+
+
+def row_names(html: str) -> list[str]:
+    body = re.search(r'<tbody class="rows">(.*?)</tbody>', html, re.S)
+    assert body
+    return re.findall(r'<tr id="[^"]*" data-key="[^"]*" data-name="([^"]*)"', body.group(1))
+
+
+def visible(html: str, row_class: str) -> bool:
+    match = re.search(rf'<tr class="{row_class}"\s*(hidden)?>', html)
+    assert match, f"no {row_class}"
+    return match.group(1) is None
+
+
+def seed(sim: SimCluster) -> None:
+    sim.add_pod("default", "web-1", state="Running", labels={"app": "web"})
+    sim.add_pod("default", "worker-1", state="CrashLoopBackOff", restarts=4)
+    sim.add_pod("apps", "api-1", state="ContainerCreating")
+    sim.add_service("default", "web", type="LoadBalancer", ports=[80], lb_ingress=False)
+    sim.add_kustomization(FLUX_NS, "apps", path="./apps")
+    sim.add_helmrelease("apps", "redis", chart="redis", version="18.1.0", suspend=True)
+
+
+# --- the page ---------------------------------------------------------------------------
+
+def test_page_renders_every_table_server_side(app: Flask, signed_in: FlaskClient,
+                                              sim: SimCluster, tmp_path: Path) -> None:
+    seed(sim)
+    make_agent(app, sim, tmp_path)
+    page = signed_in.get("/agents/prod/cluster")
+    assert page.status_code == 200
+    html = page.text
+    pods = section(html, "pods")
+    assert row_names(pods) == ["api-1", "web-1", "worker-1"]  # by namespace, then name
+    assert "CrashLoopBackOff" in pods and "ContainerCreating" in pods
+    assert '<th data-col="namespace"' in pods  # all namespaces: kubectl -A columns
+    assert not visible(pods, "empty-row") and not visible(pods, "error-row")
+    services = section(html, "services")
+    assert row_names(services) == ["kubernetes", "web"] or row_names(services) == ["web"]
+    assert "&lt;pending&gt;" in services
+    assert row_names(section(html, "kustomizations")) == ["apps"]
+    helm = section(html, "helmreleases")
+    assert row_names(helm) == ["redis"] and "Suspended" in helm
+    # The page script's hooks: the live endpoints and each table's watch.
+    assert 'data-live="true"' in html
+    assert re.search(r'data-socket-path="(ws://localhost)?/agents/prod/watch"', html)
+    assert '"resource": "pods"' in pods
+    assert "watch.js" in html and 'id="watch-badge"' in html
+
+
+def test_namespace_comes_from_the_url(app: Flask, signed_in: FlaskClient, sim: SimCluster,
+                                      tmp_path: Path) -> None:
+    seed(sim)
+    make_agent(app, sim, tmp_path)
+    html = signed_in.get("/agents/prod/cluster?namespace=default").text
+    pods = section(html, "pods")
+    assert row_names(pods) == ["web-1", "worker-1"]
+    assert '<th data-col="namespace"' not in pods
+    assert '"namespace": "default"' in pods
+    assert '<option value="default" selected>' in html
+    assert '<option value="apps" >' in html or '<option value="apps">' in html
+
+
+def test_invalid_namespace_is_refused(app: Flask, signed_in: FlaskClient, sim: SimCluster,
+                                      tmp_path: Path) -> None:
+    make_agent(app, sim, tmp_path)
+    page = signed_in.get("/agents/prod/cluster?namespace=Not_A_Name")
+    assert page.status_code == 422
+    assert "is not a valid name" in page.text
+
+
+def test_empty_namespace_renders_the_empty_state_at_once(
+        app: Flask, signed_in: FlaskClient, sim: SimCluster, tmp_path: Path) -> None:
+    seed(sim)
+    sim.add_namespace("quiet")
+    make_agent(app, sim, tmp_path)
+    html = signed_in.get("/agents/prod/cluster?namespace=quiet").text
+    for resource in ("pods", "services", "kustomizations", "helmreleases"):
+        table = section(html, resource)
+        assert row_names(table) == []
+        assert visible(table, "empty-row"), resource
+        assert not visible(table, "error-row")
+    assert "No pods in quiet." in section(html, "pods")
+    assert "appear once Flux" in section(html, "kustomizations")
+
+
+def test_cluster_rbac_refusal_shows_in_its_table(app: Flask, signed_in: FlaskClient,
+                                                 sim: SimCluster, tmp_path: Path) -> None:
+    seed(sim)
+    # Impersonated as herself, alice may list services and Flux objects, not pods.
+    sim.rbac.allow(users=["alice"], verbs=["get", "list", "watch"],
+                   resources=["services", "namespaces", "kustomizations", "helmreleases"])
+    make_agent(app, sim, tmp_path, cluster_access={"access_as": "user"})
+    page = signed_in.get("/agents/prod/cluster")
+    assert page.status_code == 200
+    pods = section(page.text, "pods")
+    assert visible(pods, "error-row") and not visible(pods, "empty-row")
+    assert 'pods is forbidden: User &#34;alice&#34; cannot list resource &#34;pods&#34;' in pods
+    assert row_names(section(page.text, "services")) != []
+    assert not visible(section(page.text, "services"), "error-row")
+
+
+def test_agent_without_a_cluster_says_so(app: Flask, signed_in: FlaskClient,
+                                         tmp_path: Path) -> None:
+    make_agent(app, None, tmp_path)
+    page = signed_in.get("/agents/prod/cluster")
+    assert page.status_code == 200
+    for resource in ("pods", "services", "kustomizations", "helmreleases"):
+        table = section(page.text, resource)
+        assert visible(table, "error-row")
+        assert "has no cluster connection" in table
+    assert 'data-live="false"' in page.text
+    assert "Not connected" in page.text
+
+
+def test_unreachable_cluster_says_so(app: Flask, signed_in: FlaskClient, sim: SimCluster,
+                                     tmp_path: Path) -> None:
+    make_agent(app, sim, tmp_path)
+    sim.close()
+    page = signed_in.get("/agents/prod/cluster")
+    assert page.status_code == 200
+    assert "Cannot reach the cluster" in section(page.text, "pods")
+
+
+def test_viewers_need_view_access(app: Flask, client: FlaskClient, h: Helpers,
+                                  sim: SimCluster, tmp_path: Path) -> None:
+    make_agent(app, sim, tmp_path, cluster_access={"view": {"role": "maintainer"}})
+    make_agent(app, sim, tmp_path, name="open")
+    h.user("victor", "viewer")
+    h.login(client, "victor")
+    refused = client.get("/agents/prod/cluster")
+    assert refused.status_code == 403
+    assert "may not view the cluster of agent prod" in refused.text
+    panel = client.get("/agents/prod/cluster/object?version=v1&resource=pods"
+                       "&namespace=default&name=x")
+    assert panel.status_code == 403
+    assert client.get("/agents/open/cluster").status_code == 200
+
+
+def test_objects_missing_fields_render(app: Flask, signed_in: FlaskClient, sim: SimCluster,
+                                       tmp_path: Path) -> None:
+    sim.create({"apiVersion": "v1", "kind": "Pod",  # no status, no labels, no node
+                "metadata": {"name": "bare", "namespace": "default"},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+    sim.create({"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+                "metadata": {"name": "bare", "namespace": "default"},
+                "spec": {"suspend": True}})  # suspended: Flux never writes its status
+    make_agent(app, sim, tmp_path)
+    html = signed_in.get("/agents/prod/cluster?namespace=default").text
+    assert "bare" in row_names(section(html, "pods"))
+    assert row_names(section(html, "kustomizations")) == ["bare"]
+    panel = signed_in.get("/agents/prod/cluster/object?group=kustomize.toolkit.fluxcd.io"
+                          "&version=v1&resource=kustomizations&namespace=default&name=bare")
+    assert panel.status_code == 200
+
+
+# --- the side panel ---------------------------------------------------------------------
+
+def panel_url(name: str, resource: str = "pods", namespace: str = "default",
+              group: str = "", version: str = "v1") -> str:
+    return (f"/agents/prod/cluster/object?group={group}&version={version}"
+            f"&resource={resource}&namespace={namespace}&name={name}")
+
+
+def test_pod_panel_shows_metadata_yaml_events_logs_and_actions(
+        app: Flask, signed_in: FlaskClient, sim: SimCluster, tmp_path: Path) -> None:
+    pod = sim.add_pod("default", "web-1", ["app", "sidecar"], state="Running",
+                      labels={"app": "web"}, annotations={"team": "<payments>"})
+    sim.record_event(pod, "Pulled", "pulled the image")
+    make_agent(app, sim, tmp_path)
+    panel = signed_in.get(panel_url("web-1"))
+    assert panel.status_code == 200
+    html = panel.text
+    assert "<html" not in html  # a fragment
+    assert "<code>app=web</code>" in html
+    assert "<code>team</code>" in html and "&lt;payments&gt;" in html
+    assert re.search(r'<pre class="yaml" data-yaml="status">[^<]*phase: Running', html)
+    assert re.search(r'<pre class="yaml" data-yaml="spec">[^<]*containers:', html)
+    events = html[html.index('id="panel-events"'):]
+    assert "pulled the image" in events and "Scheduled" in events
+    uid = pod["metadata"]["uid"]
+    assert f'involvedObject.uid={uid}' in html
+    assert '"fieldSelector": "metadata.name=web-1"' in html
+    assert '<option value="app">app</option><option value="sidecar">sidecar</option>' in html
+    assert 'data-action="delete"' in html
+    assert "part=details" in html
+
+
+def test_panel_details_part_is_only_the_details(app: Flask, signed_in: FlaskClient,
+                                                 sim: SimCluster, tmp_path: Path) -> None:
+    sim.add_pod("default", "web-1", state="Running")
+    make_agent(app, sim, tmp_path)
+    html = signed_in.get(panel_url("web-1") + "&part=details").text
+    assert 'data-yaml="status"' in html
+    assert "panel-events" not in html and "panel-head" not in html
+
+
+def test_flux_panel_offers_reconcile_and_the_right_toggle(
+        app: Flask, signed_in: FlaskClient, sim: SimCluster, tmp_path: Path) -> None:
+    sim.add_helmrelease("apps", "redis", suspend=True)
+    sim.add_kustomization(FLUX_NS, "infra")
+    make_agent(app, sim, tmp_path)
+    helm = signed_in.get(panel_url("redis", "helmreleases", "apps", "helm.toolkit.fluxcd.io",
+                                   "v2")).text
+    assert 'data-action="reconcile"' in helm and 'data-action="resume"' in helm
+    assert 'data-action="suspend"' not in helm and "Logs" not in helm
+    ks = signed_in.get(panel_url("infra", "kustomizations", FLUX_NS,
+                                 "kustomize.toolkit.fluxcd.io")).text
+    assert 'data-action="suspend"' in ks and 'data-action="delete"' not in ks
+
+
+def test_panel_actions_need_act_access(app: Flask, client: FlaskClient, h: Helpers,
+                                       sim: SimCluster, tmp_path: Path) -> None:
+    sim.add_pod("default", "web-1", state="Running")
+    make_agent(app, sim, tmp_path)
+    h.user("victor", "viewer")
+    h.login(client, "victor")
+    html = client.get(panel_url("web-1")).text
+    assert "web-1" in html and "data-action=" not in html
+
+
+def test_missing_object_panel_says_why(app: Flask, signed_in: FlaskClient, sim: SimCluster,
+                                       tmp_path: Path) -> None:
+    make_agent(app, sim, tmp_path)
+    panel = signed_in.get(panel_url("ghost"))
+    assert panel.status_code == 404
+    assert 'pods &#34;ghost&#34; not found' in panel.text
+    assert signed_in.get(panel_url("x", "namespaces")).status_code == 422
