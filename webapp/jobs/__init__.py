@@ -13,6 +13,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from flask import Flask
 
 from .. import clock
+from ..gitops import job as gitops_job
 from . import disconnects, lease, prune
 
 log = logging.getLogger(__name__)
@@ -21,7 +22,12 @@ log = logging.getLogger(__name__)
 JOBS: dict[str, tuple[Callable[[Flask], int], int | None]] = {
     "disconnects": (disconnects.run, None),
     "prune": (prune.run, 600),
+    "gitops": (gitops_job.run, 15),
 }
+# Jobs that keep something running in the lease holder: how to run them once from the
+# command line, and how to stop them when this process loses the lease.
+ONCE: dict[str, Callable[[Flask], int]] = {"gitops": gitops_job.run_once}
+ON_LEASE_LOST: list[Callable[[Flask], None]] = [gitops_job.stop]
 
 
 def init_app(app: Flask) -> None:
@@ -33,7 +39,7 @@ def run_job(app: Flask, name: str) -> int:
     """Run one job now, in this process, whatever the lease (the CLI's `jobs run`)."""
     if name not in JOBS:
         raise KeyError(name)
-    return JOBS[name][0](app)
+    return ONCE.get(name, JOBS[name][0])(app)
 
 
 def run_if_leader(app: Flask, name: str) -> bool:
@@ -43,6 +49,8 @@ def run_if_leader(app: Flask, name: str) -> bool:
         holder = app.extensions["scheduler_holder"]
         ttl = timedelta(seconds=app.config["SCHEDULER_LEASE_SECONDS"])
         if not lease.acquire("scheduler", holder, clock.now(), ttl):
+            for stop in ON_LEASE_LOST:
+                stop(app)
             return False
     try:
         count = JOBS[name][0](app)

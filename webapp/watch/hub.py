@@ -195,6 +195,10 @@ class UpstreamWatch:
                 self._idle_timer.start()
 
     @property
+    def is_synced(self) -> bool:
+        return self._synced
+
+    @property
     def subscriber_count(self) -> int:
         return len(self._subscribers)
 

@@ -1,0 +1,1 @@
+"""GitOps events derived from Flux objects, observed through the shared watches."""

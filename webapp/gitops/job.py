@@ -1,0 +1,49 @@
+"""The `gitops` job: keep this process's observer in step with the agents' configurations.
+
+It runs in the lease holder only, so one process records GitOps events; a process that
+loses the lease stops observing (see jobs.run_if_leader).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from flask import Flask
+
+from .observer import GitOpsObserver, Target, agents_with_clusters
+
+
+def _targets(agent: object) -> list[Target]:
+    try:
+        service = importlib.import_module("webapp.agentconfig.service")
+    except ImportError:
+        return []
+    getter = getattr(service, "gitops_targets", None)
+    return list(getter(agent)) if getter else []
+
+
+def observer(app: Flask) -> GitOpsObserver:
+    if "gitops_observer" not in app.extensions:
+        app.extensions["gitops_observer"] = GitOpsObserver(app, app.extensions["watch_hub"])
+    found: GitOpsObserver = app.extensions["gitops_observer"]
+    return found
+
+
+def run(app: Flask) -> int:
+    with app.app_context():
+        wanted = {agent.name: _targets(agent) for agent in agents_with_clusters()}
+        return observer(app).sync({name: t for name, t in wanted.items() if t})
+
+
+def run_once(app: Flask, timeout: float = 30.0) -> int:
+    """From the command line: observe until every watch sent its state, record, stop."""
+    run(app)
+    found = observer(app)
+    found.wait_idle(timeout)
+    stop(app)
+    return found.recorded
+
+
+def stop(app: Flask) -> None:
+    if "gitops_observer" in app.extensions:
+        app.extensions["gitops_observer"].stop()
