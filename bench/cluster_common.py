@@ -1,0 +1,567 @@
+"""Shared plumbing of the live-cluster benchmarks (bench/cluster_*.py).
+
+* `SimProcess`: a `webapp.simcluster.SimCluster` served from its **own process** (its own
+  GIL, so 200 WebSocket readers and the relay cannot starve it), driven over a pipe:
+  create pods, emit MODIFIED events at a fixed rate (each carrying its sequence number and
+  emit time in the annotation `bench.agentwatch/stamp` = "<seq>:<time_ns>", stamped inside
+  the store's lock, i.e. when the event is created), generate logs, read request counters,
+  expire the watch history.
+* `Rig`: a temporary instance, an admin user with a personal token, the simulator, an agent
+  connected to it, and a real `agentwatch serve` (gunicorn gthread) on loopback.
+* `WsConn`: a lean WebSocket client on a raw socket (handshake with
+  `Authorization: Bearer`, subprotocol `agentwatch.watch.v1`; frames parsed in place, the
+  stamp found with one bytes search, no JSON decoding), so the measured latency is the
+  server's, not a slow client's.
+* CPU accounting per process (/proc/PID/stat) and RSS (/proc/PID/status).
+
+bench/common.py (someone else's) provides the instance folder, the server process, the HTTP
+client, login and percentiles; they are imported, not copied.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import multiprocessing as mp
+import os
+import select
+import socket
+import struct
+import sys
+import threading
+import time
+import traceback
+from array import array
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import (  # noqa: E402
+    HOST,
+    Instance,
+    Server,
+    log,
+    machine_info,
+    percentile,
+)
+
+ANNOTATION = "bench.agentwatch/stamp"
+MARK = b'"bench.agentwatch/stamp":"'
+SUBPROTOCOL = "agentwatch.watch.v1"
+AGENT = "sim"
+CTX = mp.get_context("spawn")
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+# --- processes: CPU and memory ------------------------------------------------------------
+
+def proc_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of one process (all its threads)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def children(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                out.append(int(entry))
+    return out
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return -1
+
+
+def thread_count(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Threads:"):
+            return int(line.split()[1])
+    return -1
+
+
+class CpuMeter:
+    """CPU of named processes over a window, in cores; plus the whole machine."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        self.pids = pids
+        self.start()
+
+    @staticmethod
+    def _machine() -> float:
+        values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        idle = values[3] + values[4]
+        return (sum(values[:8]) - idle) / TICK
+
+    def start(self) -> None:
+        self.t0 = time.monotonic()
+        self.m0 = self._machine()
+        self.c0 = {name: proc_cpu(pid) for name, pid in self.pids.items()}
+
+    def stop(self) -> dict[str, float]:
+        wall = time.monotonic() - self.t0
+        out = {name: (proc_cpu(pid) - self.c0[name]) / wall for name, pid in self.pids.items()}
+        machine = (self._machine() - self.m0) / wall
+        out["machine"] = machine
+        out["other"] = max(0.0, machine - sum(v for k, v in out.items() if k != "machine"))
+        out["seconds"] = wall
+        return out
+
+
+def fmt_cpu(cpu: dict[str, float]) -> str:
+    parts = [f"{k} {v:.2f}" for k, v in cpu.items() if k not in ("seconds", "machine")]
+    return (f"CPU over {cpu['seconds']:.1f} s in cores (of {os.cpu_count()}): machine "
+            f"{cpu['machine']:.2f} = " + " + ".join(parts))
+
+
+# --- statistics ---------------------------------------------------------------------------
+
+def summary_ms(values_us: Iterable[float]) -> dict[str, float]:
+    data = sorted(values_us)
+    if not data:
+        return {"count": 0}
+    return {"count": len(data), "mean": sum(data) / len(data) / 1000,
+            "p50": percentile(data, 50) / 1000, "p90": percentile(data, 90) / 1000,
+            "p99": percentile(data, 99) / 1000, "p999": percentile(data, 99.9) / 1000,
+            "max": data[-1] / 1000}
+
+
+def fmt_ms(s: dict[str, float]) -> str:
+    if not s.get("count"):
+        return "n=0"
+    return (f"n={s['count']:.0f} p50={s['p50']:.2f} p90={s['p90']:.2f} p99={s['p99']:.2f} "
+            f"p99.9={s['p999']:.2f} max={s['max']:.2f} ms")
+
+
+# --- the simulator in its own process -----------------------------------------------------
+
+class _SimHandlers:
+    """Runs in the simulator process; every public method is a pipe command."""
+
+    def __init__(self, cluster: Any) -> None:
+        self.cluster = cluster
+        self._emitter: threading.Thread | None = None
+        self._emit_result: dict[str, Any] = {}
+        self._gens: list[Any] = []
+
+    def ping(self) -> str:
+        return "pong"
+
+    def add_pods(self, namespace: str, names: list[str], events: bool = False) -> int:
+        for name in names:
+            self.cluster.add_pod(namespace, name, ["app"], events=events,
+                                 labels={"app": name.rsplit("-", 1)[0]})
+        return len(names)
+
+    def resource_version(self) -> str:
+        return str(self.cluster.resource_version)
+
+    def stats(self) -> dict[str, Any]:
+        """Counters by (verb, resource, user-agent): the relay and the direct watcher use
+        different user agents, so the relay's upstream requests are told apart."""
+        counts: dict[str, int] = {}
+        for rec in list(self.cluster.stats.requests):
+            ua = rec.headers.get("user-agent", "")
+            who = "direct" if ua.startswith("bench-direct") else "relay"
+            key = f"{who}:{rec.verb}:{rec.resource}"
+            counts[key] = counts.get(key, 0) + 1
+        snap = self.cluster.stats.snapshot()
+        return {"by_client": counts, "open_watches": snap.get("open_watches", {}),
+                "lists_pods": self.cluster.stats.lists("pods"),
+                "watches_pods": self.cluster.stats.watches("pods")}
+
+    def reset_stats(self) -> None:
+        self.cluster.stats.reset()
+
+    def patch_stamp(self, namespace: str, name: str, seq: int) -> str:
+        pod = self.cluster.update("pods", name, _stamper(seq), namespace=namespace)
+        return str(pod["metadata"]["resourceVersion"])
+
+    # events at a fixed rate, from a thread of this process
+    def emit_start(self, namespace: str, names: list[str], rate: float, count: int,
+                   first_seq: int = 0) -> None:
+        self._emit_result = {}
+
+        def run() -> None:
+            lateness = array("d")
+            t0 = time.monotonic()
+            for i in range(count):
+                target = t0 + i / rate
+                delay = target - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+                else:
+                    lateness.append(-delay)
+                name = names[i % len(names)]
+                self.cluster.update("pods", name, _stamper(first_seq + i), namespace=namespace)
+            took = time.monotonic() - t0
+            late = sorted(lateness)
+            self._emit_result = {
+                "emitted": count, "seconds": took, "rate": count / took if took else 0,
+                "late_events": len(late),
+                "late_p99_ms": percentile(late, 99) * 1000 if late else 0.0,
+                "late_max_ms": late[-1] * 1000 if late else 0.0}
+
+        self._emitter = threading.Thread(target=run, daemon=True, name="bench-emitter")
+        self._emitter.start()
+
+    def emit_wait(self, timeout: float) -> dict[str, Any]:
+        assert self._emitter is not None
+        self._emitter.join(timeout)
+        return self._emit_result
+
+    def generate_logs(self, namespace: str, pod: str, container: str, rate: float) -> None:
+        self._gens.append(self.cluster.generate_logs(namespace, pod, container, rate, seed=1))
+
+    def stop_logs(self) -> int:
+        emitted = 0
+        for gen in self._gens:
+            gen.stop()
+            emitted += gen.emitted
+        self._gens.clear()
+        return emitted
+
+    def expire_history(self) -> str:
+        self.cluster.expire_history()
+        return str(self.cluster.resource_version)
+
+    def change_then_expire(self, namespace: str, modify: list[str], add: list[str],
+                           delete: list[str]) -> dict[str, Any]:
+        """Change objects and expire the watch history in ONE hold of the store's lock:
+        an open watch never sees these changes as events, only the in-stream 410, so a
+        relist must find exactly this difference."""
+        from webapp.simcluster.pods import build_pod, build_status
+        from webapp.simcluster.resources import PODS
+        from webapp.simcluster.util import json_copy, new_uid
+
+        store = self.cluster.store
+        with store.cond:
+            for name in modify:
+                cur = store._objects["pods"][(namespace, name)]
+                new = json_copy(cur.obj)
+                new["metadata"].setdefault("annotations", {})[ANNOTATION] = \
+                    f"-1:{time.time_ns()}"
+                new["metadata"]["resourceVersion"] = store._next_rv()
+                store._objects["pods"][(namespace, name)] = type(cur)(new)
+            for name in add:
+                pod = build_pod(namespace, name, containers=["app"], labels={"app": "added"},
+                                node="sim-worker")
+                pod["metadata"]["uid"] = new_uid()
+                pod["status"] = build_status(pod, {"app": "Running"})
+                store._create_locked(PODS, pod, namespace)
+            for name in delete:
+                del store._objects["pods"][(namespace, name)]
+            store._history.clear()
+            store._rv += 1
+            store._floor = store._rv
+            store._epoch += 1
+            store.cond.notify_all()
+            rv = store._rv
+        return {"resourceVersion": str(rv)}
+
+    def list_names(self, namespace: str) -> list[str]:
+        return [p["metadata"]["name"] for p in self.cluster.list("pods", namespace)]
+
+
+def _stamper(seq: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    def change(obj: dict[str, Any]) -> dict[str, Any]:
+        obj["metadata"].setdefault("annotations", {})[ANNOTATION] = f"{seq}:{time.time_ns()}"
+        return obj
+    return change
+
+
+def _sim_main(conn: Any, kubeconfig: str, history_size: int, bookmark_interval: float) -> None:
+    from webapp.simcluster import SimCluster
+
+    cluster = SimCluster(history_size=history_size, bookmark_interval=bookmark_interval)
+    server = cluster.serve(HOST, 0)
+    cluster.write_kubeconfig(kubeconfig)
+    handlers = _SimHandlers(cluster)
+    conn.send(("ready", server.url))
+    try:
+        while True:
+            try:
+                msg = conn.recv()
+            except EOFError:
+                break
+            if msg[0] == "stop":
+                break
+            try:
+                conn.send(("ok", getattr(handlers, msg[0])(*msg[1], **msg[2])))
+            except Exception:  # noqa: BLE001 - reported to the parent
+                conn.send(("err", traceback.format_exc()))
+    finally:
+        with contextlib.suppress(Exception):
+            handlers.stop_logs()
+        cluster.close()
+
+
+class SimProcess:
+    def __init__(self, kubeconfig: str, history_size: int = 1000,
+                 bookmark_interval: float = 5.0) -> None:
+        self.kubeconfig = kubeconfig
+        self._conn, child = CTX.Pipe()
+        self._lock = threading.Lock()
+        self.proc = CTX.Process(target=_sim_main, daemon=True, name="simcluster",
+                                args=(child, kubeconfig, history_size, bookmark_interval))
+        self.proc.start()
+        kind, self.url = self._conn.recv()
+        assert kind == "ready"
+
+    @property
+    def pid(self) -> int:
+        assert self.proc.pid is not None
+        return self.proc.pid
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            self._conn.send((name, args, kwargs))
+            kind, value = self._conn.recv()
+        if kind != "ok":
+            raise RuntimeError(f"simulator {name} failed:\n{value}")
+        return value
+
+    def stop(self) -> None:
+        with contextlib.suppress(Exception):
+            self._conn.send(("stop",))
+        self.proc.join(10)
+        if self.proc.is_alive():
+            self.proc.terminate()
+            self.proc.join(5)
+
+
+# --- the whole rig ------------------------------------------------------------------------
+
+class Rig:
+    """Instance + user/token + simulator + agent + `agentwatch serve`."""
+
+    def __init__(self, threads: int = 300, config: str = "", history_size: int = 1000,
+                 bookmark_interval: float = 5.0, keep: bool = False) -> None:
+        self.instance = Instance(keep=keep, prefix="aw-cluster-bench-")
+        if config:
+            Path(self.instance.path, "config.py").write_text(config)
+        self.instance.create_user()
+        out = self.instance.cli("users", "token", "bench")
+        self.token = out.strip().splitlines()[-1].strip()
+        self.kubeconfig = os.path.join(self.instance.path, "sim.kubeconfig")
+        self.sim = SimProcess(self.kubeconfig, history_size, bookmark_interval)
+        self.instance.cli("agents", "create", AGENT, "--kubeconfig", self.kubeconfig)
+        self.server = Server(self.instance, threads=threads).start()
+        self.port = self.server.port
+        self.master_pid = self.server.proc.pid if self.server.proc else 0
+        self.worker_pid = self._worker()
+        log(f"simulator {self.sim.url} pid={self.sim.pid}; server worker pid={self.worker_pid}")
+
+    def _worker(self) -> int:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            kids = children(self.master_pid)
+            if kids:
+                return kids[0]
+            time.sleep(0.1)
+        raise RuntimeError("no gunicorn worker found")
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.server.stop()
+        with contextlib.suppress(Exception):
+            self.sim.stop()
+        self.instance.cleanup()
+
+    def __enter__(self) -> Rig:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+# --- a lean WebSocket client --------------------------------------------------------------
+
+class HandshakeError(RuntimeError):
+    pass
+
+
+def _mask(payload: bytes, key: bytes) -> bytes:
+    if not payload:
+        return b""
+    n = len(payload)
+    k = int.from_bytes((key * (n // 4 + 1))[:n], "big")
+    return (int.from_bytes(payload, "big") ^ k).to_bytes(n, "big")
+
+
+def client_frame(payload: bytes, opcode: int = 0x1) -> bytes:
+    key = os.urandom(4)
+    n = len(payload)
+    if n < 126:
+        head = struct.pack("!BB", 0x80 | opcode, 0x80 | n)
+    elif n < 65536:
+        head = struct.pack("!BBH", 0x80 | opcode, 0x80 | 126, n)
+    else:
+        head = struct.pack("!BBQ", 0x80 | opcode, 0x80 | 127, n)
+    return head + key + _mask(payload, key)
+
+
+def watch_message(watch_id: str, namespace: str, resource: str = "pods") -> bytes:
+    return json.dumps({"type": "watch", "watchId": watch_id, "watchParams": {
+        "group": "", "version": "v1", "resource": resource, "namespace": namespace}}).encode()
+
+
+class WsConn:
+    """One WebSocket on a raw socket. `buf` holds unparsed bytes."""
+
+    def __init__(self, port: int, token: str, agent: str = AGENT, timeout: float = 30,
+                 rcvbuf: int | None = None) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if rcvbuf:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        self.sock.settimeout(timeout)
+        self.sock.connect((HOST, port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        key = base64.b64encode(os.urandom(16)).decode()
+        request = (f"GET /agents/{agent}/watch HTTP/1.1\r\nHost: {HOST}:{port}\r\n"
+                   "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                   f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+                   f"Sec-WebSocket-Protocol: {SUBPROTOCOL}\r\n"
+                   f"Authorization: Bearer {token}\r\n\r\n")
+        self.sock.sendall(request.encode())
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise HandshakeError(f"closed during handshake: {data!r}")
+            data += chunk
+        head, rest = data.split(b"\r\n\r\n", 1)
+        if not head.startswith(b"HTTP/1.1 101"):
+            raise HandshakeError(head.decode(errors="replace"))
+        self.buf = bytearray(rest)
+        self.local_port = self.sock.getsockname()[1]
+        self.close_code: int | None = None
+
+    def send(self, payload: bytes, opcode: int = 0x1) -> None:
+        self.sock.sendall(client_frame(payload, opcode))
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def frames(self) -> list[tuple[int, int, int]]:
+        """Complete frames in `buf` as (opcode, start, end) of their payloads; the caller
+        reads them from `buf` and then calls `consume(last_end)`."""
+        buf = self.buf
+        n = len(buf)
+        pos = 0
+        out = []
+        while n - pos >= 2:
+            b1 = buf[pos + 1]
+            length = b1 & 0x7F
+            head = 2
+            if length == 126:
+                if n - pos < 4:
+                    break
+                length = (buf[pos + 2] << 8) | buf[pos + 3]
+                head = 4
+            elif length == 127:
+                if n - pos < 10:
+                    break
+                length = int.from_bytes(buf[pos + 2:pos + 10], "big")
+                head = 10
+            end = pos + head + length
+            if end > n:
+                break
+            out.append((buf[pos] & 0x0F, pos + head, end))
+            pos = end
+        return out
+
+    def consume(self, upto: int) -> None:
+        if upto:
+            del self.buf[:upto]
+
+    def recv_into_buf(self, size: int = 262144) -> int:
+        chunk = self.sock.recv(size)
+        if chunk:
+            self.buf += chunk
+        return len(chunk)
+
+    def read_messages(self, timeout: float,
+                      until: Callable[[list[bytes]], bool] | None = None) -> list[bytes]:
+        """Blocking helper for low-rate use: complete messages received within `timeout`
+        (sooner once `until(messages)` is true, or the connection closed)."""
+        deadline = time.monotonic() + timeout
+        out: list[bytes] = []
+        while True:
+            last = 0
+            for opcode, start, end in self.frames():
+                if opcode == 0x8:
+                    self.close_code = int.from_bytes(self.buf[start:start + 2], "big") \
+                        if end - start >= 2 else 1005
+                elif opcode == 0x9:
+                    self.send(bytes(self.buf[start:end]), 0xA)
+                elif opcode in (0x1, 0x2):
+                    out.append(bytes(self.buf[start:end]))
+                last = end
+            self.consume(last)
+            if self.close_code is not None or (until is not None and until(out)):
+                return out
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return out
+            ready, _, _ = select.select([self.sock], [], [], left)
+            if ready and self.recv_into_buf() == 0:
+                self.close_code = 1006
+                return out
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+
+def parse_stamp(buf: bytearray | bytes, start: int, end: int) -> tuple[int, int] | None:
+    i = buf.find(MARK, start, end)
+    if i < 0:
+        return None
+    i += len(MARK)
+    j = buf.find(b'"', i, end)
+    seq, _, emitted = bytes(buf[i:j]).partition(b":")
+    return int(seq), int(emitted)
+
+
+# --- /proc/net/tcp: what the kernel knows about a connection -------------------------------
+
+TCP_STATES = {"01": "ESTABLISHED", "02": "SYN_SENT", "03": "SYN_RECV", "04": "FIN_WAIT1",
+              "05": "FIN_WAIT2", "06": "TIME_WAIT", "07": "CLOSE", "08": "CLOSE_WAIT",
+              "09": "LAST_ACK", "0A": "LISTEN", "0B": "CLOSING"}
+
+
+def tcp_entry(local_port: int, remote_port: int) -> dict[str, Any] | None:
+    """The socket 127.0.0.1:local_port <-> 127.0.0.1:remote_port: state, queues, inode
+    (0 once no process holds it any more)."""
+    want_local = f"0100007F:{local_port:04X}"
+    want_remote = f"0100007F:{remote_port:04X}"
+    with open("/proc/net/tcp") as handle:
+        next(handle)
+        for line in handle:
+            parts = line.split()
+            if parts[1] == want_local and parts[2] == want_remote:
+                tx, rx = parts[4].split(":")
+                return {"state": TCP_STATES.get(parts[3], parts[3]), "tx_queue": int(tx, 16),
+                        "rx_queue": int(rx, 16), "inode": int(parts[9])}
+    return None
+
+
+def header(title: str) -> dict[str, str]:
+    info = machine_info()
+    log(f"{title}: nproc={info['nproc']} cpu={info['cpu']} python={info['python']}")
+    return info
