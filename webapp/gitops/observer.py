@@ -14,19 +14,21 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from flask import Flask
 from sqlalchemy import or_, select
 
 from .. import db
 from ..models import Agent
-from ..recorder import record
+from ..recorder import NewEvent, record
 from ..watch.hub import Hub, Subscription
 from ..watch.resources import AGENT, WatchParams
 from .derive import events_for
 
 log = logging.getLogger(__name__)
 QUEUE_LIMIT = 20_000
+BATCH = 500
 
 Target = tuple[str, str, str, str, "str | None"]  # group, version, resource, namespace, name
 
@@ -127,39 +129,55 @@ class GitOpsObserver:
 
     def _drain(self) -> None:
         while True:
-            item = self.inbox.get()
-            if item is None:
-                self.inbox.task_done()
-                return
-            watch, raw = item
+            batch = [self.inbox.get()]
+            # Whatever else is waiting goes into the same transaction: a burst of status
+            # changes costs one commit, not one each.
+            while len(batch) < BATCH and batch[-1] is not None:
+                try:
+                    batch.append(self.inbox.get_nowait())
+                except queue.Empty:
+                    break
+            items = [item for item in batch if item is not None]
             try:
-                self._handle(watch, raw)
-            except Exception:  # one bad object must not stop GitOps events
-                log.exception("gitops: cannot record events for %s", watch)
+                if items:
+                    self._handle(items)
+            except Exception:  # one bad batch must not stop GitOps events
+                log.exception("gitops: cannot record events")
             finally:
-                self.inbox.task_done()
-
-    def _handle(self, watch: _Watch, raw: bytes) -> None:
-        message = json.loads(raw)
-        if message.get("type") != "event":
-            return
-        event = message.get("event") or {}
-        if event.get("type") not in ("ADDED", "MODIFIED"):
-            return
-        obj = event.get("object") or {}
-        names = self._names.get(watch)
-        if names is not None and (obj.get("metadata") or {}).get("name") not in names:
-            return
-        with self.app.app_context():
-            new_events = events_for(obj)
-            if not new_events:
+                for _ in batch:
+                    self.inbox.task_done()
+            if batch[-1] is None:
                 return
-            agent_id = db.session().scalar(select(Agent.id).where(Agent.name == watch.agent))
-            if agent_id is None:
+
+    def _handle(self, items: list[tuple[_Watch, bytes]]) -> None:
+        with self.app.app_context():
+            by_agent: dict[str, list[NewEvent]] = {}
+            for watch, raw in items:
+                obj = self._object(watch, raw)
+                if obj is not None:
+                    by_agent.setdefault(watch.agent, []).extend(events_for(obj))
+            if not any(by_agent.values()):
                 return
             with db.write_transaction() as session:
-                results = record(session, agent_id, new_events, new_events[0].happened_at)
-            self.recorded += sum(not r.duplicate for r in results)
+                for agent, new_events in by_agent.items():
+                    agent_id = session.scalar(select(Agent.id).where(Agent.name == agent))
+                    if agent_id is None or not new_events:
+                        continue
+                    results = record(session, agent_id, new_events, new_events[0].happened_at)
+                    self.recorded += sum(not r.duplicate for r in results)
+
+    def _object(self, watch: _Watch, raw: bytes) -> dict[str, Any] | None:
+        message = json.loads(raw)
+        if message.get("type") != "event":
+            return None
+        event = message.get("event") or {}
+        if event.get("type") not in ("ADDED", "MODIFIED"):
+            return None
+        obj: dict[str, Any] = event.get("object") or {}
+        names = self._names.get(watch)
+        if names is not None and (obj.get("metadata") or {}).get("name") not in names:
+            return None
+        return obj
 
 
 def agents_with_clusters() -> list[Agent]:
