@@ -1,0 +1,782 @@
+// agentwatch Cluster tab: every watch of the page over one WebSocket (agentwatch.watch.v1,
+// docs/watch-protocol.md), HTTP streaming when WebSockets fail, rows patched in place by
+// key, the connection badge, the side panel with live events, pod logs and actions.
+"use strict";
+
+(function () {
+  const root = document.getElementById("cluster");
+  if (!root) return;
+
+  const PROTOCOL = "agentwatch.watch.v1";
+  const TICKET_PREFIX = "agentwatch.ticket.";
+  const FAILURES_BEFORE_FALLBACK = 3;   // WebSocket failures within FAILURE_WINDOW
+  const FAILURE_WINDOW = 60000;
+  const WEBSOCKET_RETRY = 60000;        // while on HTTP streaming, try the WebSocket again
+  const LOG_LIMIT = 5000;               // lines kept in the browser per log view
+  const AGE_REFRESH = 5000;
+
+  function csrfToken() {
+    const meta = document.querySelector('meta[name="csrf-token"]');
+    return meta ? meta.content : "";
+  }
+
+  function objectKey(obj) {
+    const meta = (obj && obj.metadata) || {};
+    return meta.uid || (meta.namespace || "") + "/" + (meta.name || "");
+  }
+
+  // --- ages, as kubectl prints them (duration.HumanDuration) -----------------------------
+
+  function humanDuration(s) {
+    s = Math.floor(s);
+    if (s < -1) return "<invalid>";
+    if (s < 0) return "0s";
+    if (s < 120) return s + "s";
+    const m = Math.floor(s / 60);
+    if (m < 10) return s % 60 === 0 ? m + "m" : m + "m" + (s % 60) + "s";
+    if (m < 180) return m + "m";
+    const h = Math.floor(s / 3600);
+    if (h < 8) return m % 60 === 0 ? h + "h" : h + "h" + (m % 60) + "m";
+    if (h < 48) return h + "h";
+    const d = Math.floor(h / 24);
+    if (h < 24 * 8) return h % 24 === 0 ? d + "d" : d + "d" + (h % 24) + "h";
+    if (h < 24 * 365 * 2) return d + "d";
+    const y = Math.floor(d / 365);
+    if (h < 24 * 365 * 8) return d % 365 === 0 ? y + "y" : y + "y" + (d % 365) + "d";
+    return y + "y";
+  }
+
+  function refreshAges(scope) {
+    const now = Date.now();
+    for (const el of (scope || document).querySelectorAll("time[data-age]")) {
+      const when = Date.parse(el.getAttribute("datetime"));
+      if (!isNaN(when)) el.textContent = humanDuration((now - when) / 1000);
+    }
+  }
+
+  // --- a table whose rows are patched by key, never re-rendered --------------------------
+
+  class Table {
+    constructor(table, filter) {
+      this.table = table;
+      this.body = table.querySelector("tbody.rows");
+      this.errorRow = table.querySelector("tr.error-row");
+      this.emptyRow = table.querySelector("tr.empty-row");
+      this.filteredRow = table.querySelector("tr.filtered-row");
+      this.count = table.closest(".k8s-section")?.querySelector(".count") || null;
+      this.filter = filter;
+      this.query = "";
+      this.sortCol = table.dataset.sortCol || "name";
+      this.sortDir = table.dataset.sortDir === "desc" ? -1 : 1;
+      for (const th of table.querySelectorAll("thead th[data-col]")) {
+        th.querySelector("button.sort")?.addEventListener("click", () => this.sortBy(th.dataset.col));
+      }
+      if (filter) filter.addEventListener("input", () => this.applyFilter(filter.value));
+      this.sortAll();
+      this.refresh();
+    }
+
+    rows() { return Array.from(this.body.children); }
+
+    find(key) { return this.body.querySelector('tr[data-key="' + CSS.escape(key) + '"]'); }
+
+    sortValue(row, col) {
+      const cell = row.querySelector('td[data-col="' + col + '"]');
+      return cell ? cell.dataset.sort || "" : "";
+    }
+
+    compare(a, b) {
+      const th = this.table.querySelector('thead th[data-col="' + this.sortCol + '"]');
+      const x = this.sortValue(a, this.sortCol), y = this.sortValue(b, this.sortCol);
+      let order;
+      if (th && th.hasAttribute("data-numeric")) {
+        // Unknown values (empty) sort last whatever the direction.
+        if (x === "" || y === "") order = x === y ? 0 : (x === "" ? 1 : -1) * this.sortDir;
+        else order = Number(x) - Number(y);
+      } else {
+        order = x.localeCompare(y, undefined, { numeric: true });
+      }
+      if (order === 0) {  // kubectl's order: namespace, then name
+        order = (a.dataset.namespace || "").localeCompare(b.dataset.namespace || "") ||
+          (a.dataset.name || "").localeCompare(b.dataset.name || "", undefined, { numeric: true });
+      }
+      return order * this.sortDir;
+    }
+
+    sortBy(col) {
+      if (this.sortCol === col) this.sortDir = -this.sortDir;
+      else { this.sortCol = col; this.sortDir = 1; }
+      this.table.dataset.sortCol = col;
+      this.table.dataset.sortDir = this.sortDir === 1 ? "asc" : "desc";
+      for (const th of this.table.querySelectorAll("thead th[data-col]")) {
+        th.setAttribute("aria-sort", th.dataset.col !== col ? "none"
+          : this.sortDir === 1 ? "ascending" : "descending");
+      }
+      this.sortAll();
+    }
+
+    sortAll() {
+      const sorted = this.rows().sort((a, b) => this.compare(a, b));
+      // Moving only rows that are out of place keeps the DOM (and selection) calm.
+      sorted.forEach((row, i) => { if (this.body.children[i] !== row) this.body.insertBefore(row, this.body.children[i] || null); });
+    }
+
+    insertSorted(row) {
+      const rows = this.body.children;
+      let low = 0, high = rows.length;
+      while (low < high) {  // binary search: thousands of rows stay cheap
+        const mid = (low + high) >> 1;
+        if (this.compare(rows[mid], row) <= 0) low = mid + 1; else high = mid;
+      }
+      this.body.insertBefore(row, rows[low] || null);
+    }
+
+    upsert(html) {
+      const template = document.createElement("template");
+      template.innerHTML = html.trim();
+      const row = template.content.firstElementChild;
+      if (!row || !row.dataset.key) return;
+      const old = this.find(row.dataset.key);
+      if (old) {
+        if (old.classList.contains("selected")) row.classList.add("selected");
+        const stays = this.sortValue(old, this.sortCol) === this.sortValue(row, this.sortCol);
+        if (stays) old.replaceWith(row);
+        else { old.remove(); this.insertSorted(row); }
+      } else {
+        this.insertSorted(row);
+        row.classList.add("fresh");
+      }
+      this.matchFilter(row);
+      refreshAges(row);
+      this.refresh();
+    }
+
+    remove(key) {
+      const row = this.find(key);
+      if (row) { row.remove(); this.refresh(); }
+    }
+
+    // Rows of a (re)started watch are stale until the new state names them again.
+    markStale() { for (const row of this.rows()) row.dataset.stale = "1"; }
+
+    unmark(key) { const row = this.find(key); if (row) delete row.dataset.stale; }
+
+    sweepStale() {
+      for (const row of this.body.querySelectorAll("tr[data-stale]")) row.remove();
+      this.refresh();
+    }
+
+    showError(message) {
+      if (!this.errorRow) return;
+      this.errorRow.querySelector(".message").textContent = message;
+      this.errorRow.hidden = false;
+      this.refresh();
+    }
+
+    clearError() {
+      if (this.errorRow && !this.errorRow.hidden) { this.errorRow.hidden = true; this.refresh(); }
+    }
+
+    matchFilter(row) {
+      row.hidden = this.query !== "" && !row.textContent.toLowerCase().includes(this.query);
+    }
+
+    applyFilter(text) {
+      this.query = text.trim().toLowerCase();
+      for (const row of this.rows()) this.matchFilter(row);
+      this.refresh();
+    }
+
+    refresh() {
+      const rows = this.rows();
+      const shown = rows.filter((row) => !row.hidden).length;
+      const failing = this.errorRow && !this.errorRow.hidden;
+      if (this.emptyRow) this.emptyRow.hidden = rows.length > 0 || failing;
+      if (this.filteredRow) this.filteredRow.hidden = rows.length === 0 || shown > 0;
+      if (this.count) this.count.textContent = this.query ? shown + " of " + rows.length : String(rows.length);
+    }
+  }
+
+  // What a watch does with its messages: rows into a table, plus optional hooks.
+  class TableSink {
+    constructor(table, hooks) { this.table = table; this.hooks = hooks || {}; }
+    start() { this.table.markStale(); }
+    event(event, html) {
+      const obj = event.object || {};
+      if (event.type === "DELETED") this.table.remove(objectKey(obj));
+      else if (html) { this.table.upsert(html); this.table.unmark(objectKey(obj)); }
+      if (this.hooks.object) this.hooks.object(event.type, obj);
+    }
+    synced() { this.table.clearError(); this.table.sweepStale(); }
+    reset() { this.table.markStale(); }
+    error(error) { this.table.showError(error.message || error.reason || "Watch failed"); }
+  }
+
+  // --- the connection badge --------------------------------------------------------------
+
+  class Badge {
+    constructor(el) { this.el = el; }
+    show(state, title) {
+      if (!this.el) return;
+      this.el.dataset.state = state;
+      this.el.title = title;
+      const label = { connecting: "Connecting", connected: "Live", disconnected: "Disconnected" }[state];
+      this.el.querySelector(".label").textContent = label;
+      this.el.setAttribute("aria-label", label + ": " + title);
+    }
+  }
+
+  function describeClose(event) {
+    const reasons = {
+      1000: "closed", 1001: "the server is going away", 1006: "the connection was lost",
+      4400: "the server refused a message", 4401: "the ticket was refused",
+      4403: "access refused", 4404: "unknown agent", 4429: "too slow to read updates",
+    };
+    const why = event.reason || reasons[event.code] || "closed";
+    return "WebSocket closed (" + event.code + "): " + why;
+  }
+
+  // --- the watch manager: one WebSocket, or one EventSource per watch --------------------
+
+  class WatchManager {
+    constructor(el) {
+      this.urls = {
+        ticket: el.dataset.ticketUrl, socket: el.dataset.socketPath, stream: el.dataset.streamUrl,
+      };
+      this.badge = new Badge(document.getElementById("watch-badge"));
+      this.watches = new Map();   // id -> {id, params, sink, problem}
+      this.nextId = 1;
+      this.mode = "websocket";    // or "stream" (HTTP streaming fallback)
+      this.ws = null;
+      this.wsOpen = false;
+      this.sources = new Map();   // id -> EventSource (streaming mode)
+      this.failures = [];         // times of recent WebSocket failures
+      this.ticketRetried = false;
+      this.down = null;           // why the transport is down, or null
+      this.gotData = false;
+      this.timer = null;
+      this.attempt = 0;
+      this.stopped = false;
+      if (this.badge.el && this.badge.el.tagName === "BUTTON") {
+        this.badge.el.addEventListener("click", () => { if (this.badge.el.dataset.state === "disconnected") this.reconnect(); });
+      }
+      window.addEventListener("pagehide", () => this.stop());
+    }
+
+    add(params, sink) {
+      const id = "w" + this.nextId++;
+      const watch = { id, params, sink, problem: null };
+      this.watches.set(id, watch);
+      if (this.mode === "websocket" && this.wsOpen) { sink.start(); this.send({ type: "watch", watchId: id, watchParams: params }); }
+      else if (this.mode === "stream") { sink.start(); this.openSource(watch); }
+      return id;
+    }
+
+    remove(id) {
+      if (!this.watches.delete(id)) return;
+      if (this.wsOpen) this.send({ type: "unwatch", watchId: id });
+      const source = this.sources.get(id);
+      if (source) { source.close(); this.sources.delete(id); }
+      this.updateBadge();
+    }
+
+    send(message) { if (this.ws && this.wsOpen) this.ws.send(JSON.stringify(message)); }
+
+    start() { this.connectWebSocket(); }
+
+    stop() {
+      this.stopped = true;
+      this.attempt++;
+      clearTimeout(this.timer);
+      this.closeSocket();
+      this.closeSources();
+    }
+
+    // A click on a disconnected badge: everything again, WebSocket first, no reload.
+    reconnect() {
+      clearTimeout(this.timer);
+      this.attempt++;
+      this.closeSocket();
+      this.closeSources();
+      this.failures = [];
+      this.ticketRetried = false;
+      this.mode = "websocket";
+      this.down = null;
+      this.gotData = false;
+      for (const watch of this.watches.values()) watch.problem = null;
+      this.connectWebSocket();
+    }
+
+    closeSocket() {
+      const ws = this.ws;
+      this.ws = null;
+      this.wsOpen = false;
+      if (ws) { ws.onclose = ws.onmessage = ws.onopen = ws.onerror = null; ws.close(1000); }
+    }
+
+    closeSources() {
+      for (const source of this.sources.values()) source.close();
+      this.sources.clear();
+    }
+
+    async ticket() {
+      const response = await fetch(this.urls.ticket, {
+        method: "POST", credentials: "same-origin",
+        headers: { "X-CSRF-Token": csrfToken(), "Accept": "application/json" },
+      });
+      if (!response.ok) throw new Error("ticket refused (HTTP " + response.status + ")");
+      return (await response.json()).ticket;
+    }
+
+    socketURL() {
+      const url = new URL(this.urls.socket, location.href);
+      url.protocol = location.protocol === "https:" ? "wss:" : "ws:";
+      url.host = location.host;
+      return url.href;
+    }
+
+    // Opens a WebSocket; `onOpen` decides what to do with it (connect or switch back).
+    // Only the latest attempt counts: a click on the badge supersedes one in flight.
+    async openWebSocket(onOpen, onFail) {
+      const attempt = ++this.attempt;
+      const current = () => attempt === this.attempt && !this.stopped;
+      let ticket;
+      try { ticket = await this.ticket(); } catch (err) {
+        if (current()) onFail({ code: 0, reason: "cannot get a ticket: " + err.message });
+        return;
+      }
+      if (!current()) return;
+      let ws;
+      try { ws = new WebSocket(this.socketURL(), [PROTOCOL, TICKET_PREFIX + ticket]); }
+      catch (err) { onFail({ code: 0, reason: String(err) }); return; }
+      ws.onopen = () => {
+        ws.onclose = null;  // from here on, whoever uses the socket handles its end
+        if (current()) onOpen(ws); else ws.close(1000);
+      };
+      ws.onclose = (event) => { if (current()) onFail(event); };
+    }
+
+    connectWebSocket() {
+      if (this.stopped) return;
+      this.showConnecting();
+      this.openWebSocket((ws) => this.useWebSocket(ws), (event) => this.socketFailed(event, false));
+    }
+
+    useWebSocket(ws) {
+      this.ws = ws;
+      this.wsOpen = true;
+      this.mode = "websocket";
+      this.ticketRetried = false;
+      this.down = null;
+      ws.onmessage = (message) => this.dispatch(message.data);
+      ws.onclose = (event) => { if (this.ws === ws) { this.ws = null; this.wsOpen = false; this.socketFailed(event, true); } };
+      for (const watch of this.watches.values()) {
+        watch.sink.start();
+        this.send({ type: "watch", watchId: watch.id, watchParams: watch.params });
+      }
+      this.updateBadge();
+    }
+
+    socketFailed(event, opened) {
+      if (this.stopped) return;
+      const why = event.code ? describeClose(event) : "WebSocket unavailable: " + (event.reason || "connection failed");
+      if (event.code === 4403 || event.code === 4404 || event.code === 4400) {
+        this.setDown(why);  // retrying cannot help: show it
+        return;
+      }
+      if (event.code === 4401 && !this.ticketRetried) {
+        this.ticketRetried = true;  // the ticket expired on the way: one more try
+        this.connectWebSocket();
+        return;
+      }
+      // A ticket refused twice means the WebSocket path itself is broken here (e.g. a
+      // proxy dropping the subprotocol): the session still works for HTTP streaming.
+      const now = Date.now();
+      this.failures = this.failures.filter((t) => now - t < FAILURE_WINDOW);
+      this.failures.push(now);
+      if (event.code === 4401 || this.failures.length >= FAILURES_BEFORE_FALLBACK) {
+        this.fallBack(why);
+        return;
+      }
+      this.showConnecting(why + "; retrying");
+      const delay = opened ? 500 : 500 * this.failures.length;
+      this.timer = setTimeout(() => this.connectWebSocket(), delay * (0.75 + Math.random() / 2));
+    }
+
+    // --- HTTP streaming fallback ---
+
+    fallBack(why) {
+      this.closeSocket();
+      this.mode = "stream";
+      this.fallbackReason = why;
+      this.down = null;
+      this.gotData = false;
+      this.showConnecting(why + "; switching to HTTP streaming");
+      for (const watch of this.watches.values()) { watch.sink.start(); this.openSource(watch); }
+      this.scheduleWebSocketRetry();
+    }
+
+    openSource(watch) {
+      const query = new URLSearchParams({ watchId: watch.id });
+      for (const [key, value] of Object.entries(watch.params)) if (value) query.set(key, value);
+      const source = new EventSource(this.urls.stream + "?" + query.toString());
+      this.sources.set(watch.id, source);
+      source.onmessage = (message) => this.dispatch(message.data);
+      source.onerror = () => {
+        if (this.sources.get(watch.id) !== source) return;
+        if (source.readyState === EventSource.CLOSED) {
+          this.sources.delete(watch.id);
+          watch.problem = "HTTP stream closed by the server";
+        } else {
+          watch.problem = "HTTP stream interrupted; resuming";  // EventSource retries by itself
+        }
+        this.updateBadge();
+      };
+      source.onopen = () => { if (watch.problem && watch.problem.startsWith("HTTP stream")) { watch.problem = null; this.updateBadge(); } };
+    }
+
+    scheduleWebSocketRetry() {
+      clearTimeout(this.timer);
+      this.timer = setTimeout(() => this.retryWebSocket(), WEBSOCKET_RETRY);
+    }
+
+    // While streaming, the WebSocket is tried again now and then; when it opens, every
+    // watch moves over (rows are marked stale, the new snapshot reconciles them).
+    retryWebSocket() {
+      if (this.stopped || this.mode !== "stream") return;
+      this.openWebSocket((ws) => {
+        if (this.mode !== "stream") { ws.close(1000); return; }
+        this.closeSources();
+        this.failures = [];
+        this.useWebSocket(ws);
+      }, () => this.scheduleWebSocketRetry());
+    }
+
+    // --- messages ---
+
+    dispatch(data) {
+      let message;
+      try { message = JSON.parse(data); } catch (err) { return; }
+      const watch = this.watches.get(message.watchId);
+      if (!watch) return;  // a late message of a watch this page dropped
+      this.gotData = true;
+      switch (message.type) {
+        case "event":
+          watch.sink.event(message.event || {}, message.html);
+          break;
+        case "synced":
+          watch.problem = null;
+          watch.sink.synced();
+          break;
+        case "reset":
+          watch.sink.reset();
+          break;
+        case "error": {
+          const error = message.error || {};
+          watch.sink.error(error);
+          // Only connectivity problems turn the badge red; a 403 is an answer.
+          if (!error.code || error.code >= 500) watch.problem = error.message || "the cluster is unreachable";
+          break;
+        }
+      }
+      this.updateBadge();
+    }
+
+    // --- the badge ---
+
+    setDown(why) { this.down = why; this.updateBadge(); }
+
+    showConnecting(title) {
+      this.badge.show("connecting", title || "Connecting to the cluster…");
+    }
+
+    updateBadge() {
+      if (this.down) { this.badge.show("disconnected", this.down + " — click to reconnect"); return; }
+      const problem = Array.from(this.watches.values()).find((w) => w.problem);
+      if (problem) { this.badge.show("disconnected", problem.problem + " — click to reconnect"); return; }
+      const open = this.mode === "websocket" ? this.wsOpen : this.sources.size > 0;
+      if (open && this.gotData) {
+        this.badge.show("connected", this.mode === "websocket" ? "live"
+          : "live (HTTP streaming): " + (this.fallbackReason || "WebSocket unavailable"));
+      } else if (this.badge.el && this.badge.el.dataset.state !== "connecting") {
+        this.showConnecting();
+      }
+    }
+  }
+
+  // --- pod logs: a bounded buffer fed by server-sent events ------------------------------
+
+  class LogView {
+    constructor(section, url, pod) {
+      this.form = section.querySelector("form.logs-controls");
+      this.pre = section.querySelector("pre.logs");
+      this.status = section.querySelector(".logs-status");
+      this.stopButton = section.querySelector(".logs-stop");
+      this.pauseButton = section.querySelector(".logs-pause");
+      this.url = url;
+      this.pod = pod;
+      this.lines = [];       // the last LOG_LIMIT lines, shown or not
+      this.pending = [];     // lines not drawn yet
+      this.paused = false;   // paused: keep reading into the buffer, stop drawing
+      this.source = null;
+      this.frame = 0;
+      this.form.addEventListener("submit", (event) => { event.preventDefault(); this.start(); });
+      this.form.querySelector('select[name="container"]').addEventListener("change", () => { if (this.source) this.start(); });
+      this.stopButton.addEventListener("click", () => this.stop("Stopped."));
+      this.pauseButton.addEventListener("click", () => this.togglePause());
+    }
+
+    start() {
+      this.stop();
+      const data = new FormData(this.form);
+      const query = new URLSearchParams({
+        namespace: this.pod.namespace, pod: this.pod.name, container: data.get("container") || "",
+        tailLines: data.get("tailLines") || "", follow: String(data.has("follow")),
+        timestamps: String(data.has("timestamps")), previous: String(data.has("previous")),
+      });
+      this.lines = [];
+      this.pending = [];
+      this.pre.textContent = "";
+      this.setPaused(false);
+      this.say("Loading logs of " + (data.get("container") || "the pod") + "…");
+      const source = new EventSource(this.url + "?" + query.toString());
+      this.source = source;
+      this.stopButton.hidden = false;
+      this.pauseButton.hidden = false;
+      source.onmessage = (message) => {
+        let item;
+        try { item = JSON.parse(message.data); } catch (err) { return; }
+        if (item.type === "line") this.push(item.line);
+        else if (item.type === "end") this.stop(data.has("follow") ? "The log stream ended." : "End of log.");
+        else if (item.type === "error") this.stop((item.error && item.error.message) || "Cannot read the logs.", true);
+      };
+      source.onopen = () => this.say(data.has("follow") ? "Following." : "");
+      source.onerror = () => {
+        // No automatic reconnect: it would replay the tail and repeat lines.
+        if (this.source === source) this.stop("The log stream was interrupted. Show logs again to resume.", true);
+      };
+    }
+
+    stop(message, failed) {
+      if (this.source) { this.source.close(); this.source = null; }
+      this.stopButton.hidden = true;
+      if (message !== undefined) this.say(message, failed);
+    }
+
+    say(text, failed) {
+      this.status.textContent = text;
+      this.status.classList.toggle("error-text", Boolean(failed));
+    }
+
+    push(line) {
+      this.lines.push(line);
+      if (this.lines.length > LOG_LIMIT) this.lines.splice(0, this.lines.length - LOG_LIMIT);
+      if (this.paused) return;
+      this.pending.push(line);
+      if (this.pending.length > LOG_LIMIT) this.pending.splice(0, this.pending.length - LOG_LIMIT);
+      if (!this.frame) this.frame = requestAnimationFrame(() => this.draw());
+    }
+
+    atBottom() { return this.pre.scrollHeight - this.pre.scrollTop - this.pre.clientHeight < 24; }
+
+    draw() {
+      this.frame = 0;
+      const follow = this.atBottom();
+      const fragment = document.createDocumentFragment();
+      for (const line of this.pending) fragment.append(document.createTextNode(line + "\n"));
+      this.pending = [];
+      this.pre.append(fragment);
+      let extra = this.pre.childNodes.length - LOG_LIMIT;
+      while (extra-- > 0) this.pre.firstChild.remove();
+      if (follow) this.pre.scrollTop = this.pre.scrollHeight;  // only while at the bottom
+    }
+
+    togglePause() { this.setPaused(!this.paused); }
+
+    setPaused(paused) {
+      this.paused = paused;
+      this.pauseButton.textContent = paused ? "Resume" : "Pause";
+      this.pauseButton.setAttribute("aria-pressed", String(paused));
+      if (!paused && this.pre.childNodes.length !== Math.min(this.lines.length, LOG_LIMIT)) {
+        // Catch up with everything read meanwhile (the buffer kept the last LOG_LIMIT).
+        this.pre.textContent = "";
+        this.pending = this.lines.slice();
+        this.draw();
+        this.pre.scrollTop = this.pre.scrollHeight;
+      }
+    }
+  }
+
+  // --- actions: confirm, send, show the outcome ------------------------------------------
+
+  function confirmDialog(text) {
+    const dialog = document.getElementById("confirm-dialog");
+    if (!dialog || typeof dialog.showModal !== "function") return Promise.resolve(window.confirm(text));
+    dialog.querySelector(".confirm-message").textContent = text;
+    dialog.returnValue = "";
+    dialog.showModal();
+    return new Promise((resolve) => {
+      dialog.addEventListener("close", () => resolve(dialog.returnValue === "confirm"), { once: true });
+    });
+  }
+
+  async function act(url, button, target, output) {
+    if (!(await confirmDialog(button.dataset.confirm))) return;
+    button.disabled = true;
+    output.className = "action-result";
+    output.textContent = "Working…";
+    try {
+      const response = await fetch(url, {
+        method: "POST", credentials: "same-origin",
+        headers: { "Content-Type": "application/json", "Accept": "application/json", "X-CSRF-Token": csrfToken() },
+        body: JSON.stringify({ action: button.dataset.action, ...target }),
+      });
+      const body = await response.json().catch(() => ({}));
+      if (response.ok) {
+        output.textContent = body.message + (body.result === "pending" ? " (pending)" : "");
+        output.classList.add(body.result === "pending" ? "pending" : "done");
+      } else {
+        output.textContent = (body.error && body.error.message) || "Failed (HTTP " + response.status + ")";
+        output.classList.add("failed");
+      }
+    } catch (err) {
+      output.textContent = "Failed: " + err.message;
+      output.classList.add("failed");
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  // --- the side panel --------------------------------------------------------------------
+
+  class Panel {
+    constructor(el, manager, urls) {
+      this.el = el;
+      this.manager = manager;
+      this.urls = urls;
+      this.watchIds = [];
+      this.logs = null;
+      this.refreshTimer = null;
+      this.selected = null;
+      document.addEventListener("keydown", (event) => { if (event.key === "Escape" && !el.hidden && !document.querySelector("dialog[open]")) this.close(); });
+    }
+
+    async open(row, watchParams) {
+      this.close();
+      const query = new URLSearchParams({
+        group: watchParams.group || "", version: watchParams.version, resource: watchParams.resource,
+        namespace: row.dataset.namespace || "", name: row.dataset.name || "",
+      });
+      this.selected = row.dataset.key;
+      row.classList.add("selected");
+      this.el.hidden = false;
+      this.el.innerHTML = '<p class="muted panel-loading">Loading…</p>';
+      let html;
+      try {
+        const response = await fetch(this.urls.object + "?" + query.toString(), { headers: { "HX-Request": "true" } });
+        html = await response.text();
+      } catch (err) {
+        html = '<div class="panel"><p class="error"></p></div>';
+        this.el.innerHTML = html;
+        this.el.querySelector(".error").textContent = "Cannot load the details: " + err.message;
+        return;
+      }
+      if (this.selected !== row.dataset.key) return;  // another row was opened meanwhile
+      this.el.innerHTML = html;
+      this.el.focus();
+      this.el.querySelectorAll("[data-close]").forEach((b) => b.addEventListener("click", () => this.close()));
+      const panel = this.el.querySelector(".panel[data-object-watch]");
+      if (panel) this.wire(panel);
+    }
+
+    wire(panel) {
+      const summary = new Table(panel.querySelector("#panel-summary"));
+      const events = new Table(panel.querySelector("#panel-events"));
+      const gone = panel.querySelector(".panel-gone");
+      this.watchIds.push(this.manager.add(JSON.parse(panel.dataset.objectWatch), new TableSink(summary, {
+        object: (type, obj) => {
+          gone.hidden = type !== "DELETED";
+          if (type === "MODIFIED") this.refreshDetails(panel);
+          syncToggle(panel, obj);
+        },
+      })));
+      this.watchIds.push(this.manager.add(JSON.parse(panel.dataset.eventsWatch), new TableSink(events)));
+      const logs = panel.querySelector(".panel-logs");
+      if (logs) this.logs = new LogView(logs, this.urls.logs, { namespace: panel.dataset.namespace, name: panel.dataset.name });
+      const output = panel.querySelector(".action-result");
+      const watch = JSON.parse(panel.dataset.objectWatch);
+      const target = { group: watch.group, version: watch.version, resource: watch.resource,
+        namespace: panel.dataset.namespace, name: panel.dataset.name };
+      panel.querySelectorAll("button[data-action]").forEach((button) => {
+        button.addEventListener("click", () => act(this.urls.actions, button, target, output));
+      });
+      refreshAges(panel);
+    }
+
+    // Status and spec are YAML rendered by the server: fetched again, at most every 500 ms.
+    refreshDetails(panel) {
+      if (this.refreshTimer) return;
+      this.refreshTimer = setTimeout(async () => {
+        this.refreshTimer = null;
+        try {
+          const response = await fetch(panel.dataset.detailsUrl, { headers: { "HX-Request": "true" } });
+          if (!response.ok || !panel.isConnected) return;
+          panel.querySelector(".panel-details").innerHTML = await response.text();
+        } catch (err) { /* the next change tries again */ }
+      }, 500);
+    }
+
+    close() {
+      for (const id of this.watchIds) this.manager.remove(id);
+      this.watchIds = [];
+      if (this.logs) { this.logs.stop(); this.logs = null; }
+      clearTimeout(this.refreshTimer);
+      this.refreshTimer = null;
+      document.querySelectorAll("tr.selected").forEach((row) => row.classList.remove("selected"));
+      this.selected = null;
+      this.el.hidden = true;
+      this.el.innerHTML = "";
+    }
+  }
+
+  // Suspend and Resume follow the object's spec.suspend as it changes.
+  function syncToggle(panel, obj) {
+    const button = panel.querySelector('button[data-action="suspend"], button[data-action="resume"]');
+    if (!button || !obj.spec) return;
+    const suspended = Boolean(obj.spec.suspend);
+    const action = suspended ? "resume" : "suspend";
+    if (button.dataset.action === action) return;
+    button.dataset.action = action;
+    button.textContent = suspended ? "Resume" : "Suspend";
+    button.dataset.confirm = button.dataset.confirm.replace(/^\w+/, button.textContent);
+  }
+
+  // --- the page --------------------------------------------------------------------------
+
+  function init() {
+    const urls = { object: root.dataset.objectUrl, logs: root.dataset.logsUrl, actions: root.dataset.actionsUrl };
+    const manager = new WatchManager(root);
+    const panel = new Panel(document.getElementById("object-panel"), manager, urls);
+    const live = root.dataset.live === "true";
+    for (const section of root.querySelectorAll(":scope > section.k8s-section")) {
+      const table = new Table(section.querySelector("table"), section.querySelector(".table-filter"));
+      const params = JSON.parse(section.dataset.watch);
+      if (live) manager.add(params, new TableSink(table));
+      section.addEventListener("click", (event) => {
+        const row = event.target.closest("tbody.rows > tr");
+        if (!row || event.target.closest("button, input, select")) return;
+        event.preventDefault();
+        panel.open(row, params);
+      });
+    }
+    const picker = root.querySelector("select[data-autosubmit]");
+    if (picker) picker.addEventListener("change", () => picker.form.submit());
+    refreshAges(root);
+    setInterval(() => refreshAges(root), AGE_REFRESH);
+    if (live) manager.start();
+    window.agentwatchCluster = { manager, panel };  // for debugging and tests
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
+})();
