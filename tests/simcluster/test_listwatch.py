@@ -12,8 +12,9 @@ import pytest
 from kubernetes import watch
 
 from webapp.simcluster import SimCluster
+from webapp.simcluster.pods import build_pod
 from webapp.simcluster.resources import NAMESPACES, PODS
-from webapp.simcluster.store import Expired
+from webapp.simcluster.store import Expired, HiddenWrites
 
 from .helpers import later, raw, stream_lines
 
@@ -260,7 +261,7 @@ def test_timeout_seconds_ends_stream_cleanly(cluster: SimCluster,
     elapsed = time.monotonic() - t0
     assert events == []
     assert 0.9 <= elapsed < 2.5
-    assert cluster.stats.open_watches("pods") == 0
+    assert cluster.stats.wait_open_watches("pods", 0)
 
 
 def test_flux_objects_list_and_watch(cluster: SimCluster,
@@ -323,6 +324,33 @@ def test_in_stream_410_after_expire(cluster: SimCluster, http, url) -> None:  # 
     assert obj["kind"] == "Status" and obj["apiVersion"] == "v1"
     assert obj["status"] == "Failure" and obj["reason"] == "Expired" and obj["code"] == 410
     assert obj["message"].startswith(f"too old resource version: {rv} (")
+
+
+def test_hidden_changes_then_expire(cluster: SimCluster, http, url,  # type: ignore[no-untyped-def]
+                                    v1: kubernetes.client.CoreV1Api) -> None:
+    """Changes made inside expire_history() reach a relist but never an open watch."""
+    for name in ("keep", "change", "drop"):
+        cluster.add_pod("default", name, events=False)
+    rv = cluster.resource_version
+
+    def changes(w: HiddenWrites) -> None:
+        w.update(PODS, "default", "change", lambda o: {**o, "metadata": {
+            **o["metadata"], "labels": {"changed": "yes"}}})
+        w.remove(PODS, "default", "drop")
+        w.put(PODS, build_pod("default", "added"))
+
+    new_rv: list[str] = []
+    later(0.2, lambda: new_rv.append(cluster.expire_history(changes)))
+    lines = [json.loads(x)["type"] for x in stream_lines(
+        http, url(f"/api/v1/namespaces/default/pods?watch=1&resourceVersion={rv}"))]
+    assert lines == ["ERROR"]
+    listing = v1.list_namespaced_pod("default")
+    assert listing.metadata.resource_version == new_rv[0]
+    pods = {p.metadata.name: p for p in listing.items}
+    assert sorted(pods) == ["added", "change", "keep"]
+    assert pods["change"].metadata.labels == {"changed": "yes"}
+    assert int(pods["change"].metadata.resource_version) < int(new_rv[0])
+    assert pods["added"].metadata.uid
 
 
 def test_client_watch_raises_410_after_expire(cluster: SimCluster,

@@ -52,7 +52,7 @@ from .resources import (
 from .scheduler import Scheduler
 from .selectors import compile_selector
 from .stats import Stats
-from .store import Store, WatchEvent
+from .store import HiddenWrites, Store, WatchEvent
 from .util import JSON, json_copy, new_uid, rfc3339, stable_hex
 
 if TYPE_CHECKING:
@@ -131,9 +131,15 @@ class SimCluster:
     def resource_version(self) -> str:
         return str(self.store.resource_version)
 
-    def expire_history(self) -> None:
-        """Drop watch history: open watches get an in-stream 410, old RVs an HTTP 410."""
-        self.store.expire_history()
+    def expire_history(self, changes: Callable[[HiddenWrites], object] | None = None) -> str:
+        """Drop watch history: open watches get an in-stream 410, old RVs an HTTP 410.
+
+        Returns the new resourceVersion.  ``changes(w)`` may write through ``w.put`` /
+        ``w.update`` / ``w.remove`` (resource types from ``webapp.simcluster.resources``)
+        in the same lock hold: those changes never appear as watch events, so a client's
+        relist after the 410 must discover exactly them.
+        """
+        return str(self.store.expire_history(changes))
 
     def write_kubeconfig(
         self, path: str | os.PathLike[str], context: str = "sim", *,

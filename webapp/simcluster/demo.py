@@ -159,6 +159,7 @@ class Churn:
         self.grace_period = grace_period
         self.rng = random.Random(seed)
         self.actions = 0
+        self.lines = 0  # log lines appended so far
         self.errors: list[BaseException] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -211,8 +212,9 @@ class Churn:
         for i in range(n):
             pod = self.rng.choice(running)
             c = pod["spec"]["containers"][0]["name"]
-            self.cluster.append_log(pod["metadata"]["namespace"], pod["metadata"]["name"], c,
-                                    f'level=info msg="GET /api/items" status=200 churn={i}')
+            self.lines += self.cluster.append_log(
+                pod["metadata"]["namespace"], pod["metadata"]["name"], c,
+                f'level=info msg="GET /api/items" status=200 churn={i}')
 
     def step(self) -> str:
         """One random action; returns its name (for tests)."""

@@ -233,6 +233,12 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "simcluster"
     sys_version = ""
 
+    def setup(self) -> None:
+        super().setup()
+        # Streams write one small chunk per event: without this, Nagle + delayed ACK hold
+        # the next chunk for up to 40 ms.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
         pass  # the stats/request log records requests; stderr noise helps nobody
 

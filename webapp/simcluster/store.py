@@ -140,19 +140,26 @@ class Store:
             self.closed = True
             self.cond.notify_all()
 
-    def expire_history(self) -> None:
+    def expire_history(self, changes: Callable[[HiddenWrites], object] | None = None) -> int:
         """Drop all history: open watches get in-stream 410, old RVs get HTTP 410.
 
         Every RV handed out so far becomes too old (the RV skips one, as RVs may), so a
         client that resumes from its last RV gets HTTP 410 and must relist; the relist
-        returns the new RV, from which watching works again.
+        returns the new RV (returned here), from which watching works again.
+
+        ``changes`` runs under the same lock hold with a ``HiddenWrites``: its writes get
+        fresh RVs but no watch event (and no listener call), so an open watch sees only
+        the 410 and a relist must find exactly that difference.
         """
         with self.cond:
+            if changes is not None:
+                changes(HiddenWrites(self))
             self._history.clear()
             self._rv += 1
             self._floor = self._rv
             self._epoch += 1
             self.cond.notify_all()
+            return self._rv
 
     # --- reads ----------------------------------------------------------------------------
 
@@ -482,3 +489,49 @@ def _validate(rt: ResourceType, obj: JSON) -> None:
             raise errors.invalid(rt, name, causes)
     if rt.plural == "events" and not isinstance(obj.get("involvedObject"), dict):
         raise errors.invalid(rt, name, [("involvedObject", "Required value")])
+
+
+class HiddenWrites:
+    """Writes that bypass the watch history (only inside ``Store.expire_history``).
+
+    Objects are stored as given plus server fields (kind/apiVersion, uid,
+    creationTimestamp, generation on create; a fresh resourceVersion always).
+    """
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def put(self, rt: ResourceType, obj: JSON) -> JSON:
+        """Create or replace ``obj`` (namespace/name from its metadata)."""
+        st = self._store
+        new = json_copy(obj)
+        new["kind"], new["apiVersion"] = rt.kind, rt.api_version
+        meta = new.setdefault("metadata", {})
+        ns = (meta.get("namespace") or "default") if rt.namespaced else ""
+        if rt.namespaced:
+            meta["namespace"] = ns
+        cur = st._objects[rt.plural].get((ns, meta["name"]))
+        if cur is None:
+            meta.setdefault("uid", new_uid())
+            meta.setdefault("creationTimestamp", rfc3339())
+            if rt.plural != "events":
+                meta.setdefault("generation", 1)
+        else:
+            for key in ("uid", "creationTimestamp", "generation"):
+                if key in cur.obj["metadata"]:
+                    meta.setdefault(key, cur.obj["metadata"][key])
+        meta["resourceVersion"] = st._next_rv()
+        st._objects[rt.plural][(ns, meta["name"])] = Stored(new)
+        return json_copy(new)
+
+    def update(self, rt: ResourceType, namespace: str, name: str,
+               fn: Callable[[JSON], JSON]) -> JSON:
+        cur = self._store._objects[rt.plural].get((namespace if rt.namespaced else "", name))
+        if cur is None:
+            raise errors.not_found(rt, name)
+        return self.put(rt, fn(json_copy(cur.obj)))
+
+    def remove(self, rt: ResourceType, namespace: str, name: str) -> None:
+        items = self._store._objects[rt.plural]
+        if items.pop((namespace if rt.namespaced else "", name), None) is None:
+            raise errors.not_found(rt, name)
