@@ -14,6 +14,7 @@ from flask import Flask
 
 from .. import clock
 from ..gitops import job as gitops_job
+from ..notify import digest as notify_digest
 from . import disconnects, lease, prune
 
 log = logging.getLogger(__name__)
@@ -23,6 +24,7 @@ JOBS: dict[str, tuple[Callable[[Flask], int], int | None]] = {
     "disconnects": (disconnects.run, None),
     "prune": (prune.run, 600),
     "gitops": (gitops_job.run, 15),
+    "email": (notify_digest.run, None),
 }
 # Jobs that keep something running in the lease holder: how to run them once from the
 # command line, and how to stop them when this process loses the lease.

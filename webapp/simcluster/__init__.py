@@ -2,20 +2,68 @@
 
 For tests, benchmarks and demos of code that uses the real ``kubernetes`` client: pods,
 services, events, namespaces and the Flux Kustomization/HelmRelease/GitRepository kinds,
-with LIST/WATCH (resourceVersion, bookmarks, 410 Gone), CRUD and PATCH, pod logs
-(follow/tail/timestamps/previous), a small Flux controller, impersonation + RBAC, and
-request counters.  Stdlib + PyYAML only.
+with LIST/WATCH (resourceVersion, selectors, bookmarks, 410 Gone), CRUD and PATCH, pod
+logs (follow/tail/timestamps/previous), a small Flux controller, impersonation + RBAC,
+and request counters.  Stdlib + PyYAML only.
 
-    from webapp.simcluster import SimCluster
-    with SimCluster(history_size=1000, bookmark_interval=5.0) as cluster:
-        server = cluster.serve()                  # http://127.0.0.1:<port>
-        cluster.write_kubeconfig(path)            # kubernetes.config.new_client_from_config
-        cluster.add_pod("default", "web-1", ["app"], state="Running")
+Python API (all in ``SimCluster`` unless noted)::
+
+    cluster = SimCluster(history_size=1000, bookmark_interval=5.0, *, token=None,
+                         flux_delay=0.2, log_max_lines=50_000)
+    server = cluster.serve(host="127.0.0.1", port=0)   # SimServer: .url .port .stop()
+    cluster.write_kubeconfig(path, context="sim", *, namespace="default", token=None)
+    cluster.close()                                    # also: with SimCluster() as cluster
+
+    # objects (resource = plural, kind or short name; copies in, copies out)
+    cluster.create(obj) / get(resource, name, namespace="default") / find(...) -> obj|None
+    cluster.list(resource, namespace=None, label_selector=None, field_selector=None)
+    cluster.update(resource, name, obj_or_fn, namespace="default")
+    cluster.patch(resource, name, body, namespace="default", content_type=MERGE)
+    cluster.delete(resource, name, namespace="default", grace_period=None)
+
+    # realistic objects
+    cluster.add_namespace(name, labels=None)
+    cluster.add_pod(namespace, name, containers=None, *, state=None, phase=None,
+                    labels=None, node="sim-worker", owner=None, restarts=0,
+                    image_id=True, events=True, logs=(), restart_policy="Always",
+                    grace_period=30, annotations=None)        # states: pods.STATES
+    cluster.set_pod_state(namespace, name, state, container=None, *, restarts=None)
+    cluster.restart_container(namespace, pod, container=None, *, reason="Error",
+                              exit_code=1, crashloop=True)
+    cluster.add_service(namespace, name, type="ClusterIP", ports=None, selector=None,
+                        labels=None, lb_ingress=True)
+    cluster.add_gitrepository / add_kustomization / add_helmrelease(namespace, name, ...)
+    cluster.record_event(obj, reason, message, type="Normal", component=None)
+
+    # logs
+    cluster.append_log(namespace, pod, container, line_or_lines) -> int
+    cluster.generate_logs(namespace, pod, container, rate, seed=None) -> LogGenerator
+
+    # Flux (cluster.flux)
+    flux.fail_next(namespace, name, reason="ReconciliationFailed", message=None,
+                   kind="Kustomization", times=1)
+    flux.set_failing(...) / flux.clear_failure(namespace, name, kind=...)
+    flux.set_source_revision(namespace, name, revision=None) -> "main@sha1:<40 hex>"
+    flux.request_reconcile(namespace, name, kind="Kustomization") -> requestedAt
+    flux.set_inventory(namespace, name, entries)     # inventory_entry(ns, name, kind, ...)
+
+    # tests and benchmarks
+    cluster.stats            # lists(r), watches(r), open_watches(r), wait_open_watches(r, n),
+                             # count(verb, r), requests (with headers), snapshot(), reset()
+    cluster.rbac             # allow(users=, groups=, verbs=, resources=, namespaces=),
+                             # add_token(token, user, groups), clear()
+    cluster.expire_history(changes=None) -> new resourceVersion
+    cluster.wait_for(predicate, timeout=5.0)
+    cluster.errors           # exceptions from background callbacks (should stay [])
+    demo = cluster.seed_demo(seed=0)
+    Churn(cluster, demo=None, *, rate=2.0, log_rate=20.0, seed=None).start() / .stop()
+
+CLI: ``python -m webapp.simcluster --port 8001 --kubeconfig PATH [--demo] [--churn]``.
 
 Modules: ``cluster`` (Python API), ``http`` (server/routing), ``store`` (objects, RV,
 watch history), ``selectors``, ``patch``, ``pods`` (object builders, kubectl states),
-``events``, ``logs``, ``flux``, ``rbac``, ``stats``, ``scheduler``, ``demo`` (seed data +
-churn), ``__main__`` (CLI).
+``events``, ``logs``, ``flux``, ``rbac``, ``stats``, ``scheduler``, ``resources``,
+``errors``, ``demo`` (seed data + churn), ``__main__`` (CLI).
 """
 
 from .cluster import SimCluster

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Flask
 
+from ..notify import views as notify
 from . import (
     account,
     activity,
@@ -23,3 +24,4 @@ def init_app(app: Flask) -> None:
     errors.init_app(app)
     for module in (auth, agents, activity, cluster, tokens, settings, users, account):
         app.register_blueprint(module.bp)
+    app.register_blueprint(notify.bp)
