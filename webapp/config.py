@@ -31,6 +31,25 @@ DEFAULTS: dict[str, Any] = {
     "SESSION_COOKIE_SAMESITE": "Lax",
     # How many reverse proxies in front set X-Forwarded-* (0: none, trust nothing).
     "TRUSTED_PROXIES": 0,
+    # Notifications (webapp/notify): the nav's unread count polls this often; agents'
+    # rules of importance are cached this long per process.
+    "NOTIFY_POLL_SECONDS": 5,
+    "NOTIFY_RULES_CACHE_SECONDS": 10,
+    # Email of important events; no SMTP_HOST: no email. SMTP_PORT 0: 25, 587 or 465 by
+    # SMTP_SECURITY (none / starttls / ssl). SMTP_CA_FILE: trust a private relay's CA.
+    "SMTP_HOST": "",
+    "SMTP_PORT": 0,
+    "SMTP_SECURITY": "starttls",
+    "SMTP_USERNAME": "",
+    "SMTP_PASSWORD": "",
+    "SMTP_TIMEOUT": 30,
+    "SMTP_CA_FILE": "",
+    "MAIL_FROM": "agentwatch@localhost",
+    # A user's mail waits until their oldest unmailed event is this old: a burst is one mail.
+    "EMAIL_BATCH_SECONDS": 60,
+    "EMAIL_MAX_EVENTS": 50,
+    # Where people open agentwatch: the links in mails.
+    "BASE_URL": "http://localhost:8000",
 }
 
 # Environment variables read as integers; any other AGENTWATCH_* is taken as text.
@@ -38,7 +57,11 @@ _INT_KEYS = {
     "DISCONNECT_AFTER_SECONDS", "RETENTION_DAYS", "TOKEN_TOUCH_SECONDS", "MAX_BATCH_EVENTS",
     "MAX_CONTENT_LENGTH", "CLOCK_SKEW_SECONDS", "PAGE_SIZE", "POLL_SECONDS",
     "SCHEDULER_TICK_SECONDS", "SCHEDULER_LEASE_SECONDS", "PRUNE_BATCH_SIZE", "TRUSTED_PROXIES",
+    "NOTIFY_POLL_SECONDS", "NOTIFY_RULES_CACHE_SECONDS", "SMTP_PORT", "SMTP_TIMEOUT",
+    "EMAIL_BATCH_SECONDS", "EMAIL_MAX_EVENTS",
 }
+# Environment variables that take one of a few words.
+_CHOICE_KEYS = {"SMTP_SECURITY": ("none", "starttls", "ssl")}
 _BOOL_KEYS = {"SCHEDULER_ENABLED", "DEMO", "SESSION_COOKIE_SECURE"}
 
 
@@ -70,6 +93,11 @@ def _from_environment() -> dict[str, Any]:
                 raise SystemExit(f"{name} must be an integer, got {raw!r}") from exc
         elif key in _BOOL_KEYS:
             values[key] = raw.strip().lower() in {"1", "true", "yes", "on"}
+        elif key in _CHOICE_KEYS:
+            values[key] = raw.strip().lower()
+            if values[key] not in _CHOICE_KEYS[key]:
+                raise SystemExit(f"{name} must be one of {', '.join(_CHOICE_KEYS[key])}, "
+                                 f"got {raw!r}")
         else:
             values[key] = raw
     return values

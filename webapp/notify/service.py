@@ -1,0 +1,299 @@
+"""A user's notifications, computed from the events table; their settings, mutes and reads.
+
+A notification is an important event (see important.py) of an agent the user does not mute.
+It is unread when its id is above the user's ``read_up_to`` and it was not marked read on
+its own. Nothing is written when an event is recorded.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    Insert,
+    Select,
+    case,
+    delete,
+    exists,
+    func,
+    select,
+    update,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from .. import clock, db, feed
+from ..errors import Invalid, NotFound
+from ..models import Agent, Event, User
+from .important import Rules, rules
+from .models import NotificationMute, NotificationRead, NotificationSettings
+
+# The badge counts up to this many; beyond it shows "99+" (and the count stays cheap).
+COUNT_CAP = 100
+MAX_EMAIL_LENGTH = 254
+# One address, no spaces or line breaks (nothing to inject into a mail header).
+_EMAIL = re.compile(r"^[^@\s,;<>\"]+@[^@\s,;<>\"]+\.[^@\s,;<>\"]+$")
+
+
+# --- settings -----------------------------------------------------------------------------
+
+def settings_of(user_id: int) -> NotificationSettings:
+    """The user's settings; the defaults (not stored) when they never changed any."""
+    found = db.session().get(NotificationSettings, user_id)
+    if found is not None:
+        return found
+    return NotificationSettings(user_id=user_id, email=None, email_enabled=True,
+                                browser_enabled=False, read_up_to=0, mailed_up_to=0,
+                                updated_at=clock.now())
+
+
+def _insert(session: Session, table: type[Any]) -> Any:
+    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
+    return dialect.insert(table)
+
+
+def _ensure_settings(session: Session, user_id: int, now: datetime) -> None:
+    stmt: Insert = _insert(session, NotificationSettings).values(
+        user_id=user_id, email=None, email_enabled=True, browser_enabled=False,
+        read_up_to=0, mailed_up_to=0, updated_at=now)
+    session.execute(stmt.on_conflict_do_nothing(index_elements=["user_id"]))  # type: ignore[attr-defined]
+
+
+def normalize_email(raw: str | None) -> str | None:
+    value = (raw or "").strip()
+    if not value:
+        return None
+    if len(value) > MAX_EMAIL_LENGTH or not _EMAIL.match(value):
+        raise Invalid(f"{value!r} is not an email address (like name@example.com)",
+                      code="invalid_email")
+    return value
+
+
+@dataclass(frozen=True)
+class SettingsForm:
+    email: str | None
+    email_enabled: bool
+    browser_enabled: bool
+    muted_agent_ids: frozenset[int]
+
+
+def save_settings(user: User, form: SettingsForm) -> None:
+    """Store the user's choices. Mail starts with events recorded from now on: turning
+    email on never sends the backlog."""
+    email = normalize_email(form.email)
+    known = set(db.session().scalars(
+        select(Agent.id).where(Agent.id.in_(sorted(form.muted_agent_ids)))))
+    if unknown := form.muted_agent_ids - known:
+        raise Invalid(f"No agent with id {min(unknown)}", code="agent_not_found")
+    now = clock.now()
+    with db.write_transaction() as session:
+        _ensure_settings(session, user.id, now)
+        row = session.get(NotificationSettings, user.id, populate_existing=True)
+        assert row is not None
+        was_mailing = bool(row.email and row.email_enabled)
+        if email and form.email_enabled and not was_mailing:
+            row.mailed_up_to = max(row.mailed_up_to, feed.latest_id())
+        row.email = email
+        row.email_enabled = form.email_enabled
+        row.browser_enabled = form.browser_enabled
+        row.updated_at = now
+        session.execute(delete(NotificationMute).where(
+            NotificationMute.user_id == user.id,
+            NotificationMute.agent_id.not_in(sorted(form.muted_agent_ids))))
+        present = set(session.scalars(select(NotificationMute.agent_id)
+                                      .where(NotificationMute.user_id == user.id)))
+        for agent_id in sorted(form.muted_agent_ids - present):
+            session.add(NotificationMute(user_id=user.id, agent_id=agent_id, created_at=now))
+
+
+def set_browser(user: User, enabled: bool) -> None:
+    now = clock.now()
+    with db.write_transaction() as session:
+        _ensure_settings(session, user.id, now)
+        session.execute(update(NotificationSettings)
+                        .where(NotificationSettings.user_id == user.id)
+                        .values(browser_enabled=enabled, updated_at=now))
+
+
+def muted_agent_ids(user: User) -> set[int]:
+    return set(db.session().scalars(
+        select(NotificationMute.agent_id).where(NotificationMute.user_id == user.id)))
+
+
+# --- which events ---------------------------------------------------------------------------
+
+def _watermark(user_id: int) -> ColumnElement[int]:
+    return func.coalesce(
+        select(NotificationSettings.read_up_to)
+        .where(NotificationSettings.user_id == user_id).scalar_subquery(), 0)
+
+
+def _read_one(user_id: int) -> ColumnElement[bool]:
+    return exists().where(NotificationRead.user_id == user_id,
+                          NotificationRead.event_id == Event.id)
+
+
+def _notifications(user_id: int, active: Rules, *columns: Any) -> Select[Any]:
+    """Important events of agents the user does not mute."""
+    muted = select(NotificationMute.agent_id).where(NotificationMute.user_id == user_id)
+    return select(*columns).where(active.predicate(), Event.agent_id.not_in(muted))
+
+
+def _unread(user_id: int, active: Rules, *columns: Any) -> Select[Any]:
+    return _notifications(user_id, active, *columns).where(
+        Event.id > _watermark(user_id), ~_read_one(user_id))
+
+
+@dataclass(frozen=True)
+class Unread:
+    count: int  # at most COUNT_CAP
+    latest_id: int  # the newest unread notification's event id; 0: none
+
+    @property
+    def label(self) -> str:
+        return f"{COUNT_CAP - 1}+" if self.count >= COUNT_CAP else str(self.count)
+
+
+def unread(user: User) -> Unread:
+    """The badge: one query walking the events' primary key down from the newest."""
+    newest = (_unread(user.id, rules(), Event.id.label("id"))
+              .order_by(Event.id.desc()).limit(COUNT_CAP).subquery())
+    count, latest = db.session().execute(
+        select(func.count(), func.max(newest.c.id))).one()
+    return Unread(int(count), int(latest or 0))
+
+
+@dataclass(frozen=True)
+class Notification:
+    event: Event
+    agent_name: str
+    read: bool
+
+
+def _rows(stmt: Select[Any]) -> list[Notification]:
+    return [Notification(event, name, bool(read))
+            for event, name, read in db.session().execute(stmt)]
+
+
+def _with_read_state(user_id: int, active: Rules, unread_only: bool) -> Select[Any]:
+    read = (Event.id <= _watermark(user_id)) | _read_one(user_id)
+    base = _unread if unread_only else _notifications
+    return (base(user_id, active, Event, Agent.name, read.label("read"))
+            .join(Agent, Agent.id == Event.agent_id))
+
+
+@dataclass
+class Page:
+    items: list[Notification]
+    next: int | None  # the `before` of the next older page; None: this is the oldest
+
+
+def page(user: User, before: int | None, limit: int, unread_only: bool = False) -> Page:
+    """Newest first (by when they were recorded: that is when they became news)."""
+    stmt = _with_read_state(user.id, rules(), unread_only)
+    if before is not None:
+        stmt = stmt.where(Event.id < before)
+    items = _rows(stmt.order_by(Event.id.desc()).limit(limit + 1))
+    more = len(items) > limit
+    items = items[:limit]
+    return Page(items, items[-1].event.id if more and items else None)
+
+
+def newer_than(user: User, after_id: int, limit: int) -> list[Notification]:
+    """Unread notifications recorded after an id, newest first (for browser notifications)."""
+    stmt = _with_read_state(user.id, rules(), unread_only=True).where(Event.id > after_id)
+    return _rows(stmt.order_by(Event.id.desc()).limit(limit))
+
+
+def get(user: User, event_id: int) -> Notification:
+    stmt = _with_read_state(user.id, rules(), unread_only=False).where(Event.id == event_id)
+    found = _rows(stmt)
+    if not found:
+        raise NotFound(f"No notification for event {event_id}", code="notification_not_found")
+    return found[0]
+
+
+# --- reading --------------------------------------------------------------------------------
+
+def mark_read(user: User, event_id: int) -> Notification:
+    notification = get(user, event_id)
+    if not notification.read:
+        with db.write_transaction() as session:
+            session.execute(
+                _insert(session, NotificationRead)
+                .values(user_id=user.id, event_id=event_id, read_at=clock.now())
+                .on_conflict_do_nothing(index_elements=["user_id", "event_id"]))
+    return Notification(notification.event, notification.agent_name, True)
+
+
+def mark_all_read(user: User) -> None:
+    """Everything recorded so far is read; the single marks below it are not needed."""
+    up_to = feed.latest_id()
+    now = clock.now()
+    with db.write_transaction() as session:
+        _ensure_settings(session, user.id, now)
+        session.execute(
+            update(NotificationSettings).where(NotificationSettings.user_id == user.id)
+            .values(read_up_to=case(
+                (NotificationSettings.read_up_to < up_to, up_to),
+                else_=NotificationSettings.read_up_to), updated_at=now))
+        session.execute(delete(NotificationRead).where(
+            NotificationRead.user_id == user.id, NotificationRead.event_id <= up_to))
+
+
+# --- email ----------------------------------------------------------------------------------
+
+def mail_recipients(up_to: int) -> list[NotificationSettings]:
+    """Users with an address and email on, whose watermark is below an event id."""
+    return list(db.session().scalars(
+        select(NotificationSettings)
+        .where(NotificationSettings.email.is_not(None),
+               NotificationSettings.email_enabled.is_(True),
+               NotificationSettings.mailed_up_to < up_to)
+        .order_by(NotificationSettings.user_id)))
+
+
+@dataclass
+class Pending:
+    """What one user's next mail would hold: the oldest pending first."""
+
+    items: list[Notification]
+    total: int
+
+
+def pending_mail(settings: NotificationSettings, active: Rules, up_to: int,
+                 limit: int) -> Pending:
+    """Unread notifications not mailed yet, recorded up to an event id."""
+    stmt = (_with_read_state(settings.user_id, active, unread_only=True)
+            .where(Event.id > settings.mailed_up_to, Event.id <= up_to))
+    items = _rows(stmt.order_by(Event.id).limit(limit))
+    total = len(items)
+    if total == limit:
+        total = db.session().scalar(
+            _unread(settings.user_id, active, func.count())
+            .where(Event.id > settings.mailed_up_to, Event.id <= up_to)) or 0
+    return Pending(items, total)
+
+
+def claim_mail(user_id: int, old: int, new: int) -> bool:
+    """Move the mail watermark, unless another runner did first (then it mails, not us)."""
+    with db.write_transaction() as session:
+        return db.rowcount(session.execute(
+            update(NotificationSettings)
+            .where(NotificationSettings.user_id == user_id,
+                   NotificationSettings.mailed_up_to == old)
+            .values(mailed_up_to=new))) == 1
+
+
+def release_mail(user_id: int, old: int, new: int) -> None:
+    """Sending failed: put the watermark back so the next run tries again."""
+    with db.write_transaction() as session:
+        session.execute(
+            update(NotificationSettings)
+            .where(NotificationSettings.user_id == user_id,
+                   NotificationSettings.mailed_up_to == new)
+            .values(mailed_up_to=old))
