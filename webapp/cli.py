@@ -149,6 +149,34 @@ def agents_list() -> None:
         click.echo("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
 
 
+@agents_group.command("configure")
+@click.argument("name")
+@click.option("-f", "--file", "source", required=True, type=click.File("r", encoding="utf-8"),
+              help="The YAML configuration ('-' reads standard input).")
+@click.option("--commit", help="The commit the configuration comes from.")
+@with_appcontext
+def agents_configure(name: str, source: Any, commit: str | None) -> None:
+    """Submit a configuration version: printed when accepted, refused with line and column."""
+    from .agentconfig import service as configuration
+    try:
+        accepted = configuration.submit(agents.get(name), source.read(), source="cli",
+                                        commit=commit)
+    except configuration.ConfigInvalid as exc:
+        raise click.ClickException("invalid configuration, nothing changed:\n" + "\n".join(
+            f"  {problem.message}" for problem in exc.problems)) from None
+    except AppError as exc:
+        _fail(exc)
+    version = accepted.version
+    origin = f"commit {version.commit_sha}" if version.commit_sha else f"digest {version.digest}"
+    if accepted.duplicate:
+        state = "in force" if accepted.in_force else "not in force"
+        click.echo(f"agent {name}: unchanged, version {version.number} ({origin}, {state})")
+    else:
+        click.echo(f"agent {name}: version {version.number} accepted and in force ({origin})")
+    for item in accepted.deprecations:
+        click.echo(f"warning: {item.message} (see {item.link})", err=True)
+
+
 # --- tokens -------------------------------------------------------------------------------
 
 @main.group("tokens")

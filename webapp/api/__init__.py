@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Flask
 
+from ..agentconfig import api as agentconfig
 from . import agent, docs, errors, user
 
 
@@ -12,3 +13,4 @@ def init_app(app: Flask) -> None:
     app.register_blueprint(agent.bp)
     app.register_blueprint(user.bp)
     app.register_blueprint(docs.bp)
+    app.register_blueprint(agentconfig.bp)

@@ -9,6 +9,8 @@ from typing import Any
 from flask import Blueprint, Response, current_app, g, jsonify, request
 
 from .. import agents, clock, db, tokens
+from ..agentconfig import api as config_api
+from ..agentconfig import service as configuration
 from ..clock import isoformat
 from ..recorder import record
 from .payload import EventRules, json_body, parse_events
@@ -67,3 +69,13 @@ def post_events() -> tuple[Response, int]:
     body = [{"id": r.id, "duplicate": r.duplicate} for r in results]
     status = 200 if all(r.duplicate for r in results) else 201
     return jsonify({"events": body} if is_batch else body[0]), status
+
+
+@bp.put("/config")
+@agent_token_required
+def put_config() -> Response:
+    """A configuration version from the agent; 422 (recorded as config_invalid) if refused."""
+    text, commit = config_api.parse_put(json_body())
+    accepted = configuration.submit(g.agent, text, source="api", commit=commit,
+                                    token=g.agent_token)
+    return jsonify(accepted.to_json())

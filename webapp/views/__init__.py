@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Flask
 
+from ..agentconfig import views as agentconfig
 from ..notify import views as notify
 from . import (
     account,
@@ -22,6 +23,7 @@ from . import (
 def init_app(app: Flask) -> None:
     filters.init_app(app)
     errors.init_app(app)
-    for module in (auth, agents, activity, cluster, tokens, settings, users, account):
+    for module in (auth, agents, activity, cluster, tokens, settings, agentconfig, users,
+                   account):
         app.register_blueprint(module.bp)
     app.register_blueprint(notify.bp)

@@ -1,11 +1,16 @@
-"""The Settings tab: the agent's cluster connection and who may view or act on it."""
+"""The Settings tab: the agent's cluster connection, who may view or act on it, and its
+configuration (the editor itself lives in webapp/agentconfig/views.py)."""
 
 from __future__ import annotations
 
-from flask import Blueprint, flash, redirect, render_template, request, url_for
+from typing import Any
+
+from flask import Blueprint, flash, g, redirect, render_template, request, url_for
 from werkzeug.wrappers import Response
 
-from .. import agents, db, users
+from .. import agents, users
+from ..agentconfig import service as configuration
+from ..agentconfig.views import editor_context
 from ..auth import login_required, role_required
 from ..errors import AppError, Invalid
 from ..watch.access import Allowed, ClusterAccess, for_agent
@@ -14,18 +19,20 @@ from .activity import status_key
 bp = Blueprint("settings", __name__)
 
 
-def _render(name: str, error: str | None = None, status: int = 200) -> tuple[str, int]:
+def render_page(name: str, error: str | None = None, status: int = 200,
+                config_text: str | None = None, config_problems: Any = ()) -> tuple[str, int]:
     agent = agents.get(name)
     state = agents.status(agent)
     return render_template("settings/page.html", tab="settings", agent=agent, status=state,
                            status_key=status_key(state), access=for_agent(agent),
-                           roles=users.ROLES, error=error), status
+                           roles=users.ROLES, error=error,
+                           config=editor_context(agent, config_text, config_problems)), status
 
 
 @bp.get("/agents/<name>/settings")
 @login_required
 def page(name: str) -> tuple[str, int]:
-    return _render(name)
+    return render_page(name)
 
 
 @bp.post("/agents/<name>/settings/connection")
@@ -40,7 +47,7 @@ def connection(name: str) -> Response | tuple[str, int]:
             request.form.get("context", "").strip() if kind == "kubeconfig" else None,
             in_cluster=kind == "in-cluster")
     except AppError as exc:
-        return _render(name, exc.message, exc.status)
+        return render_page(name, exc.message, exc.status)
     flash("Cluster connection saved.")
     return redirect(url_for("settings.page", name=name))
 
@@ -56,11 +63,12 @@ def access(name: str) -> Response | tuple[str, int]:
             view=Allowed(form.get("view_role") or None, _names(form.get("view_users", ""))),
             act=Allowed(form.get("act_role") or None, _names(form.get("act_users", ""))),
         ).validate()
+        # A new configuration version, so the YAML and this form never disagree.
+        accepted = configuration.set_user_access(agent, chosen, g.user.name)
     except AppError as exc:
-        return _render(name, exc.message, exc.status)
-    agent.cluster_access = chosen.to_json()
-    db.session().commit()
-    flash("Cluster access saved.")
+        return render_page(name, exc.message, exc.status)
+    flash("Cluster access saved." if accepted.duplicate else
+          f"Cluster access saved as configuration version {accepted.version.number}.")
     return redirect(url_for("settings.page", name=name))
 
 

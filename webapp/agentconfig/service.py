@@ -1,0 +1,301 @@
+"""Agent configuration: the one way in for new versions (UI, CLI, agent API), and what the
+rest of the app reads from the version in force."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from .. import clock, db
+from ..errors import AppError, Invalid
+from ..models import Agent, AgentToken
+from ..recorder import NewEvent, record
+from ..watch.access import Allowed, ClusterAccess, for_agent
+from . import edit
+from .models import ConfigVersion
+from .schema import (
+    DEFAULT_FLUX_NAMESPACE,
+    DEFAULT_LEVELS,
+    DEFAULT_TYPES,
+    FLUX_RESOURCES,
+    Deprecated,
+)
+from .validate import MAX_BYTES, Checked, Problem, check
+
+SOURCES = ("ui", "cli", "api")
+
+GitopsTarget = tuple[str, str, str, str, str | None]
+
+
+class ConfigInvalid(Invalid):
+    """Refused: the message is the first problem, `errors` lists them all."""
+
+    code = "invalid_config"
+
+    def __init__(self, problems: tuple[Problem, ...]) -> None:
+        super().__init__(problems[0].message, errors=[p.to_json() for p in problems])
+        self.problems = problems
+
+
+class ConfigTooLarge(AppError):
+    status = 413
+    code = "config_too_large"
+
+
+@dataclass(frozen=True)
+class Accepted:
+    version: ConfigVersion
+    # The same content (and commit) was already a version: nothing new was stored.
+    duplicate: bool
+    in_force: bool
+    deprecations: tuple[Deprecated, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        v = self.version
+        return {
+            "id": v.id, "version": v.number, "digest": v.digest, "commit": v.commit_sha,
+            "source": v.source, "created_by": v.created_by,
+            "created_at": clock.isoformat(v.created_at), "in_force": self.in_force,
+            "duplicate": self.duplicate,
+            "deprecations": [{"path": d.name, "message": d.message, "link": d.link}
+                             for d in self.deprecations],
+        }
+
+
+# --- new versions ------------------------------------------------------------------------
+
+def submit(agent: Agent, text: str, *, source: str, by: str | None = None,
+           commit: str | None = None, token: AgentToken | None = None) -> Accepted:
+    """Validate and store a configuration text; record its events either way.
+
+    Raises ConfigInvalid (after recording `config_invalid`) when the text is refused; the
+    version in force then stays as it was.
+    """
+    if len(text.encode()) > MAX_BYTES:
+        raise ConfigTooLarge(f"The configuration is larger than {MAX_BYTES} bytes")
+    return _submit(agent, lambda _current: text, source=source, by=by, commit=commit,
+                   token=token)
+
+
+def set_user_access(agent: Agent, access: ClusterAccess, by: str | None,
+                    source: str = "ui") -> Accepted:
+    """A new version whose `user_access` is `access`, everything else kept as written."""
+    section = user_access_section(access)
+
+    def rewrite(current: ConfigVersion | None) -> str:
+        return edit.replace_section(current.text if current else "", "user_access", section)
+
+    return _submit(agent, rewrite, source=source, by=by, commit=None, token=None)
+
+
+def check_commit(value: str) -> str:
+    """A commit as events store it: at most 64 characters, not blank, not padded."""
+    if len(value) > 64:
+        raise Invalid("'commit' is longer than 64 characters", code="invalid_value",
+                      field="commit")
+    if not value.strip() or value != value.strip():
+        raise Invalid("'commit' must not be blank or padded with spaces",
+                      code="invalid_value", field="commit")
+    return value
+
+
+def check_text(text: str) -> Checked:
+    """Validation only, nothing recorded (the editor's "Check" button)."""
+    if len(text.encode()) > MAX_BYTES:
+        raise ConfigTooLarge(f"The configuration is larger than {MAX_BYTES} bytes")
+    return check(text)
+
+
+def _submit(agent: Agent, make_text: Callable[[ConfigVersion | None], str], *, source: str,
+            by: str | None, commit: str | None, token: AgentToken | None) -> Accepted:
+    if source not in SOURCES:
+        raise ValueError(f"unknown source {source!r}")
+    if commit is not None:
+        check_commit(commit)
+    now = clock.now()
+    result: Accepted | None = None
+    with db.write_transaction() as session:
+        # One submission per agent at a time, so pods sending the same commit together
+        # find each other's version. (SQLite: the write transaction already is exclusive.)
+        session.execute(select(Agent.id).where(Agent.id == agent.id).with_for_update())
+        current = _latest(session, agent.id)
+        checked = check(make_text(current))
+        key = commit or checked.digest
+        if not checked.ok:
+            record(session, agent.id, _by([NewEvent(
+                "config_invalid", now, commit_sha=key, message=checked.message,
+                details={"errors": [p.to_json() for p in checked.problems],
+                         "digest": checked.digest, "source": source})], by, token), now)
+        else:
+            same = _same_version(session, agent.id, current, checked.digest, commit)
+            if same is not None:
+                result = Accepted(same, True, current is not None and same.id == current.id,
+                                  checked.deprecations)
+            else:
+                result = _store(session, agent, current, checked, source,
+                                by=token.name if token else by, commit=commit, now=now)
+                record(session, agent.id,
+                       _by(_accepted_events(result, checked, key), by, token), now)
+    if result is None:
+        raise ConfigInvalid(checked.problems)
+    return result
+
+
+def _latest(session: Session, agent_id: int) -> ConfigVersion | None:
+    return session.scalar(select(ConfigVersion).where(ConfigVersion.agent_id == agent_id)
+                          .order_by(ConfigVersion.number.desc()).limit(1))
+
+
+def _same_version(session: Session, agent_id: int, current: ConfigVersion | None,
+                  digest: str, commit: str | None) -> ConfigVersion | None:
+    if commit is not None:
+        # A pod late with an older commit gets that commit's version, in force or not.
+        return session.scalar(select(ConfigVersion).where(
+            ConfigVersion.agent_id == agent_id, ConfigVersion.commit_sha == commit,
+            ConfigVersion.digest == digest))
+    # Without a commit only "no change" is a repeat: going back to older content is new.
+    if current is not None and current.digest == digest:
+        return current
+    return None
+
+
+def _store(session: Session, agent: Agent, current: ConfigVersion | None, checked: Checked,
+           source: str, by: str | None, commit: str | None, now: datetime) -> Accepted:
+    document = checked.document or {}
+    version = ConfigVersion(
+        agent_id=agent.id, number=(current.number if current else 0) + 1, text=checked.text,
+        digest=checked.digest, commit_sha=commit, source=source, created_by=by,
+        created_at=now, document=document)
+    session.add(version)
+    # The YAML is the truth for cluster access: the Cluster tab reads it from the agent.
+    target = session.get(Agent, agent.id)
+    assert target is not None
+    access = access_from(document)
+    target.cluster_access = access.to_json() if access is not None else None
+    session.flush()
+    return Accepted(version, False, True, checked.deprecations)
+
+
+def _accepted_events(result: Accepted, checked: Checked, key: str) -> list[NewEvent]:
+    v = result.version
+    now = v.created_at
+    details = {"version": v.number, "digest": v.digest, "source": v.source}
+    out = [NewEvent("config_commit_received", now, commit_sha=key, details=details)]
+    # One event per deprecated key: the key goes in `project`, part of the dedupe key.
+    out += [NewEvent("config_deprecated_feature", now, commit_sha=key, project=d.name,
+                     message=d.message, link=d.link, details=details)
+            for d in checked.deprecations]
+    return out
+
+
+def _by(new_events: list[NewEvent], by: str | None,
+        token: AgentToken | None) -> list[NewEvent]:
+    for new in new_events:
+        if token is not None:
+            new.token_id, new.token_name = token.id, token.name
+        else:
+            new.user_name = by
+    return new_events
+
+
+# --- reading -----------------------------------------------------------------------------
+
+def in_force(agent: Agent) -> ConfigVersion | None:
+    return _latest(db.session(), agent.id)
+
+
+def history(agent: Agent, limit: int = 20) -> list[ConfigVersion]:
+    return list(db.session().scalars(
+        select(ConfigVersion).where(ConfigVersion.agent_id == agent.id)
+        .order_by(ConfigVersion.number.desc()).limit(limit)))
+
+
+def current(agent: Agent) -> dict[str, Any] | None:
+    """The parsed document in force, or None when the agent was never configured."""
+    version = in_force(agent)
+    return dict(version.document) if version is not None else None
+
+
+def editor_text(agent: Agent) -> str:
+    """What the editor starts from: the text in force, or today's access written as YAML."""
+    version = in_force(agent)
+    if version is not None:
+        return version.text
+    if agent.cluster_access:
+        return edit.section_text("user_access", user_access_section(for_agent(agent)))
+    return ""
+
+
+def gitops_targets(agent: Agent) -> list[GitopsTarget]:
+    """(group, version, resource, namespace, name or None for all) to observe, no repeats."""
+    gitops = (current(agent) or {}).get("gitops") or {}
+    targets: list[GitopsTarget] = []
+    for kind, (group, api_version, resource) in FLUX_RESOURCES.items():
+        for ref in gitops.get(kind) or ():
+            namespace = ref.get("namespace") or DEFAULT_FLUX_NAMESPACE
+            targets.append((group, api_version, resource, namespace, ref["name"]))
+    for namespace in gitops.get("namespaces") or ():
+        for group, api_version, resource in FLUX_RESOURCES.values():
+            targets.append((group, api_version, resource, namespace, None))
+    return list(dict.fromkeys(targets))
+
+
+@dataclass(frozen=True)
+class Important:
+    """Which events of an agent are important (notified): by level, plus or minus types."""
+
+    levels: tuple[str, ...] = DEFAULT_LEVELS
+    types: tuple[str, ...] = DEFAULT_TYPES
+    exclude_types: tuple[str, ...] = ()
+
+    def matches(self, event_type: str, level: str) -> bool:
+        if event_type in self.exclude_types:
+            return False
+        return level in self.levels or event_type in self.types
+
+
+def important(agent: Agent) -> Important:
+    return important_from(current(agent))
+
+
+def important_from(document: dict[str, Any] | None) -> Important:
+    section = ((document or {}).get("notifications") or {}).get("important") or {}
+    return Important(
+        levels=tuple(section.get("levels", DEFAULT_LEVELS)),
+        types=tuple(section.get("types", DEFAULT_TYPES)),
+        exclude_types=tuple(section.get("exclude_types", ())),
+    )
+
+
+# --- user_access <-> the agent's cluster access ------------------------------------------
+
+def access_from(document: dict[str, Any]) -> ClusterAccess | None:
+    """The cluster access a document gives; None (the defaults) without `user_access`."""
+    section = document.get("user_access")
+    if not section:
+        return None
+    defaults = ClusterAccess()
+    return ClusterAccess(
+        access_as=section.get("access_as", defaults.access_as),
+        view=_allowed(section.get("view"), defaults.view),
+        act=_allowed(section.get("act"), defaults.act),
+    ).validate()
+
+
+def _allowed(raw: dict[str, Any] | None, default: Allowed) -> Allowed:
+    if raw is None:
+        return default
+    # A missing role keeps the default; `role: null` means nobody by role.
+    role = raw.get("role", default.role)
+    return Allowed(role, tuple(raw.get("users") or ()))
+
+
+def user_access_section(access: ClusterAccess) -> dict[str, Any]:
+    return {"access_as": access.access_as,
+            "view": {"role": access.view.role, "users": list(access.view.users)},
+            "act": {"role": access.act.role, "users": list(access.act.users)}}

@@ -1,0 +1,75 @@
+"""The configuration editor on the Settings tab, and the configuration reference page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, flash, g, redirect, render_template, request, url_for
+from werkzeug.wrappers import Response
+
+from .. import agents
+from ..auth import login_required, role_required
+from ..errors import AppError
+from ..models import Agent
+from . import service
+from .schema import DEPRECATED, DOCS_PATH, FLUX_RESOURCES, SCHEMA
+from .validate import MAX_BYTES, Problem
+
+bp = Blueprint("agentconfig", __name__)
+
+HISTORY_LIMIT = 20
+
+
+def editor_context(agent: Agent, text: str | None = None,
+                   problems: tuple[Problem, ...] = ()) -> dict[str, Any]:
+    """What the Settings tab needs to draw the editor; `text` and `problems` after a refusal."""
+    versions = service.history(agent, HISTORY_LIMIT)
+    return {
+        "in_force": versions[0] if versions else None,
+        "versions": versions,
+        "text": service.editor_text(agent) if text is None else text,
+        "problems": problems,
+        "max_bytes": MAX_BYTES,
+    }
+
+
+@bp.post("/agents/<name>/settings/config")
+@role_required("maintainer")
+def save(name: str) -> Response | tuple[str, int]:
+    from ..views.settings import render_page  # the Settings tab is drawn in one place
+
+    agent = agents.get(name)
+    text = request.form.get("config", "")
+    try:
+        accepted = service.submit(agent, text, source="ui", by=g.user.name)
+    except service.ConfigInvalid as exc:
+        return render_page(name, status=exc.status, config_text=text,
+                           config_problems=exc.problems)
+    except AppError as exc:
+        return render_page(name, exc.message, exc.status, config_text=text)
+    if accepted.duplicate:
+        flash(f"Configuration unchanged: version {accepted.version.number} stays in force.")
+    else:
+        flash(f"Configuration version {accepted.version.number} saved and in force.")
+    for item in accepted.deprecations:
+        flash(f"Warning: {item.message}.")
+    return redirect(url_for("settings.page", name=name, _anchor="configuration"))
+
+
+@bp.post("/agents/<name>/settings/config/check")
+@role_required("maintainer")
+def check(name: str) -> str | tuple[str, int]:
+    """Validation only, for the editor's Check button: nothing is stored or recorded."""
+    agents.get(name)
+    try:
+        checked = service.check_text(request.form.get("config", ""))
+    except AppError as exc:
+        return render_template("agentconfig/_check.html", error=exc.message), exc.status
+    return render_template("agentconfig/_check.html", checked=checked)
+
+
+@bp.get(DOCS_PATH)
+@login_required
+def reference() -> str:
+    return render_template("agentconfig/reference.html", deprecated=DEPRECATED,
+                           flux=FLUX_RESOURCES, schema=SCHEMA)
