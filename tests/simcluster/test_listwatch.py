@@ -418,3 +418,18 @@ def test_concurrent_watchers_see_the_same_stream(cluster: SimCluster,
         t.join(10)
     expected = [f"p{i:02d}" for i in range(20)]
     assert results == {0: expected, 1: expected, 2: expected}
+
+
+def test_send_initial_events_ends_with_marked_bookmark(cluster: SimCluster, http, url) -> None:  # type: ignore[no-untyped-def]
+    cluster.add_pod("default", "a", events=False)
+    rv = cluster.resource_version
+    events = []
+    for line in stream_lines(http, url("/api/v1/namespaces/default/pods?watch=1"
+                                       "&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+                                       "&allowWatchBookmarks=true&timeoutSeconds=5")):
+        events.append(json.loads(line))
+        if events[-1]["type"] == "BOOKMARK":
+            break
+    assert [e["type"] for e in events] == ["ADDED", "BOOKMARK"]
+    assert events[1]["object"]["metadata"] == {
+        "resourceVersion": rv, "annotations": {"k8s.io/initial-events-end": "true"}}

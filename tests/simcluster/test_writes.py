@@ -329,3 +329,12 @@ def test_watch_sees_writes_from_api_and_python(cluster: SimCluster,
     got = _watch_pod_events(v1, rv, 3)
     assert [(t, o["metadata"]["name"]) for t, o in got][:1] == [("ADDED", "api-made")]
     assert ("ADDED", "py-made") in [(t, o["metadata"]["name"]) for t, o in got]
+
+
+def test_body_namespace_must_match_url(cluster: SimCluster,
+                                       v1: kubernetes.client.CoreV1Api) -> None:
+    cluster.add_namespace("other")
+    with pytest.raises(kubernetes.client.ApiException) as exc:
+        v1.create_namespaced_pod("default", _pod("x", "other"))
+    assert exc.value.status == 400
+    assert "does not match the namespace sent on the request" in _status(exc)["message"]

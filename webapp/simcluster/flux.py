@@ -30,7 +30,7 @@ from .events import EventRecorder
 from .resources import GITREPOSITORIES, HELMRELEASES, KUSTOMIZATIONS, ResourceType
 from .scheduler import Scheduler
 from .store import Store, WatchEvent
-from .util import JSON, rand_hex, rfc3339, stable_hex
+from .util import JSON, rand_hex, rfc3339, rfc3339nano, stable_hex
 
 REQUESTED_AT = "reconcile.fluxcd.io/requestedAt"
 FINALIZER = "finalizers.fluxcd.io"
@@ -124,7 +124,6 @@ class FluxController:
 
     def request_reconcile(self, namespace: str, name: str, kind: str = "Kustomization") -> str:
         """Annotate like ``flux reconcile`` does; returns the requestedAt value."""
-        from .util import rfc3339nano
         value = rfc3339nano()
         rt = KUSTOMIZATIONS if kind == "Kustomization" else HELMRELEASES
 

@@ -16,10 +16,10 @@ import json
 import logging
 import select
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
@@ -30,17 +30,10 @@ from . import errors
 from . import patch as patching
 from .errors import ApiError
 from .logs import LogBuffer
+from .pods import build_service
 from .rbac import Identity, admin
-from .resources import (
-    NAMESPACES,
-    PODS,
-    SERVICES,
-    ResourceType,
-    api_group,
-    api_group_list,
-    api_resource_list,
-    lookup,
-)
+from .resources import NAMESPACES, PODS, SERVICES, ResourceType
+from .routes import Route, parse_route
 from .selectors import compile_selector
 from .stats import RequestRecord
 from .store import Cursor, Expired, Stored, WatchEvent
@@ -51,75 +44,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-VERSION = {
-    "major": "1", "minor": "33", "gitVersion": "v1.33.1-sim", "gitCommit": "0" * 40,
-    "gitTreeState": "clean", "buildDate": "2025-05-15T00:00:00Z", "goVersion": "go1.24.2",
-    "compiler": "gc", "platform": "linux/amd64",
-}
 _POLL = 0.5  # longest sleep of a stream before it checks for shutdown / client hang-up
 _TRUE = ("true", "1", "True")
-
-
-@dataclass
-class Route:
-    rt: ResourceType
-    namespace: str | None
-    name: str | None
-    sub: str | None
-
-
-def _not_found_url() -> ApiError:
-    return ApiError(404, "the server could not find the requested resource",
-                    details={"causes": [{"reason": "UnexpectedServerResponse",
-                                         "message": "404 page not found"}]})
-
-
-def parse_route(path: str) -> Route | JSON:
-    """A resource route, or the JSON document of a discovery endpoint."""
-    parts = [p for p in path.split("/") if p]
-    if not parts:
-        return {"paths": ["/api", "/api/v1", "/apis", "/version", "/healthz"]}
-    if parts == ["version"]:
-        return VERSION
-    if parts[0] == "api":
-        if len(parts) == 1:
-            return {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [
-                {"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1:6443"}]}
-        group, version, rest = "", parts[1], parts[2:]
-    elif parts[0] == "apis":
-        if len(parts) == 1:
-            return api_group_list()
-        if len(parts) == 2:
-            doc = api_group(parts[1])
-            if doc is None:
-                raise _not_found_url()
-            return doc
-        group, version, rest = parts[1], parts[2], parts[3:]
-    else:
-        raise _not_found_url()
-    if not rest:
-        doc = api_resource_list(group, version)
-        if doc is None:
-            raise _not_found_url()
-        return doc
-    namespace = None
-    if rest[0] == "namespaces" and len(rest) >= 3 and not (group == "" and len(rest) == 3
-                                                           and rest[2] in ("status", "finalize")):
-        namespace, rest = rest[1], rest[2:]
-    if len(rest) > 3:
-        raise _not_found_url()
-    rt = lookup(group, version, rest[0])
-    if rt is None:
-        raise _not_found_url()
-    name = rest[1] if len(rest) > 1 else None
-    sub = rest[2] if len(rest) > 2 else None
-    if rt.namespaced and namespace is None and name is not None:
-        raise _not_found_url()
-    if not rt.namespaced and namespace is not None:
-        raise _not_found_url()
-    if sub is not None and sub not in rt.subresources:
-        raise _not_found_url()
-    return Route(rt, namespace, name, sub)
 
 
 class _Server(ThreadingHTTPServer):
@@ -148,7 +74,6 @@ class _Server(ThreadingHTTPServer):
                 self.conns.pop(request, None)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        import sys
         exc = sys.exc_info()[1]
         if isinstance(exc, OSError):
             return  # client went away mid-request: normal for streams
@@ -358,8 +283,7 @@ class Handler(BaseHTTPRequestHandler):
             route = target
             verb = self._verb(method, route, query)
             resource = route.rt.plural + (f"/{route.sub}" if route.sub else "")
-            ident = self._identity_checked(verb, route, resource, method, url.path, query)
-            del ident
+            self._authorize(verb, route, resource, method, url.path, query)
             if verb == "watch":
                 self._watch(route, query)
             elif verb == "list":
@@ -410,8 +334,9 @@ class Handler(BaseHTTPRequestHandler):
         return {"PUT": "update", "PATCH": "patch", "DELETE": "delete"}[method] \
             if route.name is not None else "deletecollection"
 
-    def _identity_checked(self, verb: str, route: Route, resource: str, method: str,
-                          path: str, query: dict[str, str]) -> Identity:
+    def _authorize(self, verb: str, route: Route, resource: str, method: str,
+                   path: str, query: dict[str, str]) -> Identity:
+        """Authenticate, record the request (also refused ones), then check RBAC."""
         cluster = self.cluster
         ident: Identity | None = None
         try:
@@ -739,8 +664,6 @@ def _bookmark(rt: ResourceType, rv: int, initial_end: bool = False) -> bytes:
 
 def _default_service(obj: JSON) -> JSON:
     """Allocate clusterIP/nodePorts for an API-created Service like the allocator does."""
-    from .pods import build_service
-
     spec = obj.get("spec") or {}
     meta = obj["metadata"]
     built = build_service(meta["namespace"], meta["name"], type=spec.get("type", "ClusterIP"),
