@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 LEVELS = ("info", "success", "warning", "error")
-CATEGORIES = ("token", "connection", "configuration", "gitops", "cluster")
+CATEGORIES = ("token", "connection", "configuration", "gitops", "cluster", "webhooks")
 
 
 class EventLike(Protocol):
@@ -88,6 +88,9 @@ _TYPES = [
               lambda e: _with_message(
                   f"Deprecated Kubernetes API used in commit{_commit(e)}", e)),
     EventType("cluster_action", "cluster", "info", False, False, _cluster_action),
+    EventType("webhook_disabled", "webhooks", "warning", False, False,
+              lambda e: _with_message(
+                  f"Webhook to {(e.details or {}).get('target') or 'a receiver'} disabled", e)),
 ]
 
 CATALOG: dict[str, EventType] = {t.name: t for t in _TYPES}
