@@ -1,0 +1,347 @@
+"""The Cluster tab in a real browser against a simulated cluster: rows that follow the
+cluster without reloads, the side panel's live events, logs, the HTTP-streaming fallback,
+the badge through an outage, and actions that are confirmed and recorded."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+from playwright.sync_api import Page, WebSocketRoute, expect
+
+from webapp import agents, db
+from webapp.simcluster import SimCluster
+
+pytestmark = pytest.mark.browser
+
+LIVE = 1_000  # ms: a change in the cluster shows within a second
+SLOW = 8_000  # ms: what waits on retries (fallback, outage)
+BADGE = "#watch-badge"
+
+
+@pytest.fixture
+def app_config(app_config: dict[str, Any]) -> dict[str, Any]:
+    # Upstream retries quick enough that an outage and its end show within seconds.
+    return {**app_config, "WATCH_TIMING": {"backoff_initial": 0.1, "backoff_max": 0.5,
+                                           "grace_seconds": 1.0},
+            "RECONCILE_TIMEOUT_SECONDS": 5}
+
+
+@pytest.fixture
+def sim() -> Iterator[SimCluster]:
+    cluster = SimCluster(flux_delay=0.05, bookmark_interval=0.5)
+    cluster.serve()
+    yield cluster
+    cluster.close()
+    assert cluster.errors == []
+
+
+@pytest.fixture
+def app(app: Flask, sim: SimCluster) -> Iterator[Flask]:
+    """The app's upstream watches stop before the simulated cluster does."""
+    yield app
+    app.extensions["watch_hub"].shutdown()
+    app.extensions["clusters"].close()
+
+
+@pytest.fixture
+def agent(app: Flask, sim: SimCluster, tmp_path: Path) -> str:
+    path = sim.write_kubeconfig(tmp_path / "kubeconfig", context="sim")
+    with app.app_context():
+        agents.create("prod", kubeconfig_path=str(path), kube_context="sim")
+        db.session().commit()
+    return "prod"
+
+
+@pytest.fixture
+def cluster_page(page: Page, h: Any, agent: str) -> Page:
+    """Signed in as an admin, nothing opened yet."""
+    h.user("alice", "admin")
+    page.goto("/login")
+    page.get_by_label("User name").fill("alice")
+    page.get_by_label("Password").fill("correct horse")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page).not_to_have_url(re.compile(r"/login"))
+    return page
+
+
+def open_cluster(page: Page, query: str = "") -> None:
+    page.goto(f"/agents/prod/cluster{query}")
+    expect(page.locator(BADGE)).to_have_attribute("data-state", "connected", timeout=SLOW)
+    page.evaluate("window.__marker = 'not reloaded'")
+
+
+def assert_not_reloaded(page: Page) -> None:
+    assert page.evaluate("window.__marker") == "not reloaded", "the page was reloaded"
+
+
+def rows(page: Page, resource: str) -> Any:
+    return page.locator(f"#{resource}-table tbody.rows > tr")
+
+
+def row(page: Page, resource: str, name: str) -> Any:
+    return page.locator(f'#{resource}-table tbody.rows > tr[data-name="{name}"]')
+
+
+def names(page: Page, resource: str) -> list[str]:
+    found: list[str] = rows(page, resource).evaluate_all("rs => rs.map(r => r.dataset.name)")
+    return found
+
+
+def sent_frames(page: Page) -> list[dict[str, Any]]:
+    """What the page sends on its WebSockets (recorded from before the page loads)."""
+    frames: list[dict[str, Any]] = []
+    page.on("websocket", lambda ws: ws.on(
+        "framesent", lambda payload: frames.append(json.loads(payload))))
+    return frames
+
+
+# --- rows -------------------------------------------------------------------------------
+
+def test_pods_appear_change_and_go_without_a_reload(cluster_page: Page,
+                                                    sim: SimCluster) -> None:
+    page = cluster_page
+    sim.add_namespace("quiet")
+    open_cluster(page, "?namespace=quiet")
+    empty = page.locator("#pods-table tr.empty-row")
+    expect(empty).to_be_visible()
+    expect(empty).to_contain_text("No pods in quiet.")
+
+    sim.add_pod("quiet", "web-1", state="ContainerCreating")
+    expect(row(page, "pods", "web-1")).to_be_visible(timeout=LIVE)
+    expect(empty).to_be_hidden()
+    expect(row(page, "pods", "web-1").locator('td[data-col="status"]')).to_have_text(
+        "ContainerCreating")
+
+    sim.set_pod_state("quiet", "web-1", "Running")
+    expect(row(page, "pods", "web-1").locator('td[data-col="status"]')).to_have_text(
+        "Running", timeout=LIVE)
+    expect(row(page, "pods", "web-1").locator('td[data-col="ready"]')).to_have_text("1/1")
+
+    sim.delete("pods", "web-1", namespace="quiet", grace_period=0)
+    expect(row(page, "pods", "web-1")).to_have_count(0, timeout=LIVE)
+    expect(empty).to_be_visible()
+    assert_not_reloaded(page)
+
+
+def test_sort_and_filter_hold_while_rows_change(cluster_page: Page, sim: SimCluster) -> None:
+    page = cluster_page
+    for name in ("b-api", "d-web", "a-db"):
+        sim.add_pod("shop", name, state="Running")
+    open_cluster(page, "?namespace=shop")
+    assert names(page, "pods") == ["a-db", "b-api", "d-web"]
+
+    page.locator('#pods-table th[data-col="name"] button').click()  # now descending
+    expect(page.locator('#pods-table th[data-col="name"]')).to_have_attribute(
+        "aria-sort", "descending")
+    assert names(page, "pods") == ["d-web", "b-api", "a-db"]
+    sim.add_pod("shop", "c-cache", state="Running")
+    expect(row(page, "pods", "c-cache")).to_be_visible(timeout=LIVE)
+    assert names(page, "pods") == ["d-web", "c-cache", "b-api", "a-db"]
+
+    page.locator("#pods .table-filter").fill("web")
+    expect(rows(page, "pods").locator("visible=true")).to_have_count(1)
+    sim.add_pod("shop", "e-web", state="Pending")
+    sim.add_pod("shop", "f-worker", state="Running")
+    expect(row(page, "pods", "f-worker")).to_be_attached(timeout=LIVE)
+    expect(row(page, "pods", "e-web")).to_be_visible()
+    expect(row(page, "pods", "f-worker")).to_be_hidden()
+    assert names(page, "pods")[:2] == ["f-worker", "e-web"]
+    expect(page.locator("#pods .count")).to_have_text("2 of 6")
+    page.locator("#pods .table-filter").fill("nothing-like-this")
+    expect(page.locator("#pods-table tr.filtered-row")).to_be_visible()
+    assert_not_reloaded(page)
+
+
+# --- the side panel ---------------------------------------------------------------------
+
+def test_side_panel_streams_the_objects_events_and_status(cluster_page: Page,
+                                                          sim: SimCluster) -> None:
+    page = cluster_page
+    frames = sent_frames(page)
+    pod = sim.add_pod("default", "web-1", state="Running", labels={"app": "web"})
+    open_cluster(page, "?namespace=default")
+    row(page, "pods", "web-1").locator("a.object-link").click()
+    panel = page.locator("#object-panel")
+    expect(panel).to_be_visible()
+    expect(panel.locator("h2")).to_have_text("web-1")
+    expect(panel.locator("ul.labels")).to_contain_text("app=web")
+    expect(panel.locator('pre[data-yaml="status"]')).to_contain_text("phase: Running")
+    events = panel.locator("#panel-events tbody.rows > tr")
+    expect(events.filter(has_text="Scheduled")).to_have_count(1)
+
+    sim.record_event(pod, "Probe", "readiness probe is slow", type="Warning")
+    expect(events.filter(has_text="readiness probe is slow")).to_have_count(1, timeout=LIVE)
+    expect(events.first).to_contain_text("Probe")  # newest first
+
+    sim.set_pod_state("default", "web-1", "CrashLoopBackOff", restarts=3)
+    expect(panel.locator('#panel-summary td[data-col="status"]')).to_have_text(
+        "CrashLoopBackOff", timeout=LIVE)
+    expect(panel.locator('pre[data-yaml="status"]')).to_contain_text("CrashLoopBackOff",
+                                                                     timeout=2_000)
+    expect(events.filter(has_text="BackOff")).not_to_have_count(0, timeout=LIVE)
+
+    watched = [f for f in frames if f["type"] == "watch"
+               and f["watchParams"]["resource"] == "events"]
+    assert watched[-1]["watchParams"]["fieldSelector"] == \
+        f"involvedObject.uid={pod['metadata']['uid']}"
+    panel.get_by_role("button", name="Close details").click()
+    expect(panel).to_be_hidden()
+    page.wait_for_function("n => window.agentwatchCluster.manager.watches.size === n", arg=4)
+    unwatched = {f["watchId"] for f in frames if f["type"] == "unwatch"}
+    panel_ids = {f["watchId"] for f in frames if f["type"] == "watch"
+                 and "fieldSelector" in f["watchParams"]}
+    assert panel_ids and panel_ids <= unwatched
+    assert_not_reloaded(page)
+
+
+def test_logs_stream_with_pause_and_resume(cluster_page: Page, sim: SimCluster) -> None:
+    page = cluster_page
+    sim.add_pod("default", "web-1", ["app", "sidecar"], state="Running",
+                logs=["booting", "listening on :8080"])
+    open_cluster(page, "?namespace=default")
+    row(page, "pods", "web-1").click()
+    logs = page.locator("#object-panel pre.logs")
+    page.locator("#object-panel").get_by_role("button", name="Show logs").click()
+    expect(logs).to_contain_text("listening on :8080")
+    expect(page.locator("#object-panel .logs-status")).to_have_text("Following.")
+
+    sim.append_log("default", "web-1", "app", "GET /healthz 200")
+    expect(logs).to_contain_text("GET /healthz 200", timeout=LIVE)
+
+    page.locator("#object-panel").get_by_role("button", name="Pause").click()
+    sim.append_log("default", "web-1", "app", "while paused")
+    page.wait_for_timeout(300)
+    expect(logs).not_to_contain_text("while paused")
+    page.locator("#object-panel").get_by_role("button", name="Resume").click()
+    expect(logs).to_contain_text("while paused")
+    assert logs.inner_text().count("booting") == 1
+
+    page.locator('#object-panel select[name="container"]').select_option("sidecar")
+    expect(logs).not_to_contain_text("booting")
+    sim.append_log("default", "web-1", "sidecar", "sidecar says hi")
+    expect(logs).to_contain_text("sidecar says hi", timeout=LIVE)
+
+
+# --- connections ------------------------------------------------------------------------
+
+def test_blocked_websocket_falls_back_to_http_streaming(cluster_page: Page,
+                                                        sim: SimCluster) -> None:
+    page = cluster_page
+    attempts: list[str] = []
+
+    def refuse(ws: WebSocketRoute) -> None:  # as a proxy that does not pass WebSockets
+        attempts.append(ws.url)
+        ws.close(code=1011, reason="blocked by the test")
+
+    page.route_web_socket(re.compile(r"/agents/prod/watch$"), refuse)
+    page.goto("/agents/prod/cluster?namespace=default")
+    badge = page.locator(BADGE)
+    expect(badge).to_have_attribute("data-state", "connected", timeout=SLOW)
+    expect(badge).to_have_attribute("title", re.compile(r"live \(HTTP streaming\)"))
+    assert len(attempts) >= 3
+
+    sim.add_pod("default", "streamed-1", state="Running")
+    expect(row(page, "pods", "streamed-1")).to_be_visible(timeout=LIVE)
+    sim.delete("pods", "streamed-1", grace_period=0)
+    expect(row(page, "pods", "streamed-1")).to_have_count(0, timeout=LIVE)
+
+    # The side panel's watches take the same road.
+    sim.add_pod("default", "web-1", state="Running")
+    row(page, "pods", "web-1").click()
+    pod = sim.get("pods", "web-1")
+    sim.record_event(pod, "Streamed", "over server-sent events")
+    expect(page.locator("#panel-events")).to_contain_text("over server-sent events",
+                                                          timeout=LIVE)
+
+
+def test_badge_follows_an_outage_and_a_click_reconnects(cluster_page: Page,
+                                                        sim: SimCluster) -> None:
+    page = cluster_page
+    open_cluster(page, "?namespace=default")
+    badge = page.locator(BADGE)
+    server = sim._servers[-1]
+    port = int(server.url.rsplit(":", 1)[1])
+    server.stop()
+    expect(badge).to_have_attribute("data-state", "disconnected", timeout=SLOW)
+    expect(badge).to_have_attribute("title", re.compile(r"Cannot reach the cluster"))
+
+    # Still down: a click reconnects the page, and the page still says the cluster is not.
+    badge.click()
+    expect(badge).to_have_attribute("data-state", "disconnected", timeout=SLOW)
+    page.wait_for_timeout(1_000)
+    expect(badge).to_have_attribute("data-state", "disconnected")
+
+    sim.serve(port=port)
+    deadline = time.monotonic() + 5
+    while badge.get_attribute("data-state") == "disconnected" and time.monotonic() < deadline:
+        badge.click()  # reconnects every watch, no reload
+        page.wait_for_timeout(300)
+    expect(badge).to_have_attribute("data-state", "connected", timeout=SLOW)
+    sim.add_pod("default", "after-outage", state="Running")
+    expect(row(page, "pods", "after-outage")).to_be_visible(timeout=SLOW)
+    assert_not_reloaded(page)
+
+
+# --- actions ----------------------------------------------------------------------------
+
+def test_delete_pod_is_confirmed_and_recorded(cluster_page: Page, sim: SimCluster,
+                                              h: Any) -> None:
+    page = cluster_page
+    sim.add_pod("default", "web-1", state="Running", grace_period=1)
+    open_cluster(page, "?namespace=default")
+    row(page, "pods", "web-1").click()
+    panel = page.locator("#object-panel")
+    dialog = page.locator("#confirm-dialog")
+
+    panel.get_by_role("button", name="Delete pod").click()
+    expect(dialog).to_be_visible()
+    expect(dialog).to_contain_text("Delete pod Pod default/web-1?")
+    dialog.get_by_role("button", name="Cancel").click()
+    expect(dialog).to_be_hidden()
+    assert sim.find("pods", "web-1") is not None
+
+    panel.get_by_role("button", name="Delete pod").click()
+    dialog.get_by_role("button", name="Confirm").click()
+    expect(panel.locator(".action-result")).to_have_text("deleted pod default/web-1")
+    expect(row(page, "pods", "web-1").locator('td[data-col="status"]')).to_have_text(
+        "Terminating", timeout=LIVE)
+    expect(row(page, "pods", "web-1")).to_have_count(0, timeout=SLOW)
+    expect(panel.locator(".panel-gone")).to_be_visible()
+    recorded = [e for e in h.events("prod") if e.type == "cluster_action"]
+    assert len(recorded) == 1
+    assert recorded[0].user_name == "alice"
+    assert recorded[0].details["action"] == "delete"
+    assert recorded[0].details["name"] == "web-1"
+
+
+def test_flux_reconcile_and_suspend_from_the_panel(cluster_page: Page,
+                                                   sim: SimCluster) -> None:
+    page = cluster_page
+    sim.add_kustomization("flux-system", "apps")
+    open_cluster(page, "?namespace=flux-system")
+    expect(row(page, "kustomizations", "apps").locator('td[data-col="ready"]')).to_have_text(
+        "True", timeout=SLOW)
+    row(page, "kustomizations", "apps").click()
+    panel = page.locator("#object-panel")
+    dialog = page.locator("#confirm-dialog")
+
+    panel.get_by_role("button", name="Reconcile").click()
+    dialog.get_by_role("button", name="Confirm").click()
+    expect(panel.locator(".action-result")).to_have_text(
+        "reconciled kustomization flux-system/apps", timeout=SLOW)
+
+    panel.get_by_role("button", name="Suspend", exact=True).click()
+    dialog.get_by_role("button", name="Confirm").click()
+    # The wording of this outcome is the actions endpoint's; test_cluster_page.py pins it.
+    expect(panel.locator(".action-result")).to_have_class(re.compile(r"\bdone\b"))
+    expect(panel.locator(".action-result")).to_contain_text("kustomization flux-system/apps")
+    expect(row(page, "kustomizations", "apps").locator('td[data-col="suspended"]')).to_have_text(
+        "Suspended", timeout=LIVE)
+    expect(panel.get_by_role("button", name="Resume", exact=True)).to_be_visible(timeout=LIVE)
