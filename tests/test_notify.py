@@ -11,11 +11,20 @@ import pytest
 from sqlalchemy import func, select
 
 from webapp import agents, db, events, jobs, users
+from webapp.agentconfig import service as agentconfig
 from webapp.notify import important, service
 from webapp.notify.models import NotificationRead
 from webapp.recorder import NewEvent, record
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
+# Only gitops failures (not invalid manifests) and received configuration commits.
+STAGING_CONFIG = """\
+notifications:
+  important:
+    levels: [error]
+    types: [config_commit_received]
+    exclude_types: [gitops_manifest_invalid, config_invalid]
+"""
 
 
 @pytest.fixture(autouse=True)
@@ -71,9 +80,10 @@ def as_user(app, name: str, fn: Any, *args: Any) -> Any:
 # --- what is important ------------------------------------------------------------------------
 
 def test_defaults_are_errors_warnings_and_disconnections():
-    assert sorted(important.DEFAULT_TYPES) == [
-        "agent_disconnected", "config_deprecated_feature", "config_invalid",
-        "gitops_deprecated_api", "gitops_manifest_invalid", "gitops_sync_failed"]
+    problems = {name for name, spec in events.CATALOG.items()
+                if spec.level in ("error", "warning")}
+    assert {"config_invalid", "gitops_sync_failed", "gitops_deprecated_api"} <= problems
+    assert sorted(important.DEFAULT_TYPES) == sorted(problems | {"agent_disconnected"})
 
 
 def test_only_important_events_are_counted_and_listed(signed_in, h, app, clock):
@@ -100,35 +110,31 @@ def test_nothing_important_hides_the_count(signed_in, h, app, clock):
     assert "No notifications in the past 7 days." in signed_in.get("/notifications/").text
 
 
-def test_an_agents_configuration_overrides_the_defaults(signed_in, h, app, clock, monkeypatch):
+def test_an_agents_configuration_overrides_the_defaults(signed_in, h, app, clock):
     h.agent("prod")
     h.agent("staging")
-
-    class OnlyCommits:
-        def matches(self, event_type: str, level: str) -> bool:
-            return event_type == "config_commit_received"
-
-    def rule(agent):
-        if agent.name == "staging":
-            return OnlyCommits()
-        return type("Defaults", (), {"matches": staticmethod(
-            important.is_important_by_default)})()
-
-    monkeypatch.setattr(important, "_configured", lambda: rule)
+    with app.app_context():
+        agentconfig.submit(agents.get("staging"), STAGING_CONFIG, source="cli", by="alice")
+        assert important.load_rules().types_for(agents.get("staging").id) == {
+            "config_commit_received", "gitops_sync_failed"}
+    as_user(app, "alice", service.mark_all_read)  # the submission's own event
     prod = add(app, clock, "prod", ("config_invalid", {"commit_sha": SHA}),
                ("config_commit_received", {"commit_sha": SHA}))
-    staging = add(app, clock, "staging", ("config_invalid", {"commit_sha": SHA}),
-                  ("config_commit_received", {"commit_sha": SHA}))
+    staging = add(app, clock, "staging", ("gitops_sync_failed", {"commit_sha": SHA}),
+                  ("config_commit_received", {"commit_sha": SHA}),
+                  ("gitops_manifest_invalid", {"commit_sha": SHA}))
     listing = signed_in.get("/notifications/").text
-    assert listed(listing) == [staging[1], prod[0]]
-    assert badge(listing) == "2"
-    assert "as its configuration says" in signed_in.get("/notifications/settings").text
+    assert unread_ids(listing) == [staging[1], staging[0], prod[0]]
+    assert badge(listing) == "3"
+    settings_page = signed_in.get("/notifications/settings").text
+    assert settings_page.count("as its configuration says") == 1
 
 
-def test_without_agent_configuration_the_defaults_apply(app, monkeypatch):
-    monkeypatch.setattr(important, "_configured", lambda: None)
+def test_agents_without_configuration_get_the_defaults(app, h):
+    h.agent("prod")
     with app.app_context():
-        assert important.rules() == important.Rules()
+        agentconfig.submit(agents.get("prod"), "gitops: {}\n", source="cli")
+        assert important.load_rules() == important.Rules()
 
 
 def test_rules_are_cached_per_process_when_configured(app, h, monkeypatch):
@@ -139,7 +145,7 @@ def test_rules_are_cached_per_process_when_configured(app, h, monkeypatch):
         calls.append(agent.name)
         return type("All", (), {"matches": staticmethod(lambda t, lv: True)})()
 
-    monkeypatch.setattr(important, "_configured", lambda: rule)
+    monkeypatch.setattr(important.agentconfig, "important", rule)
     app.config["NOTIFY_RULES_CACHE_SECONDS"] = 60
     with app.app_context():
         first = important.rules()

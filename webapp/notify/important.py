@@ -1,36 +1,25 @@
-"""Which events are important: the defaults, or each agent's configuration when it says so.
+"""Which events are important: each agent's configuration says (``notifications.important``
+in its YAML, see docs/agent-config.md); without one, errors, warnings and
+``agent_disconnected``.
 
-The agent configuration (``webapp.agentconfig.service.important(agent)``) decides per agent
-when it is there; until then every agent uses the defaults. Because an event's level follows
-from its type (see ``events.CATALOG``), a rule is fully described by the set of types it
-matches, which turns into a plain ``type IN (...)`` in SQL.
+Because an event's level follows from its type (see ``events.CATALOG``), an agent's rule is
+fully described by the set of types it matches, which turns into a plain ``type IN (...)``
+in SQL: the unread count stays one query whatever the agents' rules.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from flask import current_app
 from sqlalchemy import ColumnElement, and_, false, or_, select
 
 from .. import db, events
+from ..agentconfig import service as agentconfig
 from ..models import Agent, Event
-
-DEFAULT_LEVELS = frozenset({"error", "warning"})
-DEFAULT_EXTRA_TYPES = frozenset({"agent_disconnected"})
-
-
-class Important(Protocol):
-    def matches(self, event_type: str, level: str) -> bool: ...
-
-
-def is_important_by_default(event_type: str, level: str) -> bool:
-    return level in DEFAULT_LEVELS or event_type in DEFAULT_EXTRA_TYPES
 
 
 def types_matching(matches: Callable[[str, str], bool]) -> frozenset[str]:
@@ -38,23 +27,8 @@ def types_matching(matches: Callable[[str, str], bool]) -> frozenset[str]:
                      if matches(name, spec.level))
 
 
-DEFAULT_TYPES = types_matching(is_important_by_default)
-
-
-_SERVICE = "webapp.agentconfig.service"
-
-
-@functools.cache
-def _configured() -> Callable[[Agent], Important] | None:
-    """The agent configuration's rule, when that feature is installed."""
-    try:
-        module = importlib.import_module(_SERVICE)
-    except ModuleNotFoundError as exc:
-        if exc.name != _SERVICE:
-            raise  # the service is there but broken: say so, do not fall back quietly
-        return None
-    important: Callable[[Agent], Important] | None = getattr(module, "important", None)
-    return important
+# What an agent without a configuration (or without its `notifications` section) gets.
+DEFAULT_TYPES = types_matching(agentconfig.Important().matches)
 
 
 @dataclass(frozen=True)
@@ -66,9 +40,6 @@ class Rules:
 
     def types_for(self, agent_id: int) -> frozenset[str]:
         return self.overrides.get(agent_id, self.default)
-
-    def matches(self, agent_id: int, event_type: str) -> bool:
-        return event_type in self.types_for(agent_id)
 
     def predicate(self) -> ColumnElement[bool]:
         """SQL: the event is important for its agent."""
@@ -90,22 +61,19 @@ class Rules:
 
 def load_rules() -> Rules:
     """Every agent's rule, read now."""
-    configured = _configured()
-    if configured is None:
-        return Rules()
     overrides: dict[int, frozenset[str]] = {}
     for agent in db.session().scalars(select(Agent)):
-        types = types_matching(configured(agent).matches)
+        types = types_matching(agentconfig.important(agent).matches)
         if types != DEFAULT_TYPES:
             overrides[agent.id] = types
     return Rules(DEFAULT_TYPES, overrides)
 
 
 def rules() -> Rules:
-    """The rules, cached for NOTIFY_RULES_CACHE_SECONDS in this process: the unread count
-    is asked every few seconds by every open tab, configurations change rarely."""
+    """The rules, cached for NOTIFY_RULES_CACHE_SECONDS in this process: every open tab asks
+    for the unread count every few seconds, configurations change rarely."""
     ttl = float(current_app.config.get("NOTIFY_RULES_CACHE_SECONDS", 0))
-    if ttl <= 0 or _configured() is None:
+    if ttl <= 0:
         return load_rules()
     cache: dict[str, Any] = current_app.extensions.setdefault("notify_rules", {})
     now = time.monotonic()
