@@ -158,3 +158,16 @@ def test_cli_serves_until_terminated(tmp_path: Path) -> None:
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
+
+
+def test_close_stops_background_workers() -> None:
+    cluster = SimCluster()
+    demo = cluster.seed_demo()
+    churn = Churn(cluster, demo, rate=20, log_rate=50, seed=1).start()
+    web = cluster.list("pods", "shop", "app=web")[0]["metadata"]["name"]
+    gen = cluster.generate_logs("shop", web, "web", rate=100)
+    time.sleep(0.2)
+    cluster.close()
+    assert churn._thread is not None and not churn._thread.is_alive()
+    assert gen._thread is not None and not gen._thread.is_alive()
+    assert churn.errors == [] and cluster.errors == []

@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import yaml
 
@@ -62,6 +62,10 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+class _Stoppable(Protocol):
+    def stop(self) -> None: ...
+
+
 def _rt_of(obj: JSON) -> ResourceType:
     kind = obj.get("kind")
     if not kind:
@@ -89,7 +93,7 @@ class SimCluster:
         self.token = token  # when set, HTTP requests must carry this bearer token
         self.closed = threading.Event()
         self._servers: list[SimServer] = []
-        self._generators: list[LogGenerator] = []
+        self._background: list[_Stoppable] = []  # log generators, churn: stopped by close()
         self.store.add_listener(self._on_event)
         for ns in namespaces:
             self.add_namespace(ns)
@@ -108,8 +112,8 @@ class SimCluster:
     def close(self) -> None:
         """Stop servers, generators and timers; open streams end promptly."""
         self.closed.set()
-        for gen in self._generators:
-            gen.stop()
+        for worker in self._background:
+            worker.stop()
         for server in self._servers:
             server.stop()
         self.store.close()
@@ -121,6 +125,10 @@ class SimCluster:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def add_background(self, worker: _Stoppable) -> None:
+        """Have ``close()`` stop this worker (anything with a ``stop()`` method)."""
+        self._background.append(worker)
 
     @property
     def errors(self) -> list[BaseException]:
@@ -500,7 +508,7 @@ class SimCluster:
                       seed: int | None = None) -> LogGenerator:
         """Start appending generated lines at ``rate`` lines/s; ``.stop()`` to end."""
         gen = LogGenerator(self.logs, namespace, pod, container, rate, seed).start()
-        self._generators.append(gen)
+        self.add_background(gen)
         return gen
 
     def log_source(self, namespace: str, pod: str, container: str | None,

@@ -167,6 +167,7 @@ class Churn:
     def start(self) -> Churn:
         self._thread = threading.Thread(target=self._run, name="simcluster-churn", daemon=True)
         self._thread.start()
+        self.cluster.add_background(self)  # cluster.close() stops it too
         return self
 
     def stop(self) -> None:
