@@ -63,7 +63,7 @@ def _run(client: ClusterClient, identity: Identity, action: str, params: WatchPa
         return Outcome("done", f"deleted {target}")
     if action in ("suspend", "resume"):
         client.merge_patch(params, name, {"spec": {"suspend": action == "suspend"}}, identity)
-        return Outcome("done", f"{action}d {target}")
+        return Outcome("done", f"{'suspended' if action == 'suspend' else 'resumed'} {target}")
     requested = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     client.merge_patch(params, name, {"metadata": {"annotations": {REQUESTED_AT: requested}}},
                        identity)

@@ -171,7 +171,8 @@ class UpstreamWatch:
                 if resume_from is not None:
                     self._deliver(subscription, message("reset", subscription.watch_id))
                 self._send_snapshot(subscription)
-            elif self._error is not None:
+            if self._error is not None:
+                # Down right now: a late subscriber must not take the cached state for live.
                 self._deliver(subscription, message("error", subscription.watch_id,
                                                     error=self._error.to_json()))
             return True
