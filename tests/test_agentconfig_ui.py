@@ -1,0 +1,134 @@
+"""The configuration editor on the Settings tab, and the configuration reference page."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import bearer
+from markupsafe import escape
+
+from webapp import agents
+from webapp.agentconfig import service
+
+VALID = "gitops:\n  namespaces: [apps]\n"
+
+
+@pytest.fixture
+def maintainer(client, h):
+    h.user("mia", "maintainer")
+    h.agent()
+    h.login(client, "mia")
+    return client
+
+
+def save(client, h, text):
+    csrf = h.csrf(client, "/agents/prod/settings")
+    return client.post("/agents/prod/settings/config", data={"config": text,
+                                                             "csrf_token": csrf})
+
+
+def test_maintainer_saves_a_version_and_sees_it_in_force(maintainer, h, app):
+    page = maintainer.get("/agents/prod/settings").text
+    assert 'id="config-text"' in page and "Save configuration" in page
+    assert "Never configured" in page
+    response = save(maintainer, h, VALID.replace("\n", "\r\n"))  # as browsers send it
+    assert response.status_code == 302
+    assert response.headers["Location"].endswith("/agents/prod/settings#configuration")
+    page = maintainer.get("/agents/prod/settings").text
+    assert "Configuration version 1 saved and in force." in page
+    assert "version 1</strong>" in page and "from ui by mia" in page
+    assert "gitops:\n  namespaces: [apps]\n</textarea>" in page
+    with app.app_context():
+        version = service.in_force(agents.get("prod"))
+        assert (version.text, version.source, version.created_by) == (VALID, "ui", "mia")
+    # Unchanged text: no new version.
+    save(maintainer, h, VALID)
+    assert "Configuration unchanged: version 1 stays in force." in maintainer.get(
+        "/agents/prod/settings").text
+
+
+def test_invalid_save_shows_line_and_column_and_keeps_the_text(maintainer, h, app):
+    save(maintainer, h, VALID)
+    text = "gitops:\n  namespaces: [apps]\nuser_access:\n  access_as: root\n"
+    response = save(maintainer, h, text)
+    assert response.status_code == 422
+    page = response.text
+    assert "The configuration was refused; version 1 stays in force." in page
+    assert '<code class="config-position">4:14</code>' in page
+    assert escape("field user_access.access_as must be one of agent, user, not 'root' "
+                       "(line 4 column 14)") in page
+    assert "access_as: root\n</textarea>" in page  # what was typed is not lost
+    events = [e.type for e in h.events() if e.category == "configuration"]
+    assert events == ["config_commit_received", "config_invalid"]
+    assert [e.user_name for e in h.events() if e.type == "config_invalid"] == ["mia"]
+
+
+def test_deprecations_are_flashed(maintainer, h):
+    save(maintainer, h, "gitops:\n  manifest_projects: [{id: a/b}]\n")
+    page = maintainer.get("/agents/prod/settings").text
+    assert "Warning: gitops.manifest_projects is deprecated, use gitops.kustomizations." in page
+
+
+def test_check_validates_without_recording(maintainer, h, app):
+    csrf = h.csrf(maintainer, "/agents/prod/settings")
+    response = maintainer.post("/agents/prod/settings/config/check", data={
+        "config": "gitops:\n  kustomizations: [{}]\n"}, headers={"X-CSRF-Token": csrf,
+                                                               "HX-Request": "true"})
+    assert response.status_code == 200
+    assert '<code class="config-position">2:20</code>' in response.text
+    assert "1 problem:" in response.text
+    ok = maintainer.post("/agents/prod/settings/config/check", data={"config": VALID},
+                         headers={"X-CSRF-Token": csrf})
+    assert "Valid." in ok.text
+    assert h.events() == []
+    with app.app_context():
+        assert service.in_force(agents.get("prod")) is None
+
+
+def test_history_lists_versions_with_who_when_source_and_commit(maintainer, h, clock):
+    token = h.token("prod", "deployer")
+    maintainer.put("/api/v1/agent/config", json={"config": VALID, "commit": "c" * 40},
+                   headers=bearer(token))
+    clock.advance(minutes=5)
+    save(maintainer, h, "gitops: {}\n")
+    page = maintainer.get("/agents/prod/settings").text
+    history = page[page.index("config-history"):]
+    rows = history.split("<tr>")[2:]
+    assert "2" in rows[0] and "in force" in rows[0] and "mia" in rows[0] and ">ui<" in rows[0]
+    assert ">api<" in rows[1] and "deployer" in rows[1] and "c" * 12 in rows[1]
+
+
+def test_viewers_read_the_configuration_but_cannot_change_it(client, h, app):
+    h.user("val", "viewer")
+    h.agent()
+    with app.app_context():
+        service.submit(agents.get("prod"), VALID, source="cli")
+    h.login(client, "val")
+    page = client.get("/agents/prod/settings").text
+    assert "namespaces: [apps]" in page
+    assert "readonly" in page and "Save configuration" not in page
+    assert "read-only: changing it needs the maintainer role" in page
+    assert save(client, h, "gitops: {}\n").status_code == 403
+    csrf = h.csrf(client, "/agents/prod/settings")
+    assert client.post("/agents/prod/settings/config/check", data={"config": VALID},
+                       headers={"X-CSRF-Token": csrf}).status_code == 403
+    with app.app_context():
+        assert service.in_force(agents.get("prod")).number == 1
+
+
+def test_editor_starts_from_the_access_set_before_any_version(maintainer, h, app):
+    with app.app_context():
+        agent = agents.get("prod")
+        agent.cluster_access = {"access_as": "user", "view": {"role": "admin", "users": []},
+                                "act": {"role": "admin", "users": []}}
+        from webapp import db
+        db.session().commit()
+    page = maintainer.get("/agents/prod/settings").text
+    assert "user_access:\n  access_as: user\n  view: {role: admin, users: []}" in page
+
+
+def test_reference_page_has_the_deprecation_anchors(maintainer):
+    page = maintainer.get("/docs/agent-config")
+    assert page.status_code == 200
+    for anchor in ("deprecated-gitops-manifest_projects", "deprecated-user_access-projects",
+                   "deprecated-user_access-groups"):
+        assert f'id="{anchor}"' in page.text
