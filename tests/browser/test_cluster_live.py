@@ -235,13 +235,17 @@ def test_blocked_websocket_falls_back_to_http_streaming(cluster_page: Page,
                                                         sim: SimCluster) -> None:
     page = cluster_page
     attempts: list[str] = []
+    blocked = True
 
     def refuse(ws: WebSocketRoute) -> None:  # as a proxy that does not pass WebSockets
         attempts.append(ws.url)
-        ws.close(code=1011, reason="blocked by the test")
+        if blocked:
+            ws.close(code=1011, reason="blocked by the test")
+        else:
+            ws.connect_to_server()
 
     page.route_web_socket(re.compile(r"/agents/prod/watch$"), refuse)
-    page.goto("/agents/prod/cluster?namespace=default")
+    page.goto("/agents/prod/cluster")  # every namespace: rows carry a NAMESPACE cell
     badge = page.locator(BADGE)
     expect(badge).to_have_attribute("data-state", "connected", timeout=SLOW)
     expect(badge).to_have_attribute("title", re.compile(r"live \(HTTP streaming\)"))
@@ -259,6 +263,26 @@ def test_blocked_websocket_falls_back_to_http_streaming(cluster_page: Page,
     sim.record_event(pod, "Streamed", "over server-sent events")
     expect(page.locator("#panel-events")).to_contain_text("over server-sent events",
                                                           timeout=LIVE)
+    # The panel's own object rides on the pods stream: browsers allow six HTTP/1.1
+    # connections per host, and logs and actions need some too.
+    assert page.evaluate("window.agentwatchCluster.manager.sources.size") == 5
+    sim.set_pod_state("default", "web-1", "NotReady")
+    summary = page.locator("#panel-summary tbody.rows > tr")
+    expect(summary.locator('td[data-col="ready"]')).to_have_text("0/1", timeout=LIVE)
+    expect(summary.locator("td")).to_have_count(5)  # no NAMESPACE cell from the page table
+
+    # WebSockets work again: the next retry (every minute; called now) moves every watch
+    # back to one socket, and the streams close.
+    blocked = False
+    page.evaluate("window.agentwatchCluster.manager.retryWebSocket()")
+    expect(badge).to_have_attribute("title", "live", timeout=SLOW)
+    page.wait_for_function("window.agentwatchCluster.manager.sources.size === 0")
+    sim.record_event(pod, "Socketed", "over the WebSocket again")
+    expect(page.locator("#panel-events")).to_contain_text("over the WebSocket again",
+                                                          timeout=LIVE)
+    sim.add_pod("default", "socketed-1", state="Running")
+    expect(row(page, "pods", "socketed-1")).to_be_visible(timeout=LIVE)
+    expect(row(page, "pods", "web-1")).to_have_count(1)
 
 
 def test_badge_follows_an_outage_and_a_click_reconnects(cluster_page: Page,
@@ -271,6 +295,8 @@ def test_badge_follows_an_outage_and_a_click_reconnects(cluster_page: Page,
     server.stop()
     expect(badge).to_have_attribute("data-state", "disconnected", timeout=SLOW)
     expect(badge).to_have_attribute("title", re.compile(r"Cannot reach the cluster"))
+    error_row = page.locator("#pods-table tr.error-row")
+    expect(error_row).to_contain_text("Cannot reach the cluster")
 
     # Still down: a click reconnects the page, and the page still says the cluster is not.
     badge.click()
@@ -284,6 +310,7 @@ def test_badge_follows_an_outage_and_a_click_reconnects(cluster_page: Page,
         badge.click()  # reconnects every watch, no reload
         page.wait_for_timeout(300)
     expect(badge).to_have_attribute("data-state", "connected", timeout=SLOW)
+    expect(error_row).to_be_hidden()
     sim.add_pod("default", "after-outage", state="Running")
     expect(row(page, "pods", "after-outage")).to_be_visible(timeout=SLOW)
     assert_not_reloaded(page)

@@ -66,6 +66,10 @@
       this.count = table.closest(".k8s-section")?.querySelector(".count") || null;
       this.filter = filter;
       this.query = "";
+      this.byKey = new Map();  // data-key -> row: lookups stay cheap with thousands of rows
+      this.refreshing = 0;
+      for (const row of this.rows()) this.byKey.set(row.dataset.key, row);
+      this.columns = new Set(Array.from(table.querySelectorAll("thead th[data-col]"), (th) => th.dataset.col));
       this.sortCol = table.dataset.sortCol || "name";
       this.sortDir = table.dataset.sortDir === "desc" ? -1 : 1;
       for (const th of table.querySelectorAll("thead th[data-col]")) {
@@ -78,7 +82,7 @@
 
     rows() { return Array.from(this.body.children); }
 
-    find(key) { return this.body.querySelector('tr[data-key="' + CSS.escape(key) + '"]'); }
+    find(key) { return this.byKey.get(key) || null; }
 
     sortValue(row, col) {
       const cell = row.querySelector('td[data-col="' + col + '"]');
@@ -136,6 +140,9 @@
       template.innerHTML = html.trim();
       const row = template.content.firstElementChild;
       if (!row || !row.dataset.key) return;
+      // A row rendered for another table (the panel riding on a page table's stream)
+      // may carry a NAMESPACE cell this one has no header for.
+      for (const cell of row.querySelectorAll("td[data-col]")) if (!this.columns.has(cell.dataset.col)) cell.remove();
       const old = this.find(row.dataset.key);
       if (old) {
         if (old.classList.contains("selected")) row.classList.add("selected");
@@ -146,14 +153,15 @@
         this.insertSorted(row);
         row.classList.add("fresh");
       }
+      this.byKey.set(row.dataset.key, row);
       this.matchFilter(row);
       refreshAges(row);
-      this.refresh();
+      this.scheduleRefresh();
     }
 
     remove(key) {
       const row = this.find(key);
-      if (row) { row.remove(); this.refresh(); }
+      if (row) { row.remove(); this.byKey.delete(key); this.scheduleRefresh(); }
     }
 
     // Rows of a (re)started watch are stale until the new state names them again.
@@ -162,7 +170,10 @@
     unmark(key) { const row = this.find(key); if (row) delete row.dataset.stale; }
 
     sweepStale() {
-      for (const row of this.body.querySelectorAll("tr[data-stale]")) row.remove();
+      for (const row of this.body.querySelectorAll("tr[data-stale]")) {
+        row.remove();
+        this.byKey.delete(row.dataset.key);
+      }
       this.refresh();
     }
 
@@ -187,7 +198,13 @@
       this.refresh();
     }
 
+    // A snapshot of thousands of rows arrives as thousands of events: count once a frame.
+    scheduleRefresh() {
+      if (!this.refreshing) this.refreshing = requestAnimationFrame(() => this.refresh());
+    }
+
     refresh() {
+      if (this.refreshing) { cancelAnimationFrame(this.refreshing); this.refreshing = 0; }
       const rows = this.rows();
       const shown = rows.filter((row) => !row.hidden).length;
       const failing = this.errorRow && !this.errorRow.hidden;
@@ -263,13 +280,39 @@
       window.addEventListener("pagehide", () => this.stop());
     }
 
-    add(params, sink) {
+    // `within`: {watchId, namespace, name} when another watch of the page already sees
+    // this one's object. Over HTTP streaming each watch costs a connection and browsers
+    // allow six per host on HTTP/1.1, so such a watch rides along on that one's stream.
+    add(params, sink, within) {
       const id = "w" + this.nextId++;
-      const watch = { id, params, sink, problem: null };
+      const watch = { id, params, sink, within: within || null, problem: null };
       this.watches.set(id, watch);
       if (this.mode === "websocket" && this.wsOpen) { sink.start(); this.send({ type: "watch", watchId: id, watchParams: params }); }
-      else if (this.mode === "stream") { sink.start(); this.openSource(watch); }
+      else if (this.mode === "stream") this.streamWatch(watch);
       return id;
+    }
+
+    riding(watch) {
+      return this.mode === "stream" && watch.within && this.watches.has(watch.within.watchId);
+    }
+
+    streamWatch(watch) {
+      if (this.riding(watch)) return;
+      watch.sink.start();
+      this.openSource(watch);
+    }
+
+    // Messages of a streamed watch, passed on to the watches riding along (their object only).
+    forward(message) {
+      if (this.mode !== "stream") return;
+      for (const rider of this.watches.values()) {
+        if (!rider.within || rider.within.watchId !== message.watchId) continue;
+        if (message.type === "event") {
+          const meta = (message.event && message.event.object && message.event.object.metadata) || {};
+          if (meta.name !== rider.within.name || (meta.namespace || "") !== rider.within.namespace) continue;
+        }
+        this.handle(rider, message);
+      }
     }
 
     remove(id) {
@@ -412,7 +455,7 @@
       this.down = null;
       this.gotData = false;
       this.showConnecting(why + "; switching to HTTP streaming");
-      for (const watch of this.watches.values()) { watch.sink.start(); this.openSource(watch); }
+      for (const watch of this.watches.values()) this.streamWatch(watch);
       this.scheduleWebSocketRetry();
     }
 
@@ -460,6 +503,12 @@
       const watch = this.watches.get(message.watchId);
       if (!watch) return;  // a late message of a watch this page dropped
       this.gotData = true;
+      this.handle(watch, message);
+      this.forward(message);
+      this.updateBadge();
+    }
+
+    handle(watch, message) {
       switch (message.type) {
         case "event":
           watch.sink.event(message.event || {}, message.html);
@@ -479,7 +528,6 @@
           break;
         }
       }
-      this.updateBadge();
     }
 
     // --- the badge ---
@@ -661,13 +709,14 @@
       document.addEventListener("keydown", (event) => { if (event.key === "Escape" && !el.hidden && !document.querySelector("dialog[open]")) this.close(); });
     }
 
-    async open(row, watchParams) {
+    async open(row, watchParams, watchId) {
       this.close();
       const query = new URLSearchParams({
         group: watchParams.group || "", version: watchParams.version, resource: watchParams.resource,
         namespace: row.dataset.namespace || "", name: row.dataset.name || "",
       });
       this.selected = row.dataset.key;
+      this.parentWatch = watchId;
       row.classList.add("selected");
       this.el.hidden = false;
       this.el.innerHTML = '<p class="muted panel-loading">Loading…</p>';
@@ -693,13 +742,14 @@
       const summary = new Table(panel.querySelector("#panel-summary"));
       const events = new Table(panel.querySelector("#panel-events"));
       const gone = panel.querySelector(".panel-gone");
+      const within = this.parentWatch && { watchId: this.parentWatch, namespace: panel.dataset.namespace, name: panel.dataset.name };
       this.watchIds.push(this.manager.add(JSON.parse(panel.dataset.objectWatch), new TableSink(summary, {
         object: (type, obj) => {
           gone.hidden = type !== "DELETED";
           if (type === "MODIFIED") this.refreshDetails(panel);
           syncToggle(panel, obj);
         },
-      })));
+      }), within));
       this.watchIds.push(this.manager.add(JSON.parse(panel.dataset.eventsWatch), new TableSink(events)));
       const logs = panel.querySelector(".panel-logs");
       if (logs) this.logs = new LogView(logs, this.urls.logs, { namespace: panel.dataset.namespace, name: panel.dataset.name });
@@ -761,12 +811,12 @@
     for (const section of root.querySelectorAll(":scope > section.k8s-section")) {
       const table = new Table(section.querySelector("table"), section.querySelector(".table-filter"));
       const params = JSON.parse(section.dataset.watch);
-      if (live) manager.add(params, new TableSink(table));
+      const watchId = live ? manager.add(params, new TableSink(table)) : null;
       section.addEventListener("click", (event) => {
         const row = event.target.closest("tbody.rows > tr");
         if (!row || event.target.closest("button, input, select")) return;
         event.preventDefault();
-        panel.open(row, params);
+        panel.open(row, params, watchId);
       });
     }
     const picker = root.querySelector("select[data-autosubmit]");
