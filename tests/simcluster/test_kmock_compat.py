@@ -73,10 +73,10 @@ def list_watch_patch(api: kubernetes.client.ApiClient) -> dict[str, Any]:
     t.start()
     # the first live event proves the watch is open before we write
     custom.create_namespaced_custom_object(GROUP, VERSION, NS, PLURAL, kustomization("new"))
-    assert watching.wait(5)
+    assert watching.wait(15)
     custom.patch_namespaced_custom_object(GROUP, VERSION, NS, PLURAL, "apps",
                                           {"metadata": {"annotations": {REQUESTED: "t1"}}})
-    assert patched.wait(5)
+    assert patched.wait(15)
     t.join(5)
     got = custom.get_namespaced_custom_object(GROUP, VERSION, NS, PLURAL, "apps")
     return {"names": names, "rv": rv, "seen": seen, "object": got}
