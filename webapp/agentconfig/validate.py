@@ -7,15 +7,17 @@ JSON path jsonschema reports for each error.
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
 
 from .schema import DEPRECATED, SCHEMA, Deprecated
 
@@ -25,7 +27,6 @@ MAX_NODES = 20_000
 
 Path = tuple[str | int, ...]
 
-_VALIDATOR = Draft202012Validator(SCHEMA)
 
 
 @dataclass(frozen=True)
@@ -194,9 +195,16 @@ def _ordered(problems: list[Problem]) -> Iterator[Problem]:
 
 # --- schema errors in words --------------------------------------------------------------
 
+@functools.cache
+def _validator() -> Any:
+    # Imported when first needed: the app starts even where jsonschema is missing.
+    from jsonschema import Draft202012Validator
+    return Draft202012Validator(SCHEMA)
+
+
 def _schema_problems(data: Any, nodes: _NodeMap) -> list[Problem]:
     problems: list[Problem] = []
-    for error in _VALIDATOR.iter_errors(data):
+    for error in _validator().iter_errors(data):
         problems.extend(_explain(error, nodes))
     return problems
 
