@@ -11,6 +11,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from . import events
+from .hooks.enqueue import enqueue as enqueue_deliveries
 from .models import Event
 
 
@@ -48,9 +49,12 @@ def record(session: Session, agent_id: int, new_events: list[NewEvent],
            now: datetime) -> list[Recorded]:
     """Insert events in the caller's transaction; commit-scoped repeats are not stored twice.
 
+    Webhook deliveries of the newly stored events (never of duplicates) are written in the
+    same transaction, so an event and its deliveries commit or vanish together.
     Returns, per input event, its id and whether it was a duplicate of an earlier one.
     """
     results: list[Recorded | None] = [None] * len(new_events)
+    fresh: list[tuple[int, dict[str, Any]]] = []
     pending: list[_Pending] = []
     by_key: dict[str, _Pending] = {}
     for index, new in enumerate(new_events):
@@ -75,6 +79,7 @@ def record(session: Session, agent_id: int, new_events: list[NewEvent],
         ids = session.execute(stmt, [p.row for p in plain]).scalars().all()
         for item, event_id in zip(plain, ids, strict=True):
             _resolve(results, item, event_id, duplicate=False)
+            fresh.append((event_id, item.row))
 
     keyed = [p for p in pending if p.key is not None]
     if keyed:
@@ -84,6 +89,7 @@ def record(session: Session, agent_id: int, new_events: list[NewEvent],
         for item in keyed:
             if item.key in inserted:
                 _resolve(results, item, inserted[item.key], duplicate=False)
+                fresh.append((inserted[item.key], item.row))
         # Lost a race with a concurrent writer of the same key: theirs is the original.
         racing = [p for p in keyed if p.key not in inserted]
         if racing:
@@ -92,6 +98,7 @@ def record(session: Session, agent_id: int, new_events: list[NewEvent],
             for item in racing:
                 _resolve(results, item, found[item.key], duplicate=True)
 
+    enqueue_deliveries(session, agent_id, fresh, now)
     return [r for r in results if r is not None]
 
 

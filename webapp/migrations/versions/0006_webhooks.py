@@ -33,6 +33,7 @@ def upgrade() -> None:
         sa.Column("created_at", sa.DateTime(), nullable=False),
         sa.ForeignKeyConstraint(["agent_id"], ["agents.id"], ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("id"),
+        sqlite_autoincrement=True,
     )
     with op.batch_alter_table("hooks") as batch_op:
         batch_op.create_index("ix_hooks_agent_id", ["agent_id"], unique=False)
@@ -42,7 +43,6 @@ def upgrade() -> None:
         sa.Column("id", _BIG_ID, nullable=False),
         sa.Column("hook_id", sa.Integer(), nullable=False),
         sa.Column("event_id", sa.BigInteger(), nullable=True),
-        sa.Column("uid", sa.String(length=32), nullable=False),
         sa.Column("kind", sa.String(length=12), nullable=False),
         sa.Column("status", sa.String(length=12), nullable=False),
         sa.Column("attempts", sa.Integer(), nullable=False),
@@ -50,23 +50,20 @@ def upgrade() -> None:
         sa.Column("claim", sa.String(length=32), nullable=True),
         sa.Column("created_at", sa.DateTime(), nullable=False),
         sa.Column("payload", sa.JSON(), nullable=True),
-        sa.Column("last_attempt_at", sa.DateTime(), nullable=True),
-        sa.Column("last_status_code", sa.Integer(), nullable=True),
-        sa.Column("last_error", sa.Text(), nullable=True),
-        sa.ForeignKeyConstraint(["hook_id"], ["hooks.id"], ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("id"),
+        sqlite_autoincrement=True,
     )
     with op.batch_alter_table("hook_deliveries") as batch_op:
         batch_op.create_index("ix_hook_deliveries_due", ["hook_id", "next_attempt_at"],
                               unique=False,
                               sqlite_where=sa.text("next_attempt_at IS NOT NULL"),
                               postgresql_where=sa.text("next_attempt_at IS NOT NULL"))
-        batch_op.create_index("ix_hook_deliveries_hook", ["hook_id", "id"], unique=False)
 
     op.create_table(
         "hook_attempts",
         sa.Column("id", _BIG_ID, nullable=False),
-        sa.Column("delivery_id", _BIG_ID, nullable=False),
+        sa.Column("hook_id", sa.Integer(), nullable=False),
+        sa.Column("delivery_id", sa.BigInteger(), nullable=False),
         sa.Column("attempt", sa.Integer(), nullable=False),
         sa.Column("started_at", sa.DateTime(), nullable=False),
         sa.Column("ok", sa.Boolean(), nullable=False),
@@ -74,10 +71,12 @@ def upgrade() -> None:
         sa.Column("duration_ms", sa.Integer(), nullable=False),
         sa.Column("response", sa.Text(), nullable=True),
         sa.Column("error", sa.Text(), nullable=True),
-        sa.ForeignKeyConstraint(["delivery_id"], ["hook_deliveries.id"], ondelete="CASCADE"),
+        sa.Column("outcome", sa.String(length=12), nullable=False),
+        sa.Column("retry_at", sa.DateTime(), nullable=True),
         sa.PrimaryKeyConstraint("id"),
     )
     with op.batch_alter_table("hook_attempts") as batch_op:
+        batch_op.create_index("ix_hook_attempts_hook", ["hook_id", "id"], unique=False)
         batch_op.create_index("ix_hook_attempts_delivery_id", ["delivery_id"], unique=False)
 
 
