@@ -50,6 +50,27 @@ DEFAULTS: dict[str, Any] = {
     "EMAIL_MAX_EVENTS": 50,
     # Where people open agentwatch: the links in mails.
     "BASE_URL": "http://localhost:8000",
+    # Webhooks (webapp/hooks). Private, loopback and link-local targets are refused unless
+    # listed here: CIDRs or host names ("*.corp.example" for a whole domain), comma or
+    # space separated, e.g. "127.0.0.1/32, hooks.internal".
+    "WEBHOOK_ALLOWLIST": "",
+    "WEBHOOK_CONNECT_TIMEOUT_SECONDS": 5,
+    "WEBHOOK_TIMEOUT_SECONDS": 10,
+    # Attempts per delivery; retries wait BACKOFF, 2x, 4x … up to BACKOFF_MAX (with jitter).
+    "WEBHOOK_MAX_ATTEMPTS": 8,
+    "WEBHOOK_BACKOFF_SECONDS": 30,
+    "WEBHOOK_BACKOFF_MAX_SECONDS": 3600,
+    # A hook is disabled after this many deliveries in a row gave up.
+    "WEBHOOK_DISABLE_AFTER": 5,
+    # Requests in flight at once, across all hooks, and at most this many per hook.
+    "WEBHOOK_CONCURRENCY": 32,
+    "WEBHOOK_CONCURRENCY_PER_HOOK": 16,
+    # A claimed delivery is someone else's to retry after this long (at-least-once).
+    "WEBHOOK_CLAIM_SECONDS": 60,
+    # How often the sender looks for due deliveries when it has nothing to do.
+    "WEBHOOK_POLL_SECONDS": 1,
+    # Trust a private CA for https receivers ("" : the system's trust store).
+    "WEBHOOK_CA_FILE": "",
 }
 
 # Environment variables read as integers; any other AGENTWATCH_* is taken as text.
@@ -59,6 +80,10 @@ _INT_KEYS = {
     "SCHEDULER_TICK_SECONDS", "SCHEDULER_LEASE_SECONDS", "PRUNE_BATCH_SIZE", "TRUSTED_PROXIES",
     "NOTIFY_POLL_SECONDS", "NOTIFY_RULES_CACHE_SECONDS", "SMTP_PORT", "SMTP_TIMEOUT",
     "EMAIL_BATCH_SECONDS", "EMAIL_MAX_EVENTS",
+    "WEBHOOK_CONNECT_TIMEOUT_SECONDS", "WEBHOOK_TIMEOUT_SECONDS", "WEBHOOK_MAX_ATTEMPTS",
+    "WEBHOOK_BACKOFF_SECONDS", "WEBHOOK_BACKOFF_MAX_SECONDS", "WEBHOOK_DISABLE_AFTER",
+    "WEBHOOK_CONCURRENCY", "WEBHOOK_CONCURRENCY_PER_HOOK", "WEBHOOK_CLAIM_SECONDS",
+    "WEBHOOK_POLL_SECONDS",
 }
 # Environment variables that take one of a few words.
 _CHOICE_KEYS = {"SMTP_SECURITY": ("none", "starttls", "ssl")}
