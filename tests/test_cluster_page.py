@@ -305,7 +305,6 @@ def test_missing_object_panel_says_why(app: Flask, signed_in: FlaskClient, sim: 
 
 # --- what the panel's buttons answer ----------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="watch/actions.py words it f'{action}d': 'suspendd'")
 def test_suspend_outcome_reads_suspended(app: Flask, signed_in: FlaskClient, sim: SimCluster,
                                          tmp_path: Path, h: Helpers) -> None:
     sim.add_kustomization(FLUX_NS, "apps", suspend=False)
@@ -336,8 +335,6 @@ class Recorder:
         return True
 
 
-@pytest.mark.xfail(strict=True, reason="hub: a subscriber joining a synced watch during an "
-                   "outage gets the cached snapshot and `synced`, not the `error`")
 def test_joining_during_an_outage_hears_of_it(app: Flask, sim: SimCluster,
                                               tmp_path: Path) -> None:
     """A page that reconnects (badge click) while the cluster is down must not look live."""

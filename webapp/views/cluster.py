@@ -67,6 +67,11 @@ class Table:
     rows: list[Markup]
     error: KubeError | None
 
+    @property
+    def sort_col(self) -> str:
+        """As kubectl lists: by namespace then name when every namespace is shown."""
+        return self.columns[0].key if self.columns else "name"
+
 
 def _snapshots(agent: Agent, identity: Identity,
                params: list[WatchParams]) -> list[Snapshot]:
