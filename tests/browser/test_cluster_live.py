@@ -17,6 +17,7 @@ from playwright.sync_api import Page, WebSocketRoute, expect
 
 from webapp import agents, db
 from webapp.simcluster import SimCluster
+from webapp.watch.rows import human_duration
 
 pytestmark = pytest.mark.browser
 
@@ -123,6 +124,16 @@ def test_pods_appear_change_and_go_without_a_reload(cluster_page: Page,
     expect(row(page, "pods", "web-1").locator('td[data-col="status"]')).to_have_text(
         "Running", timeout=LIVE)
     expect(row(page, "pods", "web-1").locator('td[data-col="ready"]')).to_have_text("1/1")
+
+    # AGE is kept fresh by the page, worded as the server (and kubectl) words it.
+    age = row(page, "pods", "web-1").locator("time[data-age]")
+    age.evaluate("el => el.setAttribute('datetime', new Date(Date.now() - 1230e3).toISOString())")
+    page.evaluate("window.agentwatchCluster.refreshAges()")
+    expect(age).to_have_text("20m")
+    samples = [-5, 0, 119, 120, 192, 600, 3 * 3600 + 7, 5 * 3600 + 180, 50 * 3600,
+               9 * 86400, 800 * 86400, 3000 * 86400]
+    assert page.evaluate("s => s.map(window.agentwatchCluster.humanDuration)", samples) == \
+        [human_duration(s) for s in samples]
 
     sim.delete("pods", "web-1", namespace="quiet", grace_period=0)
     expect(row(page, "pods", "web-1")).to_have_count(0, timeout=LIVE)

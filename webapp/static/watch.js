@@ -824,7 +824,7 @@
     refreshAges(root);
     setInterval(() => refreshAges(root), AGE_REFRESH);
     if (live) manager.start();
-    window.agentwatchCluster = { manager, panel };  // for debugging and tests
+    window.agentwatchCluster = { manager, panel, humanDuration, refreshAges };  // for debugging and tests
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
