@@ -14,7 +14,6 @@ from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
-    Insert,
     Select,
     case,
     delete,
@@ -57,10 +56,11 @@ def _insert(session: Session, table: type[Any]) -> Any:
 
 
 def _ensure_settings(session: Session, user_id: int, now: datetime) -> None:
-    stmt: Insert = _insert(session, NotificationSettings).values(
-        user_id=user_id, email=None, email_enabled=True, browser_enabled=False,
-        read_up_to=0, mailed_up_to=0, updated_at=now)
-    session.execute(stmt.on_conflict_do_nothing(index_elements=["user_id"]))  # type: ignore[attr-defined]
+    session.execute(
+        _insert(session, NotificationSettings)
+        .values(user_id=user_id, email=None, email_enabled=True, browser_enabled=False,
+                read_up_to=0, mailed_up_to=0, updated_at=now)
+        .on_conflict_do_nothing(index_elements=["user_id"]))
 
 
 def normalize_email(raw: str | None) -> str | None:
