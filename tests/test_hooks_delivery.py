@@ -138,7 +138,7 @@ def test_duplicates_and_disabled_hooks_get_no_delivery(app, h, receiver):
     off = make_hook(app, receiver.url("/off"))
     with app.app_context():
         from webapp.hooks import service
-        service.disable(service.get(off, agents.get("prod")), "alice")
+        service.disable(service.get(off), "alice")
     record_events(app, "prod", event(app=app, commit_sha=SHA))
     record_events(app, "prod", event(app=app, commit_sha=SHA))  # the same commit again
     assert [d.hook_id for d in deliveries(app)] != [off]

@@ -41,11 +41,10 @@ class Filters:
 
 
 def _checked(values: Iterable[str], allowed: tuple[str, ...], what: str) -> list[str]:
-    found = list(dict.fromkeys(v.strip() for v in values if v and v.strip()))
-    for value in found:
-        if value not in allowed:
-            raise Invalid(f"Unknown {what} {value!r}", code="invalid_filter")
-    return found
+    found = {v.strip() for v in values if v and v.strip()}
+    for value in sorted(found - set(allowed)):
+        raise Invalid(f"Unknown {what} {value!r}", code="invalid_filter")
+    return [value for value in allowed if value in found]  # in the catalog's order
 
 
 def filters_of(hook: Hook) -> Filters:
@@ -89,12 +88,10 @@ def global_hooks() -> list[Hook]:
         select(Hook).where(Hook.agent_id.is_(None)).order_by(Hook.id)))
 
 
-def get(hook_id: int, agent: Agent | None = None) -> Hook:
-    """A hook; with `agent`, only one of that agent's (URLs name both)."""
+def get(hook_id: int) -> Hook:
     hook = db.session().get(Hook, hook_id)
-    if hook is None or (agent is not None and hook.agent_id != agent.id) \
-            or (agent is None and hook.agent_id is not None):
-        raise NotFound(f"No webhook {hook_id} here", code="hook_not_found")
+    if hook is None:
+        raise NotFound(f"No webhook {hook_id}", code="hook_not_found")
     return hook
 
 
@@ -187,22 +184,26 @@ class LogRow:
     kind: str
     event_id: int | None
     event_type: str | None
+    agent_name: str | None
 
 
-def log(hook: Hook, before: int | None = None, limit: int = LOG_PAGE) -> list[LogRow]:
+def log(hook: Hook, before: int | None = None, limit: int | None = None) -> list[LogRow]:
     """Attempts, newest first, with what they delivered."""
-    stmt = (select(Attempt, Delivery.kind, Delivery.event_id, Delivery.created_at, Event.type)
+    stmt = (select(Attempt, Delivery.kind, Delivery.event_id, Delivery.created_at, Event.type,
+                   Agent.name)
             .join(Delivery, Delivery.id == Attempt.delivery_id)
             .outerjoin(Event, Event.id == Delivery.event_id)
+            .outerjoin(Agent, Agent.id == Event.agent_id)
             .where(Attempt.hook_id == hook.id))
     if before is not None:
         stmt = stmt.where(Attempt.id < before)
     key = current_app.config["SECRET_KEY"]
-    rows = db.session().execute(stmt.order_by(Attempt.id.desc()).limit(limit)).all()
+    rows = db.session().execute(
+        stmt.order_by(Attempt.id.desc()).limit(limit or LOG_PAGE)).all()
     return [LogRow(attempt, attempt.delivery_id,
                    delivery.delivery_uid(key, attempt.delivery_id, created_at), kind,
-                   event_id, "ping" if kind == "ping" else event_type)
-            for attempt, kind, event_id, created_at, event_type in rows]
+                   event_id, "ping" if kind == "ping" else event_type, agent_name)
+            for attempt, kind, event_id, created_at, event_type, agent_name in rows]
 
 
 def last_attempt_at(hook: Hook) -> datetime | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import Flask
 
 from ..agentconfig import views as agentconfig
+from ..hooks import views as hooks
 from ..notify import views as notify
 from . import (
     account,
@@ -27,3 +28,4 @@ def init_app(app: Flask) -> None:
                    account):
         app.register_blueprint(module.bp)
     app.register_blueprint(notify.bp)
+    app.register_blueprint(hooks.bp)
