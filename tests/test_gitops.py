@@ -162,3 +162,25 @@ def test_changes_while_down_are_recorded_on_return(observed, cluster, h):
     observed().wait_idle(10)
     wait_for(lambda: ("gitops_sync_failed", sha) in gitops_events(h))
     assert ("gitops_commit_received", sha) in gitops_events(h)
+
+
+def test_the_job_observes_what_the_configuration_names(app, cluster, tmp_path, h):
+    from webapp import jobs
+    from webapp.agentconfig import service
+
+    cluster.add_kustomization("flux-system", "apps")
+    cluster.add_kustomization("flux-system", "ignored")
+    cluster.wait_for(lambda: cluster.get("kustomizations", "ignored", "flux-system")
+                     .get("status", {}).get("lastAppliedRevision"))
+    with app.app_context():
+        agent = agents.create("prod", kubeconfig_path=str(tmp_path / "kubeconfig"),
+                              kube_context="sim")
+        service.submit(agent, "gitops:\n  kustomizations:\n    - name: apps\n"
+                              "      namespace: flux-system\n", source="cli")
+    try:
+        assert jobs.run_job(app, "gitops") >= 2  # commit received + synced, then it stops
+    finally:
+        app.extensions["watch_hub"].shutdown()
+        app.extensions["clusters"].close()
+    objects = {e.details["object"] for e in h.events() if e.category == "gitops"}
+    assert objects == {"Kustomization/flux-system/apps"}

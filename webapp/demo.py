@@ -12,10 +12,24 @@ from pathlib import Path
 from flask import current_app
 
 from . import agents, clock, db, tokens, users
+from .agentconfig import service as agentconfig
 from .errors import NotFound
 from .recorder import NewEvent, record
 
 DEMO_AGENT = "demo-agent"
+# What the demo agent observes in the simulated cluster (`python -m webapp.simcluster --demo`).
+DEMO_CONFIG = """\
+gitops:
+  namespaces: [flux-system, shop, monitoring]
+user_access:
+  access_as: agent
+  view: {role: viewer}
+  act: {role: maintainer}
+notifications:
+  important:
+    levels: [error, warning]
+    types: [agent_disconnected]
+"""
 _PROJECT = "platform/manifests"
 
 
@@ -33,7 +47,10 @@ def seed(echo: Callable[[str], None] = print, kubeconfig: str | None = None,
         _seed_agent()
         echo(f"created demo agent {DEMO_AGENT} with a week of activity")
     if kubeconfig:
-        agents.set_connection(agents.get(DEMO_AGENT), os.path.abspath(kubeconfig), context)
+        agent = agents.get(DEMO_AGENT)
+        agents.set_connection(agent, os.path.abspath(kubeconfig), context)
+        if agentconfig.in_force(agent) is None:
+            agentconfig.submit(agent, DEMO_CONFIG, source="cli", by="admin")
         echo(f"demo agent {DEMO_AGENT} watches the cluster of {kubeconfig}")
     echo(f"sign in as admin / {password}  (stored in {_password_file()})")
 

@@ -6,20 +6,10 @@ loses the lease stops observing (see jobs.run_if_leader).
 
 from __future__ import annotations
 
-import importlib
-
 from flask import Flask
 
-from .observer import GitOpsObserver, Target, agents_with_clusters
-
-
-def _targets(agent: object) -> list[Target]:
-    try:
-        service = importlib.import_module("webapp.agentconfig.service")
-    except ImportError:
-        return []
-    getter = getattr(service, "gitops_targets", None)
-    return list(getter(agent)) if getter else []
+from ..agentconfig import service
+from .observer import GitOpsObserver, agents_with_clusters
 
 
 def observer(app: Flask) -> GitOpsObserver:
@@ -31,7 +21,7 @@ def observer(app: Flask) -> GitOpsObserver:
 
 def run(app: Flask) -> int:
     with app.app_context():
-        wanted = {agent.name: _targets(agent) for agent in agents_with_clusters()}
+        wanted = {agent.name: service.gitops_targets(agent) for agent in agents_with_clusters()}
         return observer(app).sync({name: t for name, t in wanted.items() if t})
 
 
