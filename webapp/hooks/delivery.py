@@ -19,10 +19,10 @@ import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from flask import Flask, current_app
-from sqlalchemy import delete, select, update
+from sqlalchemy import Connection, Table, bindparam, delete, insert, select, update
 from sqlalchemy.orm import Session
 
 from .. import clock, db, feed
@@ -135,6 +135,27 @@ def ping_payload(hook: Hook, agent_name: str | None, user_name: str | None,
 
 
 # --- claiming -----------------------------------------------------------------------------
+# Core statements on the session's connection, not ORM objects: at hundreds of deliveries
+# a second the ORM's per-row bookkeeping cost more CPU than the requests themselves.
+
+_D = cast(Table, Delivery.__table__)
+_H = cast(Table, Hook.__table__)
+_A = cast(Table, Attempt.__table__)
+_E = cast(Table, Event.__table__)
+
+# Built once: the statements that run for every batch of deliveries are compiled and
+# cached by SQLAlchemy instead of being rebuilt per call.
+_ENABLED_HOOKS = select(_H.c.id, _H.c.url, _H.c.secret).where(_H.c.enabled.is_(True))
+_DUE = (select(_D.c.id)
+        .where(_D.c.hook_id == bindparam("c_hook"), _D.c.next_attempt_at <= bindparam("c_now"))
+        .order_by(_D.c.next_attempt_at).limit(bindparam("c_take")))
+_EVENTS = (select(_E, Agent.name.label("agent_name"))
+           .join(Agent, Agent.id == _E.c.agent_id)
+           .where(_E.c.id.in_(bindparam("ids", expanding=True))))
+_CLAIMS = select(_D.c.id, _D.c.claim).where(_D.c.id.in_(bindparam("ids", expanding=True)))
+_COUNTERS = (select(_H.c.id, _H.c.consecutive_failures, _H.c.enabled, _H.c.agent_id, _H.c.url)
+             .where(_H.c.id.in_(bindparam("ids", expanding=True))))
+
 
 def claim_due(settings: Settings, room: int, busy: Mapping[int, int]) -> list[Claimed]:
     """Claim up to `room` due deliveries of enabled hooks, at most `per_hook` in flight
@@ -145,8 +166,8 @@ def claim_due(settings: Settings, room: int, busy: Mapping[int, int]) -> list[Cl
     now = clock.now()
     token = secrets.token_hex(16)
     with db.write_transaction() as session:
-        hooks = list(session.scalars(
-            select(Hook).where(Hook.enabled.is_(True)).order_by(Hook.id)))
+        conn = session.connection()
+        hooks = list(conn.execute(_ENABLED_HOOKS))
         # Start at a different hook each time: no hook always goes first.
         random.shuffle(hooks)
         rows: list[Any] = []
@@ -154,13 +175,11 @@ def claim_due(settings: Settings, room: int, busy: Mapping[int, int]) -> list[Cl
             take = min(settings.per_hook - busy.get(hook.id, 0), room - len(rows))
             if take <= 0:
                 continue
-            due = (select(Delivery.id)
-                   .where(Delivery.hook_id == hook.id, Delivery.next_attempt_at <= now)
-                   .order_by(Delivery.next_attempt_at).limit(take))
-            rows.extend(_mark(session, settings, due, now, token))
+            rows.extend(_mark(conn, settings, _DUE, now, token,
+                              {"c_hook": hook.id, "c_now": now, "c_take": take}))
             if len(rows) >= room:
                 break
-        return _prepare(session, settings, {h.id: h for h in hooks}, rows, now)
+        return _prepare(conn, settings, {h.id: h for h in hooks}, rows, now)
 
 
 def claim_one(settings: Settings, delivery_id: int) -> Claimed | None:
@@ -169,47 +188,55 @@ def claim_one(settings: Settings, delivery_id: int) -> Claimed | None:
     now = clock.now()
     token = secrets.token_hex(16)
     with db.write_transaction() as session:
-        pick = (select(Delivery.id).where(
-            Delivery.id == delivery_id, Delivery.next_attempt_at.is_not(None),
-            (Delivery.status != "sending") | (Delivery.next_attempt_at <= now)))
-        rows = _mark(session, settings, pick, now, token)
-        if not rows:
-            return None
-        hook = session.get(Hook, rows[0].hook_id)
+        conn = session.connection()
+        pick = select(_D.c.id).where(
+            _D.c.id == delivery_id, _D.c.next_attempt_at.is_not(None),
+            (_D.c.status != "sending") | (_D.c.next_attempt_at <= now))
+        rows = _mark(conn, settings, pick, now, token)
+        hook = conn.execute(select(_H.c.id, _H.c.url, _H.c.secret)
+                            .where(_H.c.id == rows[0].hook_id)).first() if rows else None
         if hook is None:
             return None
-        found = _prepare(session, settings, {hook.id: hook}, rows, now)
+        found = _prepare(conn, settings, {hook.id: hook}, rows, now)
         return found[0] if found else None
 
 
-def _mark(session: Session, settings: Settings, pick: Any, now: datetime,
-          token: str) -> list[Any]:
-    if session.get_bind().dialect.name == "postgresql":
-        # Rows another sender is claiming right now are skipped, not waited for.
-        pick = pick.with_for_update(skip_locked=True)
-    stmt = (update(Delivery)
-            .where(Delivery.id.in_(pick.scalar_subquery()),
-                   Delivery.next_attempt_at.is_not(None))
-            .values(status="sending", claim=token, attempts=Delivery.attempts + 1,
-                    next_attempt_at=now + settings.claim_lease)
-            .returning(Delivery.id, Delivery.hook_id, Delivery.event_id, Delivery.kind,
-                       Delivery.attempts, Delivery.created_at, Delivery.payload,
-                       Delivery.claim)
-            .execution_options(synchronize_session=False))
-    return list(session.execute(stmt).all())
+def _mark(conn: Connection, settings: Settings, pick: Any, now: datetime,
+          token: str, params: dict[str, Any] | None = None) -> list[Any]:
+    """Claim the rows `pick` selects; their new state is returned."""
+    postgres = conn.dialect.name == "postgresql"
+    if pick is _DUE and postgres in _MARK_DUE:
+        stmt = _MARK_DUE[postgres]
+    else:
+        stmt = _claiming(pick.with_for_update(skip_locked=True) if postgres else pick)
+        if pick is _DUE:
+            _MARK_DUE[postgres] = stmt
+    return list(conn.execute(stmt, {
+        **(params or {}), "c_token": token, "c_until": now + settings.claim_lease}))
 
 
-def _prepare(session: Session, settings: Settings, hooks: Mapping[int, Hook],
+def _claiming(pick: Any) -> Any:
+    # On PostgreSQL `pick` skips rows another sender is locking instead of waiting.
+    return (update(_D)
+            .where(_D.c.id.in_(pick.scalar_subquery()), _D.c.next_attempt_at.is_not(None))
+            .values(status="sending", claim=bindparam("c_token"),
+                    attempts=_D.c.attempts + 1, next_attempt_at=bindparam("c_until"))
+            .returning(_D.c.id, _D.c.hook_id, _D.c.event_id, _D.c.kind, _D.c.attempts,
+                       _D.c.created_at, _D.c.payload, _D.c.claim))
+
+
+# The claiming UPDATE of _DUE, per dialect (True: PostgreSQL), built on first use.
+_MARK_DUE: dict[bool, Any] = {}
+
+
+def _prepare(conn: Connection, settings: Settings, hooks: Mapping[int, Any],
              rows: list[Any], now: datetime) -> list[Claimed]:
     """Build each claimed row's request; rows whose event is gone are skipped."""
     event_ids = [r.event_id for r in rows if r.event_id is not None]
-    events: dict[int, tuple[Event, str]] = {}
+    events: dict[int, Any] = {}
     for start in range(0, len(event_ids), 500):
-        chunk = event_ids[start:start + 500]
-        for event, name in session.execute(
-                select(Event, Agent.name).join(Agent, Agent.id == Event.agent_id)
-                .where(Event.id.in_(chunk))):
-            events[event.id] = (event, name)
+        for row in conn.execute(_EVENTS, {"ids": event_ids[start:start + 500]}):
+            events[row.id] = row
     claimed: list[Claimed] = []
     gone: list[int] = []
     for row in rows:
@@ -219,8 +246,9 @@ def _prepare(session: Session, settings: Settings, hooks: Mapping[int, Hook],
             payload = row.payload or {}
             type_name = "ping"
         elif row.event_id in events:
-            event, agent_name = events[row.event_id]
-            payload = event_payload(event, agent_name)
+            event = events[row.event_id]
+            # A row reads like the model (attribute access), which is all to_json needs.
+            payload = event_payload(cast(Event, event), event.agent_name)
             type_name, agent_id = event.type, event.agent_id
         else:
             gone.append(row.id)
@@ -236,9 +264,8 @@ def _prepare(session: Session, settings: Settings, hooks: Mapping[int, Hook],
         claimed.append(Claimed(row.id, hook.id, row.claim, row.attempts, row.kind, hook.url,
                                body, headers, agent_id, now))
     if gone:
-        session.execute(update(Delivery).where(Delivery.id.in_(gone))
-                        .values(status="skipped", next_attempt_at=None, claim=None)
-                        .execution_options(synchronize_session=False))
+        conn.execute(update(_D).where(_D.c.id.in_(gone))
+                     .values(status="skipped", next_attempt_at=None, claim=None))
     return claimed
 
 
@@ -253,62 +280,76 @@ def send(settings: Settings, item: Claimed) -> sender.Outcome:
 
 # --- results ------------------------------------------------------------------------------
 
+_FINISH = (update(_D)
+           .where(_D.c.id == bindparam("d_id"), _D.c.claim == bindparam("d_claim"))
+           .values(status=bindparam("d_status"), next_attempt_at=bindparam("d_next"),
+                   claim=None))
+
+
 def complete(settings: Settings, results: Iterable[tuple[Claimed, sender.Outcome]]) -> int:
-    """Record attempts and decide what comes next, in one short transaction."""
+    """Record attempts and decide what comes next: one short transaction for a batch of
+    results, a few statements whatever its size."""
     results = list(results)
     if not results:
         return 0
     now = clock.now()
     with db.write_transaction() as session:
+        conn = session.connection()
+        claims = {item.delivery_id: item.claim for item, _ in results}
+        # Only rows still under our claim: if one expired and someone else took it, their
+        # attempt decides what comes next; ours is still logged.
+        mine = {row.id for row in conn.execute(_CLAIMS, {"ids": list(claims)})
+                if row.claim == claims[row.id]}
+        counted = [item.hook_id for item, _ in results if item.kind != "ping"]
+        counters = _COUNTERS.with_for_update() if conn.dialect.name == "postgresql" \
+            else _COUNTERS
+        hooks = {row.id: row for row in conn.execute(counters, {"ids": sorted(set(counted))})
+                 } if counted else {}
+        failures = {hook_id: row.consecutive_failures for hook_id, row in hooks.items()}
+        enabled = {hook_id: row.enabled for hook_id, row in hooks.items()}
+        finished: list[dict[str, Any]] = []
+        logged: list[dict[str, Any]] = []
+        disabling: list[tuple[Claimed, sender.Outcome, int]] = []
         for item, outcome in results:
-            _complete_one(session, settings, item, outcome, now)
+            final = outcome.ok or item.kind == "ping" or item.attempt >= settings.max_attempts
+            retry_at = None if final else now + backoff(settings, item.attempt)
+            result = "succeeded" if outcome.ok else ("failed" if final else "retrying")
+            if item.delivery_id in mine:
+                finished.append({
+                    "d_id": item.delivery_id, "d_claim": item.claim, "d_next": retry_at,
+                    "d_status": "succeeded" if outcome.ok else ("failed" if final
+                                                                else "pending")})
+                if item.hook_id in hooks and item.kind != "ping":
+                    if outcome.ok:
+                        failures[item.hook_id] = 0
+                    elif final:
+                        failures[item.hook_id] += 1
+                        if enabled[item.hook_id] and \
+                                failures[item.hook_id] >= settings.disable_after:
+                            enabled[item.hook_id] = False
+                            disabling.append((item, outcome, failures[item.hook_id]))
+                            result = "disabled"
+            logged.append({
+                "hook_id": item.hook_id, "delivery_id": item.delivery_id,
+                "attempt": item.attempt, "started_at": item.started_at, "ok": outcome.ok,
+                "status_code": outcome.status_code, "duration_ms": outcome.duration_ms,
+                "response": outcome.response, "error": outcome.error, "outcome": result,
+                "retry_at": retry_at})
+        if finished:
+            conn.execute(_FINISH, finished)
+        conn.execute(insert(_A), logged)
+        for hook_id, count in failures.items():
+            if count != hooks[hook_id].consecutive_failures:
+                conn.execute(update(_H).where(_H.c.id == hook_id)
+                             .values(consecutive_failures=count))
+        for item, outcome, count in disabling:
+            hook = hooks[item.hook_id]
+            last = outcome.error or f"HTTP {outcome.status_code}"
+            reason = (f"Disabled automatically after {count} failed deliveries in a row "
+                      f"(last: {last})")
+            disable(session, item.hook_id, reason, now, by_user=None,
+                    agent_id=hook.agent_id or item.agent_id, url=hook.url, failures=count)
     return len(results)
-
-
-def _complete_one(session: Session, settings: Settings, item: Claimed,
-                  outcome: sender.Outcome, now: datetime) -> None:
-    final = outcome.ok or item.kind == "ping" or item.attempt >= settings.max_attempts
-    retry_at = None if final else now + backoff(settings, item.attempt)
-    status = "succeeded" if outcome.ok else ("failed" if final else "pending")
-    # Conditional on our claim: if it expired and someone else took the row, their
-    # attempt decides what comes next; ours is still logged.
-    mine = db.rowcount(session.execute(
-        update(Delivery).where(Delivery.id == item.delivery_id, Delivery.claim == item.claim)
-        .values(status=status, next_attempt_at=retry_at, claim=None)
-        .execution_options(synchronize_session=False)))
-    result = "succeeded" if outcome.ok else ("failed" if final else "retrying")
-    if mine and item.kind != "ping":
-        if outcome.ok:
-            session.execute(update(Hook).where(Hook.id == item.hook_id,
-                                               Hook.consecutive_failures != 0)
-                            .values(consecutive_failures=0)
-                            .execution_options(synchronize_session=False))
-        elif final and _count_failure(session, settings, item, outcome, now):
-            result = "disabled"
-    session.add(Attempt(
-        hook_id=item.hook_id, delivery_id=item.delivery_id, attempt=item.attempt,
-        started_at=item.started_at, ok=outcome.ok, status_code=outcome.status_code,
-        duration_ms=outcome.duration_ms, response=outcome.response, error=outcome.error,
-        outcome=result, retry_at=retry_at))
-
-
-def _count_failure(session: Session, settings: Settings, item: Claimed,
-                   outcome: sender.Outcome, now: datetime) -> bool:
-    """One more delivery gave up; disable the hook at the threshold. True if disabled."""
-    row = session.execute(
-        update(Hook).where(Hook.id == item.hook_id)
-        .values(consecutive_failures=Hook.consecutive_failures + 1)
-        .returning(Hook.consecutive_failures, Hook.enabled, Hook.agent_id, Hook.url)
-        .execution_options(synchronize_session=False)).first()
-    if row is None or not row.enabled or row.consecutive_failures < settings.disable_after:
-        return False
-    last = outcome.error or f"HTTP {outcome.status_code}"
-    reason = (f"Disabled automatically after {row.consecutive_failures} failed deliveries "
-              f"in a row (last: {last})")
-    disable(session, item.hook_id, reason, now, by_user=None,
-            agent_id=row.agent_id or item.agent_id, url=row.url,
-            failures=row.consecutive_failures)
-    return True
 
 
 def disable(session: Session, hook_id: int, reason: str, now: datetime,
@@ -317,19 +358,17 @@ def disable(session: Session, hook_id: int, reason: str, now: datetime,
     """Turn a hook off and skip what it still had waiting. An automatic disable records
     `webhook_disabled` on the hook's agent (for a global hook: on the agent whose event
     failed last). Returns False if it was already off."""
-    changed = db.rowcount(session.execute(
-        update(Hook).where(Hook.id == hook_id, Hook.enabled.is_(True))
-        .values(enabled=False, disabled_reason=reason, disabled_at=now)
-        .execution_options(synchronize_session=False)))
+    conn = session.connection()
+    changed = db.rowcount(conn.execute(
+        update(_H).where(_H.c.id == hook_id, _H.c.enabled.is_(True))
+        .values(enabled=False, disabled_reason=reason, disabled_at=now)))
     if not changed:
         return False
     # Waiting deliveries are dropped rather than flooding the receiver when re-enabled;
     # each can still be redelivered from the log. Rows being sent finish on their own.
-    session.execute(update(Delivery)
-                    .where(Delivery.hook_id == hook_id, Delivery.next_attempt_at.is_not(None),
-                           Delivery.status == "pending")
-                    .values(status="skipped", next_attempt_at=None)
-                    .execution_options(synchronize_session=False))
+    conn.execute(update(_D).where(_D.c.hook_id == hook_id, _D.c.next_attempt_at.is_not(None),
+                                  _D.c.status == "pending")
+                 .values(status="skipped", next_attempt_at=None))
     if by_user is None and agent_id is not None:
         record_one(session, agent_id, NewEvent(
             "webhook_disabled", now, message=reason,

@@ -30,6 +30,8 @@ from .sender import Outcome
 log = logging.getLogger(__name__)
 
 _KEY = "webhook_sender"
+# How long finished requests wait for neighbours before their results are written.
+BATCH_WAIT = 0.02
 
 
 class Sender:
@@ -85,7 +87,9 @@ class Sender:
         inflight: dict[Future[Outcome], Claimed] = {}
         busy: Counter[int] = Counter()
         sent = 0
-        more = True  # the last claim filled all the room it had: more may be waiting
+        # The last claim found something: more may be waiting (claims are capped per hook,
+        # so a short claim does not mean the queue is empty). Only an empty claim does.
+        more = True
         last_claim = 0.0
         pool = ThreadPoolExecutor(max_workers=settings.concurrency,
                                   thread_name_prefix="webhook")
@@ -95,13 +99,13 @@ class Sender:
                 room = settings.concurrency - len(inflight)
                 # Claim in batches, not one row per finished request: each claim is a
                 # write transaction that agents' ingest has to wait for on SQLite.
-                worth_it = room >= max(1, settings.concurrency // 4) or not inflight
+                worth_it = room >= max(1, settings.concurrency // 2) or not inflight
                 poll_due = time.monotonic() - last_claim >= settings.poll_seconds
-                if going and worth_it and (more or poll_due):
+                if going and worth_it and (more or poll_due or not inflight):
                     with self.app.app_context():
                         claimed = delivery.claim_due(settings, room, busy)
                     last_claim = time.monotonic()
-                    more = len(claimed) >= room
+                    more = bool(claimed)
                     for item in claimed:
                         inflight[pool.submit(delivery.send, settings, item)] = item
                         busy[item.hook_id] += 1
@@ -110,17 +114,28 @@ class Sender:
                         break
                     self._stop.wait(settings.poll_seconds)
                     continue
-                done, _ = wait(inflight, timeout=settings.poll_seconds,
-                               return_when=FIRST_COMPLETED)
-                if done and len(done) < len(inflight):
-                    time.sleep(0.01)  # let neighbours finish: one transaction for several
-                    done = {f for f in inflight if f.done()}
-                sent += self._record(settings, inflight, busy, done)
+                sent += self._record(settings, inflight, busy, self._finished(
+                    inflight, settings.poll_seconds, max(1, settings.concurrency // 4)))
         finally:
             pool.shutdown(wait=True)
             sent += self._record(settings, inflight, busy, set(inflight))
         self.sent += sent
         return sent
+
+    @staticmethod
+    def _finished(inflight: dict[Future[Outcome], Claimed], timeout: float,
+                  enough: int) -> set[Future[Outcome]]:
+        """The requests that finished: the first one, and whatever else finishes within
+        a few milliseconds, so that one transaction records several."""
+        done, pending = wait(inflight, timeout=timeout, return_when=FIRST_COMPLETED)
+        deadline = time.monotonic() + BATCH_WAIT
+        while done and pending and len(done) < enough:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            finished, pending = wait(pending, timeout=left, return_when=FIRST_COMPLETED)
+            done |= finished
+        return done
 
     def _record(self, settings: Settings, inflight: dict[Future[Outcome], Claimed],
                 busy: Counter[int], done: set[Future[Outcome]]) -> int:
