@@ -294,7 +294,12 @@ def test_poll_answers_204_until_something_changes(signed_in, h, app, clock):
     url = poll_url(signed_in.get("/agents/prod").text)
     assert "count=1" in url
     assert signed_in.get(url).status_code == 204
-    add(app, clock, "prod", "gitops_sync_succeeded")  # not important: still nothing new
+    # Not important: the same count, and the place to count from next time.
+    (quiet,) = add(app, clock, "prod", "gitops_sync_succeeded")
+    answer = signed_in.get(url)
+    assert answer.status_code == 200 and badge(answer.text) == "1"
+    url = poll_url(answer.text)
+    assert f"upto={quiet}" in url
     assert signed_in.get(url).status_code == 204
     (failed,) = add(app, clock, "prod", ("gitops_sync_failed", {"commit_sha": SHA}))
     answer = signed_in.get(url)
@@ -307,6 +312,39 @@ def test_poll_answers_204_until_something_changes(signed_in, h, app, clock):
     as_user(app, "alice", service.mark_all_read)
     answer = signed_in.get(poll_url(answer.text))
     assert answer.status_code == 200 and badge(answer.text) is None
+
+
+def test_poll_counts_only_new_rows_and_recounts_when_the_state_changes(
+        signed_in, h, app, clock, monkeypatch):
+    h.agent("prod")
+    h.agent("staging")
+    add(app, clock, "prod", "config_invalid")
+    url = poll_url(signed_in.get("/notifications/").text)
+    calls = []
+    real_count = service._count
+    monkeypatch.setattr(service, "_count", lambda *a: calls.append(a[2:]) or real_count(*a))
+    assert signed_in.get(url).status_code == 204
+    assert calls == [], "nothing new: not even the new rows are counted"
+    before = int(re.search(r"upto=(\d+)", url).group(1))
+    added = add(app, clock, "staging", "gitops_sync_failed", "agent_connected")
+    answer = signed_in.get(url)
+    assert badge(answer.text) == "2"
+    assert calls == [(before, added[-1])], "only the rows recorded since were counted"
+    # Muting (in another tab) changes the stamp: a full recount.
+    with app.app_context():
+        staging_id = agents.get("staging").id
+    csrf = h.csrf(signed_in, "/notifications/settings")
+    signed_in.post("/notifications/settings", data={
+        "csrf_token": csrf, "email": "", "mute": [str(staging_id)]})
+    answer = signed_in.get(poll_url(answer.text))
+    assert badge(answer.text) == "1" and calls[-1] == (0, added[-1])
+    # So does a new configuration of an agent.
+    with app.app_context():
+        agentconfig.submit(agents.get("prod"), STAGING_CONFIG, source="cli")
+    answer = signed_in.get(poll_url(answer.text))
+    # prod's config_invalid is not important any more, the commit it just received is.
+    assert badge(answer.text) == "1"
+    assert signed_in.get(poll_url(answer.text)).status_code == 204
 
 
 def test_poll_brings_new_events_for_browser_notifications(signed_in, h, app, clock):

@@ -9,6 +9,7 @@ in SQL: the unread count stays one query whatever the agents' rules.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,6 +41,13 @@ class Rules:
 
     def types_for(self, agent_id: int) -> frozenset[str]:
         return self.overrides.get(agent_id, self.default)
+
+    def fingerprint(self) -> str:
+        """The same for the same rules, in every process."""
+        parts = [",".join(sorted(self.default))]
+        parts += [f"{agent_id}:{','.join(sorted(types))}"
+                  for agent_id, types in sorted(self.overrides.items())]
+        return hashlib.sha256(";".join(parts).encode()).hexdigest()[:16]
 
     def predicate(self) -> ColumnElement[bool]:
         """SQL: the event is important for its agent."""

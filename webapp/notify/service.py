@@ -7,6 +7,7 @@ its own. Nothing is written when an event is recorded.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -150,21 +151,61 @@ def _unread(user_id: int, active: Rules, *columns: Any) -> Select[Any]:
 
 @dataclass(frozen=True)
 class Unread:
+    """The nav's badge, and what it was computed from (the poll sends it back)."""
+
     count: int  # at most COUNT_CAP
     latest_id: int  # the newest unread notification's event id; 0: none
+    upto: int = 0  # every event up to this id was considered
+    stamp: str = ""  # the user's read state, mutes and the agents' rules at the time
 
     @property
     def label(self) -> str:
         return f"{COUNT_CAP - 1}+" if self.count >= COUNT_CAP else str(self.count)
 
 
-def unread(user: User) -> Unread:
-    """The badge: one query walking the events' primary key down from the newest."""
-    newest = (_unread(user.id, rules(), Event.id.label("id"))
+def _state(user_id: int, active: Rules) -> tuple[int, str]:
+    """The newest event id and a stamp of everything else the count depends on: one
+    statement of primary-key lookups, whatever the number of events."""
+    settings = select(NotificationSettings).where(NotificationSettings.user_id == user_id)
+    reads = select(NotificationRead).where(NotificationRead.user_id == user_id)
+    mutes = select(NotificationMute).where(NotificationMute.user_id == user_id)
+    row = db.session().execute(select(
+        select(func.max(Event.id)).scalar_subquery(),
+        settings.with_only_columns(NotificationSettings.read_up_to).scalar_subquery(),
+        settings.with_only_columns(NotificationSettings.updated_at).scalar_subquery(),
+        reads.with_only_columns(func.count()).scalar_subquery(),
+        reads.with_only_columns(func.max(NotificationRead.event_id)).scalar_subquery(),
+        mutes.with_only_columns(func.count()).scalar_subquery(),
+        mutes.with_only_columns(func.sum(NotificationMute.agent_id)).scalar_subquery(),
+    )).one()
+    upto = int(row[0] or 0)
+    raw = "|".join(str(v) for v in row[1:]) + "|" + active.fingerprint()
+    return upto, hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+def _count(user_id: int, active: Rules, after: int, upto: int) -> tuple[int, int]:
+    """Unread notifications in (after, upto]: how many (up to the cap) and the newest."""
+    newest = (_unread(user_id, active, Event.id.label("id"))
+              .where(Event.id > after, Event.id <= upto)
               .order_by(Event.id.desc()).limit(COUNT_CAP).subquery())
     count, latest = db.session().execute(
         select(func.count(), func.max(newest.c.id))).one()
-    return Unread(int(count), int(latest or 0))
+    return int(count), int(latest or 0)
+
+
+def unread(user: User, known: Unread | None = None) -> Unread:
+    """The badge. Given what the page shows, only events recorded since are counted: while
+    the user reads nothing, a poll walks only the new rows."""
+    active = rules()
+    upto, stamp = _state(user.id, active)
+    if known is not None and known.stamp == stamp and 0 < known.upto <= upto:
+        if known.upto == upto:
+            return known
+        count, latest = _count(user.id, active, known.upto, upto)
+        return Unread(min(known.count + count, COUNT_CAP), latest or known.latest_id,
+                      upto, stamp)
+    count, latest = _count(user.id, active, 0, upto)
+    return Unread(count, latest, upto, stamp)
 
 
 @dataclass(frozen=True)

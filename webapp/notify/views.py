@@ -66,16 +66,19 @@ def older() -> str:
 
 @bp.get("/poll")
 def poll() -> Response | str | tuple[str, int]:
-    """The nav badge's poll: 204 while the count and the newest unread stay the same."""
+    """The nav badge's poll: 204 while nothing the count depends on changed."""
     if g.get("user") is None:
         return "", 286  # signed out: HTMX stops polling and the badge goes away
-    badge = service.unread(g.user)
-    seen = _int_arg("latest", -1)
-    if badge.count == _int_arg("count", -1) and badge.latest_id == seen:
+    known = service.Unread(_int_arg("count", 0), _int_arg("latest", 0), _int_arg("upto", 0),
+                           request.args.get("stamp", ""))
+    badge = service.unread(g.user, known)
+    if badge == known:
         return Response(status=204)
     fresh: list[service.Notification] = []
-    if seen >= 0 and badge.latest_id > seen and service.settings_of(g.user.id).browser_enabled:
-        fresh = service.newer_than(g.user, seen, BROWSER_NOTIFICATIONS_PER_POLL + 1)
+    if (badge.latest_id > known.latest_id and known.stamp
+            and service.settings_of(g.user.id).browser_enabled):
+        fresh = service.newer_than(g.user, max(known.upto, known.latest_id),
+                                   BROWSER_NOTIFICATIONS_PER_POLL + 1)
     return render_template("notifications/_nav.html", notify_badge=badge, fresh=fresh,
                            fresh_limit=BROWSER_NOTIFICATIONS_PER_POLL)
 
