@@ -331,3 +331,14 @@ def test_the_secret_signs_exactly_the_body_sent():
     body = b'{"event":{"id":1}}'
     assert hook_delivery.sign(SECRET, body) == (
         "sha256=" + __import__("hmac").new(SECRET.encode(), body, "sha256").hexdigest())
+
+
+def test_per_hook_caps_share_the_pool_and_one_run_sends_everything(app, h, receiver):
+    """Claims are capped per hook, so a short claim must not end a run early."""
+    app.config.update(WEBHOOK_CONCURRENCY=4, WEBHOOK_CONCURRENCY_PER_HOOK=1)
+    h.agent()
+    make_hook(app, receiver.url("/a"))
+    make_hook(app, receiver.url("/b"))
+    record_events(app, "prod", *[event(app=app, message=str(i)) for i in range(7)])
+    assert run_webhooks(app) == 14
+    assert sorted(r.path for r in receiver.received) == ["/a"] * 7 + ["/b"] * 7
