@@ -46,7 +46,7 @@ def served(tmp_path, database_url):
                                stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(100):
+        for _ in range(300):  # 30 s: a loaded 2-core machine boots gunicorn slowly
             try:
                 urllib.request.urlopen(f"{url}/login", timeout=1).close()
                 break

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.exc import IntegrityError
 from werkzeug.security import check_password_hash, generate_password_hash
 
@@ -141,7 +141,11 @@ def authenticate_token(raw: str) -> User:
     token, user = row
     now = clock.now()
     if token.last_used_at is None or now - token.last_used_at > timedelta(seconds=60):
-        session.execute(update(PersonalToken).where(PersonalToken.id == token.id)
-                        .values(last_used_at=now))
-        session.commit()
+        # Its own write transaction: upgrading this request's read transaction would fail
+        # on SQLite when several requests use the token at the same moment.
+        with db.write_transaction() as writing:
+            writing.execute(update(PersonalToken).where(
+                PersonalToken.id == token.id,
+                or_(PersonalToken.last_used_at.is_(None), PersonalToken.last_used_at < now))
+                .values(last_used_at=now))
     return user

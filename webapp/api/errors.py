@@ -28,7 +28,8 @@ def json_error(status: int, code: str, message: str, **extra: Any) -> Response:
 
 
 def is_api_request() -> bool:
-    return request.path.startswith("/api/")
+    """JSON APIs, and the live overview's endpoints that scripts and page code call."""
+    return request.path.startswith("/api/") or request.blueprint == "watch"
 
 
 def init_app(app: Flask) -> None:

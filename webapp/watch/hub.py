@@ -167,10 +167,13 @@ class UpstreamWatch:
             if self._synced and resume_from is not None and self._replay(subscription,
                                                                            resume_from):
                 pass
-            elif self._synced:
+            else:
                 if resume_from is not None:
+                    # Cannot replay (forgotten, or this watch is new): the state that follows
+                    # is whole, and the client must drop what it had.
                     self._deliver(subscription, message("reset", subscription.watch_id))
-                self._send_snapshot(subscription)
+                if self._synced:
+                    self._send_snapshot(subscription)
             if self._error is not None:
                 # Down right now: a late subscriber must not take the cached state for live.
                 self._deliver(subscription, message("error", subscription.watch_id,
@@ -356,6 +359,9 @@ class UpstreamWatch:
         stream = self.client.watch(self.key.params, self.key.identity, self.resource_version,
                                    random.randint(low, high))
         with self._lock:
+            if self._stopping.is_set():  # stopped while this stream was being opened
+                stream.close()
+                return False
             self._stream = stream
             if self._error is not None:  # the stream is open again: tell the page
                 self._error = None

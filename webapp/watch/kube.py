@@ -188,6 +188,8 @@ class LineStream:
                         yield line
             if pending.strip() and not self._closed.is_set():
                 yield pending
+        except urllib3.exceptions.ProtocolError:
+            return  # cut without its final chunk (proxy, network): an end like any other
         except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError):
             if not self._closed.is_set():
                 raise
@@ -200,10 +202,11 @@ class LineStream:
         self._closed.set()
         # shutdown() wakes a thread blocked in a read; close() alone may not.
         # Raises when the stream already finished and its connection is back in the pool.
-        with contextlib.suppress(AttributeError, OSError, RuntimeError):
+        with contextlib.suppress(AttributeError, OSError, RuntimeError, ValueError):
             self.response.shutdown()
-        self.response.close()
-        self.response.release_conn()
+        with contextlib.suppress(OSError, ValueError):
+            self.response.close()
+            self.response.release_conn()
 
     @property
     def closed(self) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Response, current_app, g, jsonify, request
+from flask import Blueprint, Response, current_app, jsonify, request
 
 from .. import agents, auth
 from ..errors import Invalid
@@ -22,11 +22,11 @@ def clusters_client(agent: Agent) -> ClusterClient:
 
 
 @bp.post("/agents/<name>/watch/ticket")
-@auth.login_required
 def ticket(name: str) -> Response:
+    user = auth.api_user()
     agent = agents.get(name)
-    access.require_view(g.user, agent)
-    raw = tickets.issue(g.user, agent)
+    access.require_view(user, agent)
+    raw = tickets.issue(user, agent)
     return jsonify({"ticket": raw, "protocol": SUBPROTOCOL,
                     "expiresIn": int(tickets.LIFETIME.total_seconds())})
 
