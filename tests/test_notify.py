@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 from webapp import agents, db, events, jobs, users
 from webapp.agentconfig import service as agentconfig
 from webapp.notify import important, service
-from webapp.notify.models import NotificationRead
+from webapp.notify.models import NotificationMute, NotificationRead, NotificationSettings
 from webapp.recorder import NewEvent, record
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -429,3 +429,26 @@ def test_event_older_than_retention_is_not_unread_forever(app, h, clock):
     assert as_user(app, "alice", service.unread).count == 1
     jobs.run_job(app, "prune")
     assert as_user(app, "alice", service.unread).count == 0
+
+
+def test_deleting_a_user_or_an_agent_takes_their_notification_rows(app, h, clock):
+    h.user()
+    h.user("bob", "viewer")
+    h.agent("prod")
+    h.agent("staging")
+    (event,) = add(app, clock, "prod", "config_invalid")
+    with app.app_context():
+        bob = users.get("bob")
+        service.save_settings(bob, service.SettingsForm(
+            "bob@example.com", True, True, frozenset({agents.get("staging").id})))
+        service.mark_read(bob, event)
+        users.delete(bob)
+        session = db.session()
+        for table in (NotificationRead, NotificationMute, NotificationSettings):
+            assert session.scalar(select(func.count()).select_from(table)) == 0, table
+        alice = users.get("alice")
+        service.save_settings(alice, service.SettingsForm(
+            None, True, False, frozenset({agents.get("staging").id})))
+        session.delete(agents.get("staging"))
+        session.commit()
+        assert session.scalar(select(func.count()).select_from(NotificationMute)) == 0
