@@ -1,0 +1,62 @@
+"""Pod logs as server-sent events: the tail, then lines as the container writes them;
+Kubernetes refusals as `error` messages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .conftest import Live
+
+PATH = "/agents/prod/cluster/logs"
+
+
+def query(**extra: str) -> dict[str, str]:
+    return {"namespace": "default", "pod": "web-1", "container": "app", **extra}
+
+
+def test_follow_tail_then_new_lines(live: Live, admin: str) -> None:
+    live.sim.add_pod("default", "web-1", ["app", "sidecar"],
+                     logs=[f"line {i}" for i in range(10)])
+    cookie = live.browser("alice").cookie_header()
+    stream = live.sse(PATH, query(follow="true", tailLines="5"), {"Cookie": cookie})
+    assert stream.status == 200
+    assert stream.content_type.startswith("text/event-stream")
+    tail = [stream.next().data for _ in range(5)]
+    assert tail == [{"type": "line", "line": f"line {i}"} for i in range(5, 10)]
+    live.sim.append_log("default", "web-1", "app", ["new 1", "new 2"])
+    live.sim.append_log("default", "web-1", "sidecar", "not this container")
+    live.sim.append_log("default", "web-1", "app", "new 3")
+    assert [stream.next().data["line"] for _ in range(3)] == ["new 1", "new 2", "new 3"]
+
+
+def test_without_follow_the_log_ends(live: Live, admin: str) -> None:
+    live.sim.add_pod("default", "web-1", ["app"], logs=["one", "two"])
+    stream = live.sse(PATH, query(follow="false"), {"Authorization": f"Bearer {admin}"})
+    messages = [stream.next().data for _ in range(3)]
+    assert messages == [{"type": "line", "line": "one"}, {"type": "line", "line": "two"},
+                        {"type": "end"}]
+
+
+def test_previous_container(live: Live, admin: str) -> None:
+    live.sim.add_pod("default", "web-1", ["app"], logs=["before the crash"])
+    bearer = {"Authorization": f"Bearer {admin}"}
+    error: dict[str, Any] = live.sse(PATH, query(previous="true"), bearer).next().data
+    assert error["type"] == "error"
+    assert error["error"]["code"] == 400
+    assert error["error"]["message"] == \
+        'previous terminated container "app" in pod "web-1" not found'
+
+    live.sim.restart_container("default", "web-1", "app", crashloop=False)
+    previous = live.sse(PATH, query(previous="true", follow="false"), bearer)
+    assert [previous.next().data for _ in range(2)] == [
+        {"type": "line", "line": "before the crash"}, {"type": "end"}]
+
+
+def test_unknown_pod_and_container(live: Live, admin: str) -> None:
+    live.sim.add_pod("default", "web-1", ["app"])
+    bearer = {"Authorization": f"Bearer {admin}"}
+    missing = live.sse(PATH, query(pod="nope"), bearer).next().data
+    assert missing["type"] == "error" and missing["error"]["code"] == 404
+    wrong = live.sse(PATH, query(container="nope"), bearer).next().data
+    assert wrong["type"] == "error" and wrong["error"]["code"] == 400
+    assert "nope" in wrong["error"]["message"]
