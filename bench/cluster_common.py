@@ -41,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import (  # noqa: E402
     HOST,
+    Client,
     Instance,
     Server,
     log,
@@ -350,7 +351,8 @@ class Rig:
     """Instance + user/token + simulator + agent + `agentwatch serve`."""
 
     def __init__(self, threads: int = 300, config: str = "", history_size: int = 1000,
-                 bookmark_interval: float = 5.0, keep: bool = False) -> None:
+                 bookmark_interval: float = 5.0, keep: bool = False,
+                 webapp: str | None = None) -> None:
         self.instance = Instance(keep=keep, prefix="aw-cluster-bench-")
         if config:
             Path(self.instance.path, "config.py").write_text(config)
@@ -360,11 +362,37 @@ class Rig:
         self.kubeconfig = os.path.join(self.instance.path, "sim.kubeconfig")
         self.sim = SimProcess(self.kubeconfig, history_size, bookmark_interval)
         self.instance.cli("agents", "create", AGENT, "--kubeconfig", self.kubeconfig)
-        self.server = Server(self.instance, threads=threads).start()
+        # `webapp`: a folder holding a scratch copy of the package (to try a fix without
+        # touching the repository); only the server runs it.
+        env = self.instance.env(**({"PYTHONPATH": webapp} if webapp else {}))
+        self.server = Server(self.instance, threads=threads, env=env).start()
+        if webapp:
+            log(f"server runs the webapp package from {webapp}")
         self.port = self.server.port
         self.master_pid = self.server.proc.pid if self.server.proc else 0
         self.worker_pid = self._worker()
         log(f"simulator {self.sim.url} pid={self.sim.pid}; server worker pid={self.worker_pid}")
+
+    def restart_server(self) -> None:
+        """A fresh server process on the same instance and simulator (cold caches)."""
+        env = self.server.env
+        threads = self.server.threads
+        self.server.stop()
+        self.server = Server(self.instance, threads=threads, env=env).start()
+        self.port = self.server.port
+        self.master_pid = self.server.proc.pid if self.server.proc else 0
+        self.worker_pid = self._worker()
+
+    def touch_token(self) -> None:
+        """Use the personal token once, so the handshakes that follow within 60 s do not
+        write its last use: concurrent first uses race in SQLite (webapp/users.py
+        authenticate_token; see docs/benchmarks.md) and one handshake in ~20 fails."""
+        client = Client(self.port)
+        status, body, _ = client.get("/api/v1/agents",
+                                     headers={"Authorization": f"Bearer {self.token}"})
+        client.close()
+        if status != 200:
+            raise RuntimeError(f"token check answered {status}: {body[:200]!r}")
 
     def _worker(self) -> int:
         deadline = time.monotonic() + 10
@@ -565,3 +593,296 @@ def header(title: str) -> dict[str, str]:
     info = machine_info()
     log(f"{title}: nproc={info['nproc']} cpu={info['cpu']} python={info['python']}")
     return info
+
+
+# --- fan-out subscribers, in their own processes ------------------------------------------
+
+class _Sub:
+    __slots__ = ("conn", "expected", "missing", "dups", "count", "lat", "close_code",
+                 "synced", "others")
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.expected = 0
+        self.missing = 0
+        self.dups = 0  # duplicated or out of order
+        self.count = 0
+        self.lat = array("l")  # microseconds, emit -> received
+        self.close_code: int | None = None
+        self.synced = False
+        self.others: list[bytes] = []
+
+    def event(self, seq: int, lat_us: int) -> None:
+        if seq == self.expected:
+            self.expected += 1
+        elif seq > self.expected:
+            self.missing += seq - self.expected
+            self.expected = seq + 1
+        else:
+            self.dups += 1
+        self.count += 1
+        self.lat.append(lat_us)
+
+    def result(self) -> dict[str, Any]:
+        return {"count": self.count, "expected_next": self.expected, "missing": self.missing,
+                "dups": self.dups, "close_code": self.close_code, "synced": self.synced,
+                "others": [o[:200].decode(errors="replace") for o in self.others[:3]],
+                "lat": self.lat.tobytes()}
+
+
+def _cpu_self() -> float:
+    import resource
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def fanout_clients_main(conn: Any, port: int, token: str, n: int, namespace: str,
+                        mode: str, first_seq: int = 0) -> None:
+    """A process of `n` subscribers: connect, watch, wait for `synced`, then record every
+    stamped event until told to stop."""
+    try:
+        if mode == "raw":
+            _raw_clients(conn, port, token, n, namespace, first_seq)
+        else:
+            _simple_clients(conn, port, token, n, namespace, first_seq)
+    except Exception:  # noqa: BLE001 - reported to the parent
+        conn.send(("err", traceback.format_exc()))
+
+
+def _handle_text(sub: _Sub, buf: bytearray | bytes, start: int, end: int, now_ns: int) -> None:
+    stamp = parse_stamp(buf, start, end)
+    if stamp is not None:
+        if sub.synced:
+            sub.event(stamp[0], (now_ns - stamp[1]) // 1000)
+        return
+    if buf.startswith(b'{"type":"synced"', start):
+        sub.synced = True
+    elif not buf.startswith(b'{"type":"event"', start):
+        sub.others.append(bytes(buf[start:end]))
+
+
+def _raw_clients(conn: Any, port: int, token: str, n: int, namespace: str,
+                 first_seq: int) -> None:
+    subs = []
+    for _ in range(n):
+        ws = WsConn(port, token)
+        ws.sock.setblocking(False)
+        subs.append(_Sub(ws))
+        subs[-1].expected = first_seq
+    for i, sub in enumerate(subs):
+        sub.conn.send(watch_message(f"pods-{i}", namespace))
+    by_fd = {sub.conn.fileno(): sub for sub in subs}
+    poller = select.epoll()
+    for fd in by_fd:
+        poller.register(fd, select.EPOLLIN)
+    state = {"running": False, "first_seq": 0}
+    busy = 0.0
+    idle = 0.0
+    full_reads = 0
+    reads = 0
+    cpu0 = 0.0
+    t_go = 0.0
+    ready_sent = False
+    deadline = time.monotonic() + 120
+    while True:
+        t_wait = time.monotonic()
+        events = poller.poll(0.05)
+        t_ready = time.monotonic()
+        if state["running"]:
+            idle += t_ready - t_wait
+        for fd, _ in events:
+            sub = by_fd[fd]
+            ws = sub.conn
+            try:
+                chunk = ws.sock.recv(262144)
+            except BlockingIOError:
+                continue
+            except OSError:
+                chunk = b""
+            now_ns = time.time_ns()
+            if not chunk:
+                poller.unregister(fd)
+                if sub.close_code is None:
+                    sub.close_code = 1006
+                continue
+            reads += 1
+            if len(chunk) == 262144:
+                full_reads += 1
+            ws.buf += chunk
+            last = 0
+            buf = ws.buf
+            for opcode, start, end in ws.frames():
+                if opcode == 0x1:
+                    _handle_text(sub, buf, start, end, now_ns)
+                elif opcode == 0x8:
+                    sub.close_code = int.from_bytes(buf[start:start + 2], "big") \
+                        if end - start >= 2 else 1005
+                elif opcode == 0x9:
+                    with contextlib.suppress(OSError):
+                        ws.sock.send(client_frame(bytes(buf[start:end]), 0xA))
+                last = end
+            ws.consume(last)
+        if state["running"]:
+            busy += time.monotonic() - t_ready
+        if not ready_sent and all(s.synced for s in subs):
+            conn.send(("ready", {"subscribers": n}))
+            ready_sent = True
+        if not ready_sent and time.monotonic() > deadline:
+            conn.send(("err", f"only {sum(s.synced for s in subs)}/{n} synced; others: "
+                              f"{[s.others[:1] for s in subs if s.others][:3]}"))
+            return
+        if conn.poll():
+            msg = conn.recv()
+            if msg[0] == "go":
+                state["running"] = True
+                cpu0 = _cpu_self()
+                t_go = time.monotonic()
+            elif msg[0] == "stop":
+                wall = time.monotonic() - t_go
+                cpu = _cpu_self() - cpu0
+                conn.send(("done", {
+                    "subs": [s.result() for s in subs], "cpu_cores": cpu / wall,
+                    "busy_fraction": busy / max(busy + idle, 1e-9), "reads": reads,
+                    "full_reads": full_reads, "wall": wall}))
+                for sub in subs:
+                    sub.conn.close()
+                return
+
+
+def _simple_clients(conn: Any, port: int, token: str, n: int, namespace: str,
+                    first_seq: int) -> None:
+    """The same with simple_websocket.Client: one reader thread per subscriber (plus the
+    library's own socket thread), as a script using that library would do it."""
+    import simple_websocket
+
+    subs = []
+    for _ in range(n):
+        ws = simple_websocket.Client.connect(
+            f"ws://{HOST}:{port}/agents/{AGENT}/watch", subprotocols=[SUBPROTOCOL],
+            headers={"Authorization": f"Bearer {token}"}, receive_bytes=65536)
+        subs.append(_Sub(ws))
+        subs[-1].expected = first_seq
+    stop = threading.Event()
+
+    def reader(i: int, sub: _Sub) -> None:
+        ws = sub.conn
+        ws.send(watch_message(f"pods-{i}", namespace).decode())
+        while not stop.is_set():
+            try:
+                data = ws.receive(timeout=0.2)
+            except simple_websocket.ConnectionClosed as exc:
+                sub.close_code = getattr(exc, "reason", 1006)
+                return
+            if data is None:
+                continue
+            now_ns = time.time_ns()
+            raw = data.encode() if isinstance(data, str) else data
+            _handle_text(sub, raw, 0, len(raw), now_ns)
+
+    threads = [threading.Thread(target=reader, args=(i, s), daemon=True)
+               for i, s in enumerate(subs)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 120
+    while not all(s.synced for s in subs):
+        if time.monotonic() > deadline:
+            conn.send(("err", f"only {sum(s.synced for s in subs)}/{n} synced"))
+            return
+        time.sleep(0.05)
+    conn.send(("ready", {"subscribers": n}))
+    msg = conn.recv()
+    assert msg[0] == "go"
+    cpu0 = _cpu_self()
+    t_go = time.monotonic()
+    msg = conn.recv()
+    assert msg[0] == "stop"
+    wall = time.monotonic() - t_go
+    cpu = _cpu_self() - cpu0
+    stop.set()
+    for t in threads:
+        t.join(2)
+    conn.send(("done", {"subs": [s.result() for s in subs], "cpu_cores": cpu / wall,
+                        "busy_fraction": float("nan"), "reads": 0, "full_reads": 0,
+                        "wall": wall}))
+    for sub in subs:
+        with contextlib.suppress(Exception):
+            sub.conn.close()
+
+
+def direct_watch_main(conn: Any, kubeconfig: str, namespace: str) -> None:
+    """The reference: the official client watching the simulator directly
+    (`Watch().stream(list_namespaced_pod, deserialize=False)`: JSON-decoded events, no
+    models - the same decoding the relay's upstream side does)."""
+    try:
+        import kubernetes
+
+        api = kubernetes.config.new_client_from_config(config_file=kubeconfig)
+        api.user_agent = "bench-direct/1"
+        v1 = kubernetes.client.CoreV1Api(api)
+        listed = v1.list_namespaced_pod(namespace, _preload_content=False)
+        rv = json.loads(listed.data)["metadata"]["resourceVersion"]  # type: ignore[attr-defined]
+        lat = array("l")
+        seqs = array("l")
+        stop = threading.Event()
+        watch = kubernetes.watch.Watch()
+
+        def run() -> None:
+            for event in watch.stream(v1.list_namespaced_pod, namespace, resource_version=rv,
+                                      timeout_seconds=3600, deserialize=False):
+                now_ns = time.time_ns()
+                annotations = event["object"]["metadata"].get("annotations") or {}
+                stamp = annotations.get(ANNOTATION)
+                if stamp and event["type"] == "MODIFIED":
+                    seq, _, emitted = stamp.partition(":")
+                    seqs.append(int(seq))
+                    lat.append((now_ns - int(emitted)) // 1000)
+                if stop.is_set():
+                    return
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        conn.send(("ready", {}))
+        msg = conn.recv()
+        assert msg[0] == "go"
+        cpu0 = _cpu_self()
+        t_go = time.monotonic()
+        msg = conn.recv()
+        assert msg[0] == "stop"
+        wall = time.monotonic() - t_go
+        conn.send(("done", {"lat": lat.tobytes(), "seqs": seqs.tobytes(),
+                            "cpu_cores": (_cpu_self() - cpu0) / wall}))
+        stop.set()
+        watch.stop()
+    except Exception:  # noqa: BLE001
+        conn.send(("err", traceback.format_exc()))
+
+
+class Child:
+    """A spawned helper process with a pipe."""
+
+    def __init__(self, target: Callable[..., None], *args: Any, name: str = "child") -> None:
+        self.conn, child = CTX.Pipe()
+        self.proc = CTX.Process(target=target, args=(child, *args), daemon=True, name=name)
+        self.proc.start()
+
+    @property
+    def pid(self) -> int:
+        assert self.proc.pid is not None
+        return self.proc.pid
+
+    def expect(self, kind: str, timeout: float = 120) -> Any:
+        if not self.conn.poll(timeout):
+            raise RuntimeError(f"{self.proc.name}: no {kind!r} within {timeout} s")
+        got, value = self.conn.recv()
+        if got != kind:
+            raise RuntimeError(f"{self.proc.name}: expected {kind!r}, got {got!r}: {value}")
+        return value
+
+    def send(self, *msg: Any) -> None:
+        self.conn.send(msg)
+
+    def stop(self) -> None:
+        self.proc.join(5)
+        if self.proc.is_alive():
+            self.proc.terminate()
+            self.proc.join(5)
