@@ -541,19 +541,10 @@ class Live:
                              password_hash=password_hash()))
             session.commit()
 
-    def token(self, user: str = "alice", used: bool = False) -> str:
-        """A personal token; `used` authenticates it once, so that sockets opened at the
-        same moment do not all record its first use (see test_auth.py::
-        test_simultaneous_first_uses_of_a_token)."""
+    def token(self, user: str = "alice") -> str:
         from webapp import users
         with self.app.app_context():
-            raw = users.issue_token(users.get(user))
-        if used:
-            response = requests.get(f"{self.base_url}/api/v1/agents", timeout=WAIT,
-                                    headers={"Authorization": f"Bearer {raw}"})
-            response.close()
-            assert response.status_code == 200, response.text
-        return raw
+            return users.issue_token(users.get(user))
 
     def agent(self, name: str = "prod", access: dict[str, Any] | None = None,
               kubeconfig: Path | None = None) -> None:
@@ -668,7 +659,7 @@ def live(app: Flask, sim: SimCluster, tmp_path: Path) -> Iterator[Live]:
         yield state
     finally:
         state.close_clients()
-        stop_hub(app)
+        app.extensions["watch_hub"].shutdown()
         app.extensions["clusters"].close()
         server.shutdown()
         server.server_close()
@@ -676,27 +667,12 @@ def live(app: Flask, sim: SimCluster, tmp_path: Path) -> Iterator[Live]:
         assert not thread.is_alive(), "the live server did not stop"
 
 
-def stop_hub(app: Flask, timeout: float = WAIT) -> None:
-    """Hub.shutdown(), except that stop() is repeated: a stop() that lands while a watch
-    request is in flight misses that stream (see test_sharing.py::
-    test_stop_while_a_watch_is_being_opened), and the thread would read it until the
-    server's timeout."""
-    hub = app.extensions["watch_hub"]
-    deadline = time.monotonic() + timeout
-    while (upstreams := hub.watches()) and time.monotonic() < deadline:
-        for upstream in upstreams:
-            upstream.stop()
-        for upstream in upstreams:
-            upstream.join(0.2)
-    hub.shutdown()
-
-
 @pytest.fixture
 def admin(live: Live) -> str:
     """alice (admin) with a personal token, and agent `prod` on the simulated cluster."""
     live.user("alice", "admin")
     live.agent("prod")
-    return live.token("alice", used=True)
+    return live.token("alice")
 
 
 __all__ = ["SSE", "WS", "Browser", "Closed", "DelayProxy", "Live", "RawWS", "SSEMessage",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import requests
 
 from webapp.simcluster import SimCluster
 
@@ -61,7 +62,6 @@ def test_the_session_needs_the_csrf_token(live: Live, browser: Browser) -> None:
 
 
 def test_delete_a_pod_with_a_personal_token(live: Live, admin: str) -> None:
-    import requests
     live.sim.add_pod("default", "web-1", ["app"])
     response = requests.post(live.base_url + PATH, json={"action": "delete", **POD,
                                                          "name": "web-1"},
@@ -155,11 +155,9 @@ def test_a_cluster_refusal_is_reported_and_recorded(live: Live) -> None:
         [("alice", "delete")]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "api/errors.py answers JSON only under /api/: the watch blueprint's JSON endpoints "
-    "(actions, ticket) answer refusals with the HTML error page, against the contract of "
-    "docs/watch-protocol.md (4xx -> {\"error\": {\"code\", \"message\"}})"))
 def test_refusals_are_json_errors(live: Live, browser: Browser) -> None:
+    """docs/watch-protocol.md: 4xx -> {"error": {"code", "message"}} (these endpoints once
+    answered the HTML error page)."""
     live.user("victor", "viewer")
     live.sim.add_pod("default", "web-1", ["app"])
     refusals = [
@@ -169,6 +167,13 @@ def test_refusals_are_json_errors(live: Live, browser: Browser) -> None:
         (live.browser("victor").post(PATH, {"action": "delete", **POD, "name": "web-1"}), 403),
         (browser.post("/agents/nope/cluster/actions", {"action": "delete", **POD,
                                                        "name": "web-1"}), 404),
+        # Neither a session nor a token: the CSRF check answers first.
+        (requests.post(live.base_url + PATH, json={"action": "delete", **POD,
+                                                   "name": "web-1"}, timeout=30), 400),
+        (requests.post(live.base_url + "/agents/prod/watch/ticket", timeout=30), 400),
+        (requests.post(live.base_url + PATH, json={"action": "delete", **POD,
+                                                   "name": "web-1"}, timeout=30,
+                       headers={"Authorization": "Bearer u_not-a-token"}), 401),
     ]
     for response, status in refusals:
         assert response.status_code == status

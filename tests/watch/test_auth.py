@@ -74,15 +74,12 @@ def test_personal_token(live: Live, alice: None) -> None:
     assert_works(live, ws)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "users.authenticate_token reads the token, then updates last_used_at in the same "
-    "deferred SQLite transaction: simultaneous uses fail to upgrade the read lock "
-    "('database is locked'), and ws.py lets that exception become an HTTP 500 written "
-    "into the already upgraded WebSocket"))
 def test_simultaneous_first_uses_of_a_token(live: Live, alice: None,
                                             clock: FakeClock) -> None:
     """A script opening a few sockets at once with one token (its last use is recorded
-    once a minute, so every minute the first few requests all write)."""
+    once a minute, so every minute the first few requests all write). Regression: the
+    write used to upgrade the request's read transaction, and SQLite refused ('database
+    is locked'): an HTTP 500 inside the upgraded WebSocket."""
     token = live.token("alice")
     for _ in range(3):
         clock.advance(seconds=61)
@@ -142,7 +139,8 @@ def test_user_without_view_access(live: Live) -> None:
     live.agent("prod", access=NO_VIEW)
     browser = live.browser("victor")
     response = browser.post("/agents/prod/watch/ticket")
-    assert response.status_code == 403  # the body's shape: test_actions.py (JSON errors)
+    assert response.status_code == 403
+    assert response.json()["error"]["code"] == "cluster_forbidden"
     assert live.refusal(token=live.token("victor")) == FORBIDDEN
     stream = live.sse("/agents/prod/watch/stream", {"version": "v1", "resource": "pods"},
                       {"Authorization": f"Bearer {live.token('victor')}"})

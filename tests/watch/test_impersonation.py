@@ -21,10 +21,10 @@ def test_watches_impersonate_the_signed_in_user(live: Live) -> None:
     live.user("bob", "viewer")
     live.agent("prod", access=AS_USER)
     live.agent("plain")  # access_as agent (the default)
-    alice = live.ws(token=live.token("alice", used=True))
+    alice = live.ws(token=live.token("alice"))
     alice.watch("pods", namespace="default")
     alice.synced("pods")
-    bob = live.ws(token=live.token("bob", used=True))
+    bob = live.ws(token=live.token("bob"))
     bob.watch("pods", namespace="default")
     bob.synced("pods")
 
@@ -40,7 +40,7 @@ def test_watches_impersonate_the_signed_in_user(live: Live) -> None:
     assert live.sim.stats.lists("pods") == 2
 
     # With the agent's own credentials: no impersonation at all.
-    agent = live.ws("plain", token=live.token("alice", used=True))
+    agent = live.ws("plain", token=live.token("alice"))
     agent.watch("pods", namespace="default")
     agent.synced("pods")
     as_agent = pod_requests(live, "admin")  # the simulator's name for the kubeconfig's token
@@ -57,7 +57,7 @@ def test_cluster_rbac_refusal_then_grant(live: Live) -> None:
     live.agent("prod", access=AS_USER)
     sim.add_pod("default", "web-1", ["app"])
     sim.rbac.allow(users=["someone-else"])  # once a rule exists, alice is granted nothing
-    ws = live.ws(token=live.token("alice", used=True))
+    ws = live.ws(token=live.token("alice"))
     ws.watch("pods", namespace="default")
     error = ws.recv()
     assert error["type"] == "error" and error["watchId"] == "pods"
