@@ -143,6 +143,10 @@ def _submit(agent: Agent, make_text: Callable[[ConfigVersion | None], str], *, s
                        _by(_accepted_events(result, checked, key), by, token), now)
     if result is None:
         raise ConfigInvalid(checked.problems)
+    if not result.duplicate:
+        # Which events are important may have changed: this process recounts at once.
+        from ..notify.important import forget_cached_rules
+        forget_cached_rules()
     return result
 
 
