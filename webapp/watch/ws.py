@@ -9,6 +9,7 @@ HTTP status of a refused upgrade from the page while they do show it a close cod
 from __future__ import annotations
 
 import contextlib
+import logging
 import socket
 import threading
 import time
@@ -25,6 +26,8 @@ from . import access, tickets
 from .outbox import Outbox
 from .session import ProtocolError, WatchSession
 
+log = logging.getLogger(__name__)
+
 SUBPROTOCOL = "agentwatch.watch.v1"
 TICKET_PREFIX = "agentwatch.ticket."
 
@@ -35,6 +38,7 @@ CLOSE_UNAUTHORIZED = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
 CLOSE_TOO_SLOW = 4429
+CLOSE_INTERNAL_ERROR = 1011
 
 OUTBOX_LIMIT = 5000
 # A writer blocked this long on a reader that does not read cuts that reader off.
@@ -97,6 +101,18 @@ def authenticate(agent: Agent) -> User:
 
 
 def watch_socket(ws: Any, name: str) -> None:
+    try:
+        _serve(ws, name)
+    except ConnectionClosed:
+        pass
+    except Exception:
+        # After the handshake an HTTP 500 would be written into the socket as garbage:
+        # close it properly instead, with the code for a server error.
+        log.exception("watch socket of %s failed", name)
+        _quiet_close(ws, CLOSE_INTERNAL_ERROR, "internal error")
+
+
+def _serve(ws: Any, name: str) -> None:
     try:
         if not origin_allowed():
             raise Refused(CLOSE_FORBIDDEN, f"origin {request.headers.get('Origin')} refused")
