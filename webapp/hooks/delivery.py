@@ -157,29 +157,56 @@ _COUNTERS = (select(_H.c.id, _H.c.consecutive_failures, _H.c.enabled, _H.c.agent
              .where(_H.c.id.in_(bindparam("ids", expanding=True))))
 
 
+def settle(settings: Settings, results: list[tuple[Claimed, sender.Outcome]], room: int,
+           busy: Mapping[int, int]) -> list[Claimed]:
+    """Record finished attempts and claim up to `room` due deliveries, in ONE write
+    transaction: on SQLite every write transaction queues for the single write lock
+    behind agents' ingest, so the sender takes it as rarely as it can."""
+    now = clock.now()
+    if not results and (room <= 0 or not _anything_due(now)):
+        return []  # idle polls read without taking the write lock
+    with db.write_transaction() as session:
+        if results:
+            _record(session, settings, results, now)
+        return _claim(session, settings, room, busy, now) if room > 0 else []
+
+
 def claim_due(settings: Settings, room: int, busy: Mapping[int, int]) -> list[Claimed]:
+    return settle(settings, [], room, busy)
+
+
+_ANY_DUE = (select(_D.c.id).where(
+    _D.c.hook_id.in_(select(_H.c.id).where(_H.c.enabled.is_(True)).scalar_subquery()),
+    _D.c.next_attempt_at <= bindparam("c_now")).limit(1))
+
+
+def _anything_due(now: datetime) -> bool:
+    session = db.session()
+    found = session.connection().execute(_ANY_DUE, {"c_now": now}).first() is not None
+    session.rollback()  # end the read transaction: SQLite readers pin the WAL
+    return found
+
+
+def _claim(session: Session, settings: Settings, room: int, busy: Mapping[int, int],
+           now: datetime) -> list[Claimed]:
     """Claim up to `room` due deliveries of enabled hooks, at most `per_hook` in flight
     per hook (`busy`: what this sender already has in flight), so one slow receiver
     cannot take every slot."""
-    if room <= 0:
-        return []
-    now = clock.now()
     token = secrets.token_hex(16)
-    with db.write_transaction() as session:
-        conn = session.connection()
-        hooks = list(conn.execute(_ENABLED_HOOKS))
-        # Start at a different hook each time: no hook always goes first.
-        random.shuffle(hooks)
-        rows: list[Any] = []
-        for hook in hooks:
-            take = min(settings.per_hook - busy.get(hook.id, 0), room - len(rows))
-            if take <= 0:
-                continue
-            rows.extend(_mark(conn, settings, _DUE, now, token,
-                              {"c_hook": hook.id, "c_now": now, "c_take": take}))
-            if len(rows) >= room:
-                break
-        return _prepare(conn, settings, {h.id: h for h in hooks}, rows, now)
+    conn = session.connection()
+    hooks = list(conn.execute(_ENABLED_HOOKS))
+    # Start at a different hook each time: no hook always goes first.
+    random.shuffle(hooks)
+    rows: list[Any] = []
+    for hook in hooks:
+        take = min(settings.per_hook - busy.get(hook.id, 0), room - len(rows))
+        if take <= 0:
+            continue
+        rows.extend(_mark(conn, settings, _DUE, now, token,
+                          {"c_hook": hook.id, "c_now": now, "c_take": take}))
+        if len(rows) >= room:
+            break
+    return _prepare(conn, settings, {h.id: h for h in hooks}, rows, now)
 
 
 def claim_one(settings: Settings, delivery_id: int) -> Claimed | None:
@@ -287,69 +314,71 @@ _FINISH = (update(_D)
 
 
 def complete(settings: Settings, results: Iterable[tuple[Claimed, sender.Outcome]]) -> int:
-    """Record attempts and decide what comes next: one short transaction for a batch of
-    results, a few statements whatever its size."""
+    """Record attempts and decide what comes next."""
     results = list(results)
-    if not results:
-        return 0
-    now = clock.now()
-    with db.write_transaction() as session:
-        conn = session.connection()
-        claims = {item.delivery_id: item.claim for item, _ in results}
-        # Only rows still under our claim: if one expired and someone else took it, their
-        # attempt decides what comes next; ours is still logged.
-        mine = {row.id for row in conn.execute(_CLAIMS, {"ids": list(claims)})
-                if row.claim == claims[row.id]}
-        counted = [item.hook_id for item, _ in results if item.kind != "ping"]
-        counters = _COUNTERS.with_for_update() if conn.dialect.name == "postgresql" \
-            else _COUNTERS
-        hooks = {row.id: row for row in conn.execute(counters, {"ids": sorted(set(counted))})
-                 } if counted else {}
-        failures = {hook_id: row.consecutive_failures for hook_id, row in hooks.items()}
-        enabled = {hook_id: row.enabled for hook_id, row in hooks.items()}
-        finished: list[dict[str, Any]] = []
-        logged: list[dict[str, Any]] = []
-        disabling: list[tuple[Claimed, sender.Outcome, int]] = []
-        for item, outcome in results:
-            final = outcome.ok or item.kind == "ping" or item.attempt >= settings.max_attempts
-            retry_at = None if final else now + backoff(settings, item.attempt)
-            result = "succeeded" if outcome.ok else ("failed" if final else "retrying")
-            if item.delivery_id in mine:
-                finished.append({
-                    "d_id": item.delivery_id, "d_claim": item.claim, "d_next": retry_at,
-                    "d_status": "succeeded" if outcome.ok else ("failed" if final
-                                                                else "pending")})
-                if item.hook_id in hooks and item.kind != "ping":
-                    if outcome.ok:
-                        failures[item.hook_id] = 0
-                    elif final:
-                        failures[item.hook_id] += 1
-                        if enabled[item.hook_id] and \
-                                failures[item.hook_id] >= settings.disable_after:
-                            enabled[item.hook_id] = False
-                            disabling.append((item, outcome, failures[item.hook_id]))
-                            result = "disabled"
-            logged.append({
-                "hook_id": item.hook_id, "delivery_id": item.delivery_id,
-                "attempt": item.attempt, "started_at": item.started_at, "ok": outcome.ok,
-                "status_code": outcome.status_code, "duration_ms": outcome.duration_ms,
-                "response": outcome.response, "error": outcome.error, "outcome": result,
-                "retry_at": retry_at})
-        if finished:
-            conn.execute(_FINISH, finished)
-        conn.execute(insert(_A), logged)
-        for hook_id, count in failures.items():
-            if count != hooks[hook_id].consecutive_failures:
-                conn.execute(update(_H).where(_H.c.id == hook_id)
-                             .values(consecutive_failures=count))
-        for item, outcome, count in disabling:
-            hook = hooks[item.hook_id]
-            last = outcome.error or f"HTTP {outcome.status_code}"
-            reason = (f"Disabled automatically after {count} failed deliveries in a row "
-                      f"(last: {last})")
-            disable(session, item.hook_id, reason, now, by_user=None,
-                    agent_id=hook.agent_id or item.agent_id, url=hook.url, failures=count)
+    if results:
+        settle(settings, results, 0, {})
     return len(results)
+
+
+def _record(session: Session, settings: Settings,
+            results: list[tuple[Claimed, sender.Outcome]], now: datetime) -> None:
+    """A batch of results in a few statements, whatever its size."""
+    conn = session.connection()
+    claims = {item.delivery_id: item.claim for item, _ in results}
+    # Only rows still under our claim: if one expired and someone else took it, their
+    # attempt decides what comes next; ours is still logged.
+    mine = {row.id for row in conn.execute(_CLAIMS, {"ids": list(claims)})
+            if row.claim == claims[row.id]}
+    counted = [item.hook_id for item, _ in results if item.kind != "ping"]
+    counters = _COUNTERS.with_for_update() if conn.dialect.name == "postgresql" \
+        else _COUNTERS
+    hooks = {row.id: row for row in conn.execute(counters, {"ids": sorted(set(counted))})
+             } if counted else {}
+    failures = {hook_id: row.consecutive_failures for hook_id, row in hooks.items()}
+    enabled = {hook_id: row.enabled for hook_id, row in hooks.items()}
+    finished: list[dict[str, Any]] = []
+    logged: list[dict[str, Any]] = []
+    disabling: list[tuple[Claimed, sender.Outcome, int]] = []
+    for item, outcome in results:
+        final = outcome.ok or item.kind == "ping" or item.attempt >= settings.max_attempts
+        retry_at = None if final else now + backoff(settings, item.attempt)
+        result = "succeeded" if outcome.ok else ("failed" if final else "retrying")
+        if item.delivery_id in mine:
+            finished.append({
+                "d_id": item.delivery_id, "d_claim": item.claim, "d_next": retry_at,
+                "d_status": "succeeded" if outcome.ok else ("failed" if final
+                                                            else "pending")})
+            if item.hook_id in hooks and item.kind != "ping":
+                if outcome.ok:
+                    failures[item.hook_id] = 0
+                elif final:
+                    failures[item.hook_id] += 1
+                    if enabled[item.hook_id] and \
+                            failures[item.hook_id] >= settings.disable_after:
+                        enabled[item.hook_id] = False
+                        disabling.append((item, outcome, failures[item.hook_id]))
+                        result = "disabled"
+        logged.append({
+            "hook_id": item.hook_id, "delivery_id": item.delivery_id,
+            "attempt": item.attempt, "started_at": item.started_at, "ok": outcome.ok,
+            "status_code": outcome.status_code, "duration_ms": outcome.duration_ms,
+            "response": outcome.response, "error": outcome.error, "outcome": result,
+            "retry_at": retry_at})
+    if finished:
+        conn.execute(_FINISH, finished)
+    conn.execute(insert(_A), logged)
+    for hook_id, count in failures.items():
+        if count != hooks[hook_id].consecutive_failures:
+            conn.execute(update(_H).where(_H.c.id == hook_id)
+                         .values(consecutive_failures=count))
+    for item, outcome, count in disabling:
+        hook = hooks[item.hook_id]
+        last = outcome.error or f"HTTP {outcome.status_code}"
+        reason = (f"Disabled automatically after {count} failed deliveries in a row "
+                  f"(last: {last})")
+        disable(session, item.hook_id, reason, now, by_user=None,
+                agent_id=hook.agent_id or item.agent_id, url=hook.url, failures=count)
 
 
 def disable(session: Session, hook_id: int, reason: str, now: datetime,

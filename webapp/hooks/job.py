@@ -86,6 +86,7 @@ class Sender:
             settings = Settings.of(self.app)
         inflight: dict[Future[Outcome], Claimed] = {}
         busy: Counter[int] = Counter()
+        half = max(1, settings.concurrency // 2)
         sent = 0
         # The last claim found something: more may be waiting (claims are capped per hook,
         # so a short claim does not mean the queue is empty). Only an empty claim does.
@@ -96,31 +97,53 @@ class Sender:
         try:
             while True:
                 going = keep_going() if keep_going is not None else True
+                results = self._collect(inflight, busy, settings) if inflight else []
                 room = settings.concurrency - len(inflight)
-                # Claim in batches, not one row per finished request: each claim is a
-                # write transaction that agents' ingest has to wait for on SQLite.
-                worth_it = room >= max(1, settings.concurrency // 2) or not inflight
-                poll_due = time.monotonic() - last_claim >= settings.poll_seconds
-                if going and worth_it and (more or poll_due or not inflight):
+                # Claim in batches, not one row per finished request (each claim is a
+                # write transaction), and always when nothing is in flight.
+                claim = going and (not inflight or (
+                    room >= half and (more or time.monotonic() - last_claim
+                                      >= settings.poll_seconds)))
+                if results or claim:
                     with self.app.app_context():
-                        claimed = delivery.claim_due(settings, room, busy)
-                    last_claim = time.monotonic()
-                    more = bool(claimed)
+                        claimed = delivery.settle(settings, results, room if claim else 0,
+                                                  busy)
+                    sent += len(results)
+                    if claim:
+                        last_claim, more = time.monotonic(), bool(claimed)
                     for item in claimed:
                         inflight[pool.submit(delivery.send, settings, item)] = item
                         busy[item.hook_id] += 1
-                if not inflight:
+                if not inflight:  # and the claim just made found nothing
                     if keep_going is None or not going:
                         break
                     self._stop.wait(settings.poll_seconds)
-                    continue
-                sent += self._record(settings, inflight, busy, self._finished(
-                    inflight, settings.poll_seconds, max(1, settings.concurrency // 4)))
         finally:
             pool.shutdown(wait=True)
-            sent += self._record(settings, inflight, busy, set(inflight))
+            left = self._collect(inflight, busy, settings, wait_first=False)
+            if left:
+                with self.app.app_context():
+                    delivery.complete(settings, left)
+                sent += len(left)
         self.sent += sent
         return sent
+
+    def _collect(self, inflight: dict[Future[Outcome], Claimed], busy: Counter[int],
+                 settings: Settings, wait_first: bool = True
+                 ) -> list[tuple[Claimed, Outcome]]:
+        """Take finished requests out of `inflight`: the first to finish and whatever
+        else finishes within a few milliseconds, so that one transaction records several."""
+        if wait_first:
+            done = self._finished(inflight, settings.poll_seconds,
+                                  max(1, settings.concurrency // 4))
+        else:
+            done = {f for f in inflight if f.done()}
+        results = []
+        for future in done:
+            item = inflight.pop(future)
+            busy[item.hook_id] -= 1
+            results.append((item, future.result()))
+        return results
 
     @staticmethod
     def _finished(inflight: dict[Future[Outcome], Claimed], timeout: float,
@@ -136,18 +159,6 @@ class Sender:
             finished, pending = wait(pending, timeout=left, return_when=FIRST_COMPLETED)
             done |= finished
         return done
-
-    def _record(self, settings: Settings, inflight: dict[Future[Outcome], Claimed],
-                busy: Counter[int], done: set[Future[Outcome]]) -> int:
-        results = []
-        for future in done:
-            item = inflight.pop(future)
-            busy[item.hook_id] -= 1
-            results.append((item, future.result()))
-        if not results:
-            return 0
-        with self.app.app_context():
-            return delivery.complete(settings, results)
 
 
 def sender_of(app: Flask) -> Sender:
