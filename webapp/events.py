@@ -44,12 +44,28 @@ def _commit(e: EventLike) -> str:
     return f" {sha}" if sha else ""
 
 
+def _revision(e: EventLike, capital: bool = False) -> str:
+    """"commit 9fceb02d" for a Git SHA; "revision 6.1.0" for a chart version and the like."""
+    sha = e.commit_sha or ""
+    word = "commit"
+    if sha and not (len(sha) >= 7 and all(c in "0123456789abcdef" for c in sha.lower())):
+        word = "revision"
+    word = word.capitalize() if capital else word
+    return f"{word} {short_sha(sha)}" if sha else word
+
+
 def _with_message(text: str, e: EventLike) -> str:
     return f"{text}: {e.message}" if e.message else text
 
 
 def _from_project(e: EventLike) -> str:
-    return f" from {e.project}" if e.project else ""
+    text = f" from {e.project}" if e.project else ""
+    # GitOps events observed in the cluster name the Flux object ("Kind/namespace/name").
+    observed = (e.details or {}).get("object")
+    if isinstance(observed, str) and observed.count("/") == 2:
+        kind, namespace, name = observed.split("/")
+        text += f" ({kind} {namespace}/{name})"
+    return text
 
 
 def _cluster_action(e: EventLike) -> str:
@@ -77,9 +93,10 @@ _TYPES = [
     EventType("config_deprecated_feature", "configuration", "warning", True, True,
               lambda e: _with_message(f"Deprecated feature used in commit{_commit(e)}", e)),
     EventType("gitops_commit_received", "gitops", "info", True, True,
-              lambda e: f"Manifest commit{_commit(e)}{_from_project(e)} received; sync started"),
+              lambda e: f"Manifest {_revision(e)}{_from_project(e)} received; sync started"),
     EventType("gitops_sync_succeeded", "gitops", "success", True, True,
-              lambda e: f"Commit{_commit(e)}{_from_project(e)} synchronized with the cluster"),
+              lambda e: f"{_revision(e, capital=True)}{_from_project(e)} synchronized with the "
+                        "cluster"),
     EventType("gitops_manifest_invalid", "gitops", "error", True, True,
               lambda e: _with_message(f"Invalid manifest in commit{_commit(e)}", e)),
     EventType("gitops_sync_failed", "gitops", "error", True, True,
