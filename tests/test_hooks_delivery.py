@@ -342,3 +342,17 @@ def test_per_hook_caps_share_the_pool_and_one_run_sends_everything(app, h, recei
     record_events(app, "prod", *[event(app=app, message=str(i)) for i in range(7)])
     assert run_webhooks(app) == 14
     assert sorted(r.path for r in receiver.received) == ["/a"] * 7 + ["/b"] * 7
+
+
+def test_the_scheduler_job_runs_the_sender_in_the_lease_holder(app, h, receiver):
+    from webapp import jobs
+    app.config["WEBHOOK_POLL_SECONDS"] = 0.05
+    h.agent()
+    make_hook(app, receiver.url())
+    try:
+        assert jobs.run_if_leader(app, "webhooks")
+        record_events(app, "prod", event(app=app))
+        receiver.wait_for(1)
+    finally:
+        hook_job.stop(app)
+    assert [d.status for d in deliveries(app)] == ["succeeded"]
