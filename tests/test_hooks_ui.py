@@ -113,11 +113,14 @@ def test_disable_enable_and_delete(client, h, app, receiver):
     assert "Disabled by alice" in client.get(f"/hooks/{hook_id}").text
     record_events(app, "prod", event(app=app))
     assert deliveries(app) == []
+    # A disabled hook can still be tested before it is enabled again.
+    assert _post(client, h, f"/hooks/{hook_id}/ping").status_code == 302
+    assert [r.headers["X-Agentwatch-Event"] for r in receiver.received] == ["ping"]
     assert _post(client, h, f"/hooks/{hook_id}/enable").status_code == 302
     assert hook_row(app, hook_id).enabled
     record_events(app, "prod", event(app=app))
     run_webhooks(app)
-    assert len(attempts(app)) == 1
+    assert len(attempts(app)) == 2
     gone = _post(client, h, f"/hooks/{hook_id}/delete")
     assert gone.status_code == 302 and gone.headers["Location"].endswith("/agents/prod/hooks")
     assert _hooks(app) == [] and attempts(app) == []
