@@ -309,10 +309,10 @@ def test_two_senders_never_send_the_same_delivery(app, h, receiver):
     assert {d.status for d in deliveries(app)} == {"succeeded"}
 
 
-def test_the_sender_loop_runs_in_the_background_until_stopped(app, h, receiver):
+def test_the_sender_loop_runs_in_a_thread_until_stopped(app, h, receiver):
     h.agent()
     make_hook(app, receiver.url())
-    app.config["WEBHOOK_POLL_SECONDS"] = 0.05
+    app.config.update(WEBHOOK_POLL_SECONDS=0.05, WEBHOOK_SENDER="thread")
     sender = hook_job.sender_of(app)
     sender.keep_running()
     try:
@@ -344,15 +344,50 @@ def test_per_hook_caps_share_the_pool_and_one_run_sends_everything(app, h, recei
     assert sorted(r.path for r in receiver.received) == ["/a"] * 7 + ["/b"] * 7
 
 
-def test_the_scheduler_job_runs_the_sender_in_the_lease_holder(app, h, receiver):
+def test_the_scheduler_job_runs_a_sender_process_in_the_lease_holder(app, h, receiver,
+                                                                     clock):
+    """The default: the lease holder's job starts a child process that sends; it stops
+    when told to, and by itself when the lease is gone."""
     from webapp import jobs
+    from webapp.clock import system_now
+    clock.current = system_now()  # the child process lives on the real clock
     app.config["WEBHOOK_POLL_SECONDS"] = 0.05
     h.agent()
     make_hook(app, receiver.url())
+    sender = hook_job.sender_of(app)
+    assert isinstance(sender, hook_job.ChildSender)
     try:
         assert jobs.run_if_leader(app, "webhooks")
-        record_events(app, "prod", event(app=app))
-        receiver.wait_for(1)
+        record_events(app, "prod", event(app=app, message="one"))
+        receiver.wait_for(1, timeout=30)
+        assert jobs.run_if_leader(app, "webhooks")  # still running: not started twice
+        record_events(app, "prod", event(app=app, message="two"))
+        receiver.wait_for(2, timeout=30)
+        proc = sender._proc
+        assert proc is not None and proc.poll() is None
     finally:
         hook_job.stop(app)
-    assert [d.status for d in deliveries(app)] == ["succeeded"]
+    assert proc.returncode == 0  # SIGTERM: finished cleanly
+    assert [d.status for d in deliveries(app)] == ["succeeded", "succeeded"]
+    assert {r.signature_ok for r in receiver.received} == {True}
+    # The same delivery ids as the parent would derive: the secret key went along.
+    with app.app_context():
+        expected = {hook_delivery.delivery_uid(app.config["SECRET_KEY"], d.id, d.created_at)
+                    for d in deliveries(app)}
+    assert {r.headers["X-Agentwatch-Delivery"] for r in receiver.received} == expected
+
+
+def test_a_sender_process_stops_by_itself_without_the_lease(app, h, clock):
+    from webapp.clock import system_now
+    from webapp.jobs import lease
+    clock.current = system_now()
+    sender = hook_job.ChildSender(app)
+    with app.app_context():
+        assert lease.acquire("scheduler", "someone-else", clock.current, timedelta(minutes=1))
+    try:
+        sender.keep_running()
+        proc = sender._proc
+        assert proc is not None
+        assert proc.wait(timeout=60) == 0  # not the lease holder: nothing to do, exits
+    finally:
+        sender.stop(timeout=10)

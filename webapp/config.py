@@ -71,6 +71,9 @@ DEFAULTS: dict[str, Any] = {
     "WEBHOOK_POLL_SECONDS": 1,
     # Trust a private CA for https receivers ("" : the system's trust store).
     "WEBHOOK_CA_FILE": "",
+    # Where the lease holder sends: "process" (a child process, so sending never competes
+    # with requests for the interpreter lock) or "thread" (inside the server process).
+    "WEBHOOK_SENDER": "process",
 }
 
 # Environment variables read as integers; any other AGENTWATCH_* is taken as text.
@@ -86,7 +89,8 @@ _INT_KEYS = {
     "WEBHOOK_POLL_SECONDS",
 }
 # Environment variables that take one of a few words.
-_CHOICE_KEYS = {"SMTP_SECURITY": ("none", "starttls", "ssl")}
+_CHOICE_KEYS = {"SMTP_SECURITY": ("none", "starttls", "ssl"),
+                "WEBHOOK_SENDER": ("process", "thread")}
 _BOOL_KEYS = {"SCHEDULER_ENABLED", "DEMO", "SESSION_COOKIE_SECURE"}
 
 

@@ -2,17 +2,27 @@
 
 Why a loop of its own rather than a job run at each tick: deliveries should leave within
 about a second of the event, and a busy queue should keep every sending thread busy. So
-the scheduler's job (every few seconds, in the lease holder only) just makes sure this
-process's sender loop runs and prunes old rows; the loop claims due rows in short
-transactions, sends them from the pool, and records the results. When the process loses
-the lease the loop is stopped (jobs.ON_LEASE_LOST), and it stops claiming by itself if
-nobody confirmed the lease for a whole lease period. `agentwatch jobs run webhooks` (and
-the tests) instead send everything that is due once, in the foreground, and return.
+the scheduler's job (every few seconds, in the lease holder only) just makes sure a
+sender loop runs and prunes old rows; the loop claims due rows in short transactions,
+sends them from the pool, and records the results.
+
+Where the loop runs (WEBHOOK_SENDER): "process" (the default) — a child process of the
+lease holder (hooks/worker.py), because sending costs CPU (JSON, HMAC, TLS, HTTP) and in
+the server's own process it would compete with agents' requests for the interpreter lock;
+the child stops when the parent stops it, dies, or loses the lease. "thread" — a thread
+of the lease holder, for single-core hosts or when spawning processes is not wanted.
+Either stops when this process loses the lease (jobs.ON_LEASE_LOST), and claims keep two
+senders from sending the same delivery anyway. `agentwatch jobs run webhooks` (and the
+tests) instead send everything that is due once, in the foreground, and return.
 """
 
 from __future__ import annotations
 
+import atexit
+import json
 import logging
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -161,22 +171,86 @@ class Sender:
         return done
 
 
-def sender_of(app: Flask) -> Sender:
+class ChildSender:
+    """The sender loop in a child process (see the module's docstring)."""
+
+    # What the child needs to reach the same database and behave the same.
+    PASSED = ("DATABASE_URL", "SECRET_KEY", "RETENTION_DAYS", "SCHEDULER_LEASE_SECONDS")
+
+    def __init__(self, app: Flask) -> None:
+        self.app = app
+        self.sent = 0  # counted by the child; it logs its own totals
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+
+    def keep_running(self) -> None:
+        with self._lock:
+            if self._proc is not None and self._proc.poll() is None:
+                return
+            if self._proc is not None:
+                log.warning("webhook sender process exited (%s); starting another",
+                            self._proc.returncode)
+            config = {key: value for key, value in self.app.config.items()
+                      if key in self.PASSED or key.startswith("WEBHOOK_")}
+            config.update(INSTANCE_PATH=self.app.instance_path, AUTO_MIGRATE=False,
+                          SCHEDULER_ENABLED=False,
+                          LEASE_HOLDER=self.app.extensions["scheduler_holder"])
+            proc = subprocess.Popen([sys.executable, "-m", "webapp.hooks.worker"],
+                                    stdin=subprocess.PIPE)
+            _CHILDREN.add(proc)
+            assert proc.stdin is not None
+            proc.stdin.write(json.dumps(config).encode())
+            proc.stdin.close()
+            self._proc = proc
+            log.info("webhook sender process %s started", proc.pid)
+
+    def stop(self, timeout: float | None = None) -> None:
+        with self._lock:
+            proc, self._proc = self._proc, None
+        if proc is not None:
+            _end(proc, timeout)
+
+
+# Every child started by this process, so that exiting (gunicorn stopping a worker)
+# stops them too, and none is left unwaited for.
+_CHILDREN: set[subprocess.Popen[bytes]] = set()
+
+
+def _end(proc: subprocess.Popen[bytes], timeout: float | None) -> None:
+    if proc.poll() is None:
+        proc.terminate()  # it finishes the requests in flight, then exits
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    _CHILDREN.discard(proc)
+
+
+@atexit.register
+def _end_all() -> None:
+    for proc in list(_CHILDREN):
+        _end(proc, 30)
+
+
+def sender_of(app: Flask) -> Sender | ChildSender:
     if _KEY not in app.extensions:
-        app.extensions[_KEY] = Sender(app)
-    found: Sender = app.extensions[_KEY]
+        mode = app.config.get("WEBHOOK_SENDER", "process")
+        app.extensions[_KEY] = ChildSender(app) if mode == "process" else Sender(app)
+    found: Sender | ChildSender = app.extensions[_KEY]
     return found
 
 
 def run(app: Flask) -> int:
-    """The scheduler's job (lease holder only): keep the sender loop running, prune."""
+    """The scheduler's job (lease holder only): keep the sender loop running, prune.
+    Returns the deliveries sent since the last run (thread mode) plus rows pruned."""
     sender = sender_of(app)
     sender.keep_running()
     with app.app_context():
         cutoff = clock.now() - timedelta(days=app.config["RETENTION_DAYS"])
-        delivery.prune(cutoff)
+        pruned = delivery.prune(cutoff)
     sent, sender.sent = sender.sent, 0
-    return sent
+    return sent + pruned
 
 
 def run_once(app: Flask) -> int:
