@@ -1,8 +1,10 @@
 """Webhooks: ingest is not slowed by slow receivers, and deliveries keep up with fast ones.
 
-A real `agentwatch serve` on loopback with its scheduler ON (so the lease holder, this one
-server process, runs the webhook sender loop in the same process that serves the agents),
-`AGENTWATCH_WEBHOOK_ALLOWLIST=127.0.0.1/32`, and receivers in this process.
+A real `agentwatch serve` on loopback (one gunicorn worker) with its scheduler ON, so the
+worker holds the scheduler lease and its `webhooks` job runs the sender — by default in a
+child process of that worker (`--sender thread`: inside the worker itself) —
+`AGENTWATCH_WEBHOOK_ALLOWLIST=127.0.0.1/32`, and receivers in this process. The server's
+CPU below includes its child processes.
 
 (a) Three hooks on one agent, each pointing at a receiver that takes 1 s per request.
     Batch ingest (`POST /api/v1/agent/events`, batches of 1,000 commit-scoped events, a few
@@ -337,6 +339,8 @@ def main() -> None:
                         help="(b) events ingested; three hooks make 3x deliveries")
     parser.add_argument("--fast-timeout", type=float, default=300)
     parser.add_argument("--phases", default="a,b", help="which to run: a, b or a,b")
+    parser.add_argument("--sender", choices=("process", "thread"), default="process",
+                        help="AGENTWATCH_WEBHOOK_SENDER of the server (default process)")
     parser.add_argument("--threads", type=int, default=64, help="agentwatch serve --threads")
     parser.add_argument("--wait-quiet", type=float, default=120,
                         help="wait up to this long for other processes to idle the CPU")
@@ -354,7 +358,8 @@ def main() -> None:
         token = instance.cli("tokens", "create", AGENT, "--name", "bench").strip().split()[-1]
         # The scheduler runs in the server: its lease holder sends the webhooks.
         env = instance.env(AGENTWATCH_SCHEDULER_ENABLED="true",
-                           AGENTWATCH_WEBHOOK_ALLOWLIST="127.0.0.1/32")
+                           AGENTWATCH_WEBHOOK_ALLOWLIST="127.0.0.1/32",
+                           AGENTWATCH_WEBHOOK_SENDER=args.sender)
         with Server(instance, threads=args.threads, env=env) as server:
             ui = UI(server.port)
             phases = args.phases.split(",")
