@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from flask import Flask, current_app
+from flask import Flask
 from sqlalchemy import Connection, Table, bindparam, delete, insert, select, update
 from sqlalchemy.orm import Session
 
@@ -169,10 +169,6 @@ def settle(settings: Settings, results: list[tuple[Claimed, sender.Outcome]], ro
         if results:
             _record(session, settings, results, now)
         return _claim(session, settings, room, busy, now) if room > 0 else []
-
-
-def claim_due(settings: Settings, room: int, busy: Mapping[int, int]) -> list[Claimed]:
-    return settle(settings, [], room, busy)
 
 
 _ANY_DUE = (select(_D.c.id).where(
@@ -435,7 +431,3 @@ def prune(before: datetime, batch: int = 5000) -> int:
             if len(ids) < batch:
                 break
     return total
-
-
-def settings_now() -> Settings:
-    return Settings.of(current_app)
