@@ -94,16 +94,15 @@ class StallMonitor(threading.Thread):
     def report(self) -> dict[str, Any]:
         cut = None
         fd_closed = None
-        full = None
-        last_rx = -1
-        same_since = None
-        for t, server, client in self.samples:
-            rx = client["rx_queue"] if client else -1
-            if rx != last_rx:
-                last_rx, same_since = rx, t
-            elif full is None and rx > 0 and same_since is not None and t - same_since >= 0.2 \
-                    and server and server["tx_queue"] > 0:
-                full = same_since
+        full = None  # the server's send queue stopped growing: the kernel takes no more
+        peak_tx = 0
+        peak_at = 0.0
+        for t, server, _client in self.samples:
+            tx = server["tx_queue"] if server else 0
+            if tx > peak_tx:
+                peak_tx, peak_at = tx, t
+            elif full is None and tx > 0 and t - peak_at >= 0.3:
+                full = peak_at
             if cut is None and (server is None or server["state"] != "ESTABLISHED"
                                 or server["inode"] == 0):
                 cut = t
@@ -114,6 +113,8 @@ class StallMonitor(threading.Thread):
         peak_rx = max((c["rx_queue"] for _, _, c in self.samples if c), default=0)
         return {"cut_after_s": cut, "fd_closed_after_s": fd_closed,
                 "buffers_full_after_s": full,
+                "server_reaction_s": (cut - full) if cut is not None and full is not None
+                else None,
                 "server_state_at_cut": at_cut[0]["state"] if at_cut[0] else "gone",
                 "peak_server_send_queue": peak_tx, "peak_client_recv_queue": peak_rx}
 
