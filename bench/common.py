@@ -131,6 +131,17 @@ def machine_busy_seconds() -> float:
     return (sum(values[:8]) - idle) / _TICK
 
 
+def pressure_seconds(resource: str) -> float:
+    """Pressure stall information: total seconds some task waited for `resource` (cpu, io)."""
+    try:
+        for line in Path(f"/proc/pressure/{resource}").read_text().splitlines():
+            if line.startswith("some"):
+                return int(line.rsplit("total=", 1)[1]) / 1e6
+    except (OSError, ValueError, IndexError):
+        pass
+    return float("nan")
+
+
 def process_tree_seconds(root: int) -> float:
     """CPU seconds used by a process and its live descendants."""
     parents: dict[int, int] = {}
@@ -178,6 +189,8 @@ class CpuWindow:
         self.machine0 = machine_busy_seconds()
         self.own0 = own_seconds()
         self.server0 = process_tree_seconds(self.server_pid) if self.server_pid else 0.0
+        self.cpu_stall0 = pressure_seconds("cpu")
+        self.io_stall0 = pressure_seconds("io")
 
     def stop(self) -> dict[str, float]:
         wall = time.monotonic() - self.t0
@@ -187,13 +200,18 @@ class CpuWindow:
             else 0.0
         return {"seconds": wall, "machine_cores": machine / wall,
                 "server_cores": server / wall, "bench_cores": own / wall,
-                "other_cores": max(0.0, (machine - server - own) / wall)}
+                "other_cores": max(0.0, (machine - server - own) / wall),
+                # Share of the time some runnable task waited for a CPU / for I/O (PSI).
+                "cpu_pressure": (pressure_seconds("cpu") - self.cpu_stall0) / wall,
+                "io_pressure": (pressure_seconds("io") - self.io_stall0) / wall}
 
 
 def fmt_cpu(cpu: dict[str, float]) -> str:
     return (f"CPU over {cpu['seconds']:.1f} s, in cores: machine {cpu['machine_cores']:.2f} = "
             f"server {cpu['server_cores']:.2f} + benchmark clients {cpu['bench_cores']:.2f} + "
-            f"other processes {cpu['other_cores']:.2f}")
+            f"other processes {cpu['other_cores']:.2f}; CPU pressure "
+            f"{cpu.get('cpu_pressure', float('nan')):.0%}, I/O pressure "
+            f"{cpu.get('io_pressure', float('nan')):.0%}")
 
 
 def wait_quiet(max_wait: float, threshold: float = 0.25, window: float = 3.0) -> float:

@@ -37,32 +37,52 @@ FEED_HEADERS = {"HX-Request": "true", "HX-Target": "feed"}
 
 _CHILD = """
 import json, sys, time
+from sqlalchemy import event
 from webapp import create_app
 from webapp.jobs import prune
 app = create_app()
+statements = []
+def capture(conn, cursor, statement, parameters, context, executemany):
+    if statement.lstrip().upper().startswith("DELETE") and not statements:
+        statements.append((statement, list(parameters)))
+event.listen(app.extensions["db_engine"], "before_cursor_execute", capture)
 start = time.time()
 deleted = prune.run(app)
 end = time.time()
-print(json.dumps({"deleted": deleted, "start": start, "end": end}))
+print(json.dumps({"deleted": deleted, "start": start, "end": end, "sql": statements}))
 """
 
 
 class Reader(threading.Thread):
-    """Reads the feed fragment in a loop; (finished at, seconds, status) per request."""
+    """Reads the feed fragment in a loop; (finished at, seconds, status) per request.
+    With a token instead, writes: one agent event per request (POST /api/v1/agent/events),
+    `pause` seconds apart."""
 
-    def __init__(self, port: int, cookies: dict[str, str], url: str) -> None:
+    def __init__(self, port: int, cookies: dict[str, str], url: str,
+                 token: str | None = None, pause: float = 0.0) -> None:
         super().__init__(daemon=True)
         self.client = Client(port, cookies=cookies, timeout=60)
         self.url = url
+        self.token = token
+        self.pause = pause
         self.samples: list[tuple[float, float, int]] = []
         self.stop = threading.Event()
 
     def run(self) -> None:
+        n = 0
         while not self.stop.is_set():
             t0 = time.perf_counter()
-            status, _, _ = self.client.get(self.url, headers=FEED_HEADERS)
+            if self.token:
+                n += 1
+                body = json.dumps({"type": "gitops_sync_succeeded", "project": "bench/prune",
+                                   "commit": f"{os.getpid():x}{n:034x}"}).encode()
+                status, _, _ = self.client.post_json("/api/v1/agent/events", body, self.token)
+            else:
+                status, _, _ = self.client.get(self.url, headers=FEED_HEADERS)
             elapsed = time.perf_counter() - t0
             self.samples.append((time.time(), elapsed, status))
+            if self.pause:
+                self.stop.wait(self.pause)
         self.client.close()
 
 
@@ -79,6 +99,10 @@ def main() -> None:
     parser.add_argument("--prune-batch", type=int, default=None,
                         help="AGENTWATCH_PRUNE_BATCH_SIZE for the prune (default: the app's)")
     parser.add_argument("--readers", type=int, default=1, help="concurrent feed readers")
+    parser.add_argument("--writers", type=int, default=0,
+                        help="also this many agents' event writers (one event per request)")
+    parser.add_argument("--writer-pause", type=float, default=0.05,
+                        help="seconds between a writer's requests (default 0.05)")
     parser.add_argument("--before", type=float, default=5, help="seconds read before pruning")
     parser.add_argument("--after", type=float, default=3, help="seconds read after pruning")
     parser.add_argument("--via-cli", action="store_true",
@@ -107,6 +131,8 @@ def main() -> None:
         log(f"generated {data.events} events ({args.expired} expired, {args.fresh} fresh) "
             f"in {data.seconds:.1f} s")
         instance.create_user()
+        writer_tokens = [instance.cli("tokens", "create", args.big_agent, "--name", f"w{i}")
+                         .strip().splitlines()[-1] for i in range(args.writers)]
         env = instance.env(AGENTWATCH_RETENTION_DAYS=str(args.retention_days))
         if args.prune_batch:
             env["AGENTWATCH_PRUNE_BATCH_SIZE"] = str(args.prune_batch)
@@ -118,8 +144,10 @@ def main() -> None:
             assert status == 200 and body.count(b'class="event ') == 50, status
             login.close()
             readers = [Reader(server.port, login.cookies, url) for _ in range(args.readers)]
+            writers = [Reader(server.port, {}, url, token, args.writer_pause)
+                       for token in writer_tokens]
             common.wait_quiet(args.wait_quiet)
-            for r in readers:
+            for r in readers + writers:
                 r.start()
             time.sleep(args.before)
             log("pruning" + (" with `agentwatch jobs run prune`" if args.via_cli else
@@ -140,11 +168,18 @@ def main() -> None:
                 t_end = time.time()
                 info = json.loads(out.strip().splitlines()[-1])
                 deleted, p_start, p_end = info["deleted"], info["start"], info["end"]
+                if info["sql"]:
+                    statement, params = info["sql"][0]
+                    plan = common.explain(instance.db_path, statement, params)
+                    result["prune_sql"] = {"sql": statement, "params": params, "plan": plan}
+                    print("\n-- prune statement, with EXPLAIN QUERY PLAN:\n"
+                          + statement.strip().replace("\n", " ") + f"\n   params: {params}\n"
+                          + "\n".join("    " + line for line in plan) + "\n", flush=True)
             cpu_used = cpu.stop()
             time.sleep(args.after)
-            for r in readers:
+            for r in readers + writers:
                 r.stop.set()
-            for r in readers:
+            for r in readers + writers:
                 r.join()
         samples = [s for r in readers for s in r.samples]
         bad = [s for s in samples if s[2] != 200]
@@ -168,6 +203,20 @@ def main() -> None:
         log(f"feed latency {name} prune: {common.fmt_latency(summary)}")
     log("during the prune: " + common.fmt_cpu(cpu_used).replace(
         "benchmark clients", "benchmark (readers + prune process)"))
+    wsamples = [s for w in writers for s in w.samples]
+    wbad = [s for s in wsamples if s[2] not in (200, 201)]
+    if writers:
+        def wwindow(lo: float, hi: float) -> dict[str, float]:
+            return common.latency_summary(e for done, e, _ in wsamples
+                                          if done >= lo and done - e <= hi)
+
+        wphases = {"before": wwindow(0, p_start), "during": wwindow(p_start, p_end),
+                   "after": wwindow(p_end, float("inf"))}
+        for name, summary in wphases.items():
+            log(f"event writes (1 per request) {name} prune: {common.fmt_latency(summary)}")
+        log(f"event writes answered other than 200/201: {len(wbad)} "
+            f"{sorted({s[2] for s in wbad})}")
+        result.update(writes=wphases, writes_failed=len(wbad))
     during = phases["during"]
     met = deleted == args.expired and during.get("count", 0) > 0 and during["p99"] <= 100
     log(f"goal: completes and feed p99 <= 100 ms during prune: "
