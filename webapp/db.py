@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, cast
@@ -10,6 +12,8 @@ from flask import Flask, current_app
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import CursorResult, Engine, Result
 from sqlalchemy.orm import Session, scoped_session, sessionmaker
+
+from .writelock import WriterLock
 
 
 def normalize_url(url: str) -> str:
@@ -57,10 +61,19 @@ def init_app(app: Flask) -> None:
     factory = sessionmaker(bind=engine, expire_on_commit=False)
     app.extensions["db_engine"] = engine
     app.extensions["db_session"] = scoped_session(factory)
+    # SQLite has one writer at a time: writers queue on a lock that wakes the next at once.
+    app.extensions["db_write_lock"] = (
+        WriterLock(_sqlite_file(engine)) if engine.dialect.name == "sqlite"
+        else contextlib.nullcontext())
 
     @app.teardown_appcontext
     def _remove_session(_exc: BaseException | None) -> None:
         app.extensions["db_session"].remove()
+
+
+def _sqlite_file(engine: Engine) -> str | None:
+    database = engine.url.database
+    return None if not database or database == ":memory:" else os.path.abspath(database)
 
 
 def engine() -> Engine:
@@ -87,11 +100,12 @@ def write_transaction() -> Iterator[Session]:
     s = session()
     if s.in_transaction():
         s.commit()
-    # Ignored by PostgreSQL, whose row locks need no such hint.
-    s.connection(execution_options={"sqlite_begin": "IMMEDIATE"})
-    try:
-        yield s
-        s.commit()
-    except BaseException:
-        s.rollback()
-        raise
+    with current_app.extensions["db_write_lock"]:
+        # Ignored by PostgreSQL, whose row locks need no such hint.
+        s.connection(execution_options={"sqlite_begin": "IMMEDIATE"})
+        try:
+            yield s
+            s.commit()
+        except BaseException:
+            s.rollback()
+            raise

@@ -114,5 +114,4 @@ def _seed_agent() -> None:
         record(session, agent.id, history, now)
     # One call with the token, as an agent would make: connected now, and the server's
     # disconnects job reports it silent ten minutes later, live on the page.
-    token, agent = tokens.authenticate(raw)
-    tokens.record_contact(token, agent)
+    tokens.record_contact(tokens.authenticate(raw))

@@ -4,15 +4,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Insert, insert, select
+from sqlalchemy import Table, bindparam, insert, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from . import events
 from .hooks.enqueue import enqueue as enqueue_deliveries
 from .models import Event
+
+# Core, not ORM, inserts: the ORM's bulk path with RETURNING falls back to a statement per
+# row (and re-splices every result) when rows differ in which columns are None.
+EVENTS = cast(Table, Event.__table__)
+# Built once: building statements costs more Python time than a one-event insert itself.
+_INSERT = insert(EVENTS).returning(EVENTS.c.id, sort_by_parameter_order=True)
+_INSERT_IGNORING = {
+    name: make(EVENTS).on_conflict_do_nothing(index_elements=["agent_id", "dedupe_key"])
+    .returning(EVENTS.c.dedupe_key, EVENTS.c.id)
+    for name, make in (("postgresql", postgresql.insert), ("sqlite", sqlite.insert))}
+_EXISTING = (select(EVENTS.c.dedupe_key, EVENTS.c.id)
+             .where(EVENTS.c.agent_id == bindparam("agent_id"),
+                    EVENTS.c.dedupe_key.in_(bindparam("keys", expanding=True))))
 
 
 @dataclass
@@ -68,29 +81,26 @@ def record(session: Session, agent_id: int, new_events: list[NewEvent],
         if key is not None:
             by_key[key] = item
 
-    if by_key:
-        for key, event_id in _existing(session, agent_id, list(by_key)):
-            _resolve(results, by_key.pop(key), event_id, duplicate=True)
-        pending = [p for p in pending if p.key is None or p.key in by_key]
-
     plain = [p for p in pending if p.key is None]
     if plain:
-        stmt = insert(Event).returning(Event.id, sort_by_parameter_order=True)
-        ids = session.execute(stmt, [p.row for p in plain]).scalars().all()
+        ids = session.connection().execute(_INSERT, [p.row for p in plain]).scalars().all()
         for item, event_id in zip(plain, ids, strict=True):
             _resolve(results, item, event_id, duplicate=False)
             fresh.append((event_id, item.row))
 
     keyed = [p for p in pending if p.key is not None]
     if keyed:
-        ignoring = _insert_ignoring_duplicates(session).returning(Event.dedupe_key, Event.id)
-        inserted: dict[str | None, int] = {
-            key: event_id for key, event_id in session.execute(ignoring, [p.row for p in keyed])}
+        ignoring = _INSERT_IGNORING[session.get_bind().dialect.name]
+        inserted: dict[str | None, int] = {key: event_id for key, event_id in
+                                           session.connection().execute(ignoring,
+                                                                        [p.row for p in keyed])}
         for item in keyed:
             if item.key in inserted:
                 _resolve(results, item, inserted[item.key], duplicate=False)
                 fresh.append((inserted[item.key], item.row))
-        # Lost a race with a concurrent writer of the same key: theirs is the original.
+        # Stored before (or by a concurrent writer just now): the stored one is the original.
+        # No lookup first: the unique index decides, so a batch of new events costs one
+        # statement and a repeat costs the same as a race.
         racing = [p for p in keyed if p.key not in inserted]
         if racing:
             found: dict[str | None, int] = dict(
@@ -137,17 +147,7 @@ def _resolve(results: list[Recorded | None], item: _Pending, event_id: int,
 def _existing(session: Session, agent_id: int, keys: list[str]) -> list[tuple[str, int]]:
     found: list[tuple[str, int]] = []
     for start in range(0, len(keys), 500):
-        chunk = keys[start:start + 500]
-        rows = session.execute(
-            select(Event.dedupe_key, Event.id)
-            .where(Event.agent_id == agent_id, Event.dedupe_key.in_(chunk))
-        ).all()
+        rows = session.connection().execute(
+            _EXISTING, {"agent_id": agent_id, "keys": keys[start:start + 500]}).all()
         found.extend((key, event_id) for key, event_id in rows if key is not None)
     return found
-
-
-def _insert_ignoring_duplicates(session: Session) -> Insert:
-    if session.get_bind().dialect.name == "postgresql":
-        return postgresql.insert(Event).on_conflict_do_nothing(
-            index_elements=["agent_id", "dedupe_key"])
-    return sqlite.insert(Event).on_conflict_do_nothing(index_elements=["agent_id", "dedupe_key"])

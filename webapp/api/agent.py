@@ -23,9 +23,8 @@ def agent_token_required(view: Callable[..., Any]) -> Callable[..., Any]:
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         header = request.headers.get("Authorization", "")
         raw = header.removeprefix("Bearer ").strip() if header.startswith("Bearer ") else None
-        token, agent = tokens.authenticate(raw)
-        tokens.record_contact(token, agent)
-        g.agent_token, g.agent = token, agent
+        g.credential = cred = tokens.authenticate(raw)
+        tokens.record_contact(cred)
         return view(*args, **kwargs)
     return wrapped
 
@@ -39,13 +38,13 @@ def heartbeat() -> Response:
 @bp.get("/info")
 @agent_token_required
 def info() -> Response:
-    agent = g.agent
-    db.session().refresh(agent)  # contact was just recorded
+    cred = g.credential
+    agent = cred.agent()  # read now: contact was just recorded
     status = agents.status(agent)
     return jsonify({
         "agent": {"id": agent.id, "name": agent.name,
                   "created_at": isoformat(agent.created_at)},
-        "token": {"name": g.agent_token.name, "prefix": g.agent_token.prefix},
+        "token": {"name": cred.token_name, "prefix": cred.token_prefix},
         "connection": {
             "status": status.state,
             "last_contact": isoformat(status.last_contact) if status.last_contact else None,
@@ -61,11 +60,11 @@ def post_events() -> tuple[Response, int]:
     rules = EventRules(now, config["RETENTION_DAYS"], config["CLOCK_SKEW_SECONDS"],
                        config["MAX_BATCH_EVENTS"])
     new_events, is_batch = parse_events(json_body(), rules)
-    token = g.agent_token
+    cred = g.credential
     for new in new_events:
-        new.token_id, new.token_name = token.id, token.name
+        new.token_id, new.token_name = cred.token_id, cred.token_name
     with db.write_transaction() as session:
-        results = record(session, g.agent.id, new_events, now)
+        results = record(session, cred.agent_id, new_events, now)
     body = [{"id": r.id, "duplicate": r.duplicate} for r in results]
     status = 200 if all(r.duplicate for r in results) else 201
     return jsonify({"events": body} if is_batch else body[0]), status
@@ -76,6 +75,7 @@ def post_events() -> tuple[Response, int]:
 def put_config() -> Response:
     """A configuration version from the agent; 422 (recorded as config_invalid) if refused."""
     text, commit = config_api.parse_put(json_body())
-    accepted = configuration.submit(g.agent, text, source="api", commit=commit,
-                                    token=g.agent_token)
+    cred = g.credential
+    accepted = configuration.submit(cred.agent(), text, source="api", commit=commit,
+                                    token=cred.token())
     return jsonify(accepted.to_json())

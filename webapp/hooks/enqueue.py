@@ -26,6 +26,10 @@ _SQLITE = text(_INSERT.format(id="value") + "FROM json_each(:ids)").bindparams(
 _POSTGRES = text(_INSERT.format(id="x") + "FROM unnest(CAST(:ids AS BIGINT[])) AS t(x)"
                  ).bindparams(bindparam("now", type_=DateTime()))
 
+_ENABLED_HOOKS = (select(Hook.id, Hook.categories, Hook.levels, Hook.types)
+                  .where(Hook.enabled.is_(True),
+                         or_(Hook.agent_id == bindparam("agent_id"), Hook.agent_id.is_(None))))
+
 
 def matches(categories: Sequence[str] | None, levels: Sequence[str] | None,
             types: Sequence[str] | None, category: str, level: str, type_name: str) -> bool:
@@ -46,11 +50,7 @@ def enqueue(session: Session, agent_id: int, fresh: Sequence[tuple[int, dict[str
     """
     if not fresh:
         return 0
-    hooks = session.execute(
-        select(Hook.id, Hook.categories, Hook.levels, Hook.types)
-        .where(Hook.enabled.is_(True),
-               or_(Hook.agent_id == agent_id, Hook.agent_id.is_(None)))
-    ).all()
+    hooks = session.connection().execute(_ENABLED_HOOKS, {"agent_id": agent_id}).all()
     if not hooks:
         return 0
     kinds: dict[tuple[str, str, str], list[int]] = {}
