@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 from flask import Flask, g, redirect, request, session, url_for
-from flask.sessions import SecureCookieSessionInterface
+from flask.sessions import SecureCookieSessionInterface, SessionMixin
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from . import users
@@ -16,12 +17,28 @@ from .models import User
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+REFRESH_SECONDS = 3600
+_REFRESHED = "refreshed_at"
+
 
 class _SessionInterface(SecureCookieSessionInterface):
     """Marks the session cookie Secure whenever the request came over HTTPS."""
 
     def get_cookie_secure(self, app: Flask) -> bool:
         return bool(app.config.get("SESSION_COOKIE_SECURE")) or request.is_secure
+
+    def should_set_cookie(self, app: Flask, session: SessionMixin) -> bool:
+        """Sliding expiry, renewed at most once every REFRESH_SECONDS: re-signing the
+        cookie on every request (each live poll) cost more than the poll itself."""
+        if session.modified:
+            return True
+        if not (session.permanent and app.config["SESSION_REFRESH_EACH_REQUEST"]):
+            return False
+        now = int(time.time())
+        if now - int(session.get(_REFRESHED, 0)) < REFRESH_SECONDS:
+            return False
+        session[_REFRESHED] = now
+        return True
 
 
 def init_app(app: Flask) -> None:
