@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from flask import current_app
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.exc import IntegrityError
 
 from . import clock, db
@@ -61,8 +61,11 @@ def set_connection(agent: Agent, kubeconfig_path: str | None, kube_context: str 
     db.session().commit()
 
 
+_BY_NAME = select(Agent).where(Agent.name == bindparam("name"))  # every agent page runs it
+
+
 def get(name: str) -> Agent:
-    agent = db.session().scalar(select(Agent).where(Agent.name == name))
+    agent = db.session().scalar(_BY_NAME, {"name": name})
     if agent is None:
         raise NotFound(f"No agent named {name!r}", code="agent_not_found")
     return agent

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, func, select, tuple_
+from sqlalchemy import Select, bindparam, func, select, tuple_
 
 from . import db, events
 from .clock import isoformat
@@ -104,15 +104,21 @@ def page(agent_id: int, filters: Filters, before: Cursor | None, limit: int) -> 
     return Page(rows, Cursor.after(rows[-1]) if more and rows else None)
 
 
+# Built once: the live poll runs it every few seconds per open page, and building the
+# statement cost as much as running it (filters, when given, add their clauses to it).
+_NEWER_THAN = (select(Event)
+               .where(Event.agent_id == bindparam("agent_id"), Event.id > bindparam("after"))
+               .order_by(Event.id.desc()).limit(bindparam("limit")))
+
+
 def newer_than(agent_id: int, after_id: int, filters: Filters, limit: int = 500) -> list[Event]:
     """Events recorded after the given id, newest first: the live tail.
 
     Ids grow with recording order, so a range on ix_events_agent_id (agent_id, id)
     holds exactly this agent's rows recorded since: nothing new costs one index probe.
     """
-    stmt = filters.apply(select(Event).where(Event.agent_id == agent_id, Event.id > after_id))
-    stmt = stmt.order_by(Event.id.desc()).limit(limit)
-    rows: list[Event] = list(db.session().scalars(stmt))
+    rows: list[Event] = list(db.session().scalars(
+        filters.apply(_NEWER_THAN), {"agent_id": agent_id, "after": after_id, "limit": limit}))
     rows.sort(key=lambda e: (e.happened_at, e.id), reverse=True)
     return rows
 
