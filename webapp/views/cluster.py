@@ -74,7 +74,7 @@ class Table:
 
 
 def _snapshots(agent: Agent, identity: Identity,
-               params: list[WatchParams]) -> list[Snapshot]:
+               params: list[WatchParams], objects: bool = True) -> list[Snapshot]:
     """Every table's first state at once: a slow cluster costs one timeout, not five."""
     app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]
     hub = app.extensions["watch_hub"]
@@ -82,19 +82,13 @@ def _snapshots(agent: Agent, identity: Identity,
     def take(one: WatchParams) -> Snapshot:
         with app.app_context():  # the hub looks the agent up to build its client
             try:
-                return hub.snapshot(agent.name, identity, one, timeout=SNAPSHOT_TIMEOUT)
+                return hub.snapshot(agent.name, identity, one, timeout=SNAPSHOT_TIMEOUT,
+                                    objects=objects or one == NAMESPACES)
             except KubeError as exc:
                 return Snapshot([], [], exc)
 
     with ThreadPoolExecutor(max_workers=len(params)) as pool:
         return list(pool.map(take, params))
-
-
-def _sorted_rows(params: WatchParams, objects: list[dict[str, Any]]) -> list[Markup]:
-    # Rendered now rather than taken from the snapshot's cached rows: ages are fresh.
-    ordered = sorted((rows.normalize(o) for o in objects),
-                     key=lambda o: (o["metadata"]["namespace"], o["metadata"]["name"]))
-    return [Markup(html) for o in ordered if (html := rows.render_row(params, o))]
 
 
 def _namespace_arg() -> str | None:
@@ -121,12 +115,12 @@ def page(name: str) -> str:
     wanted = [kind.params(namespace) for kind in KINDS]
     try:
         connection_of(agent)
-        snapshots = _snapshots(agent, identity, [*wanted, NAMESPACES])
+        snapshots = _snapshots(agent, identity, [*wanted, NAMESPACES], objects=False)
         live = True
     except KubeError as exc:  # no cluster connection: every table says so, nothing is live
         snapshots = [Snapshot([], [], exc)] * (len(wanted) + 1)
         live = False
-    tables = [Table(kind, params, rows.columns(params), _sorted_rows(params, snap.objects),
+    tables = [Table(kind, params, rows.columns(params), [Markup(r) for r in snap.rows],
                     snap.error) for kind, params, snap in zip(KINDS, wanted, snapshots,
                                                                strict=False)]
     names = snapshots[-1]

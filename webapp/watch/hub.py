@@ -100,6 +100,7 @@ class _Cached:
     version: str
     object_bytes: bytes
     html: str | None  # the page's table row, rendered once per change
+    sort_key: tuple[str, str] = ("", "")  # (namespace, name): the page's row order
 
     @property
     def suffix(self) -> bytes:
@@ -249,8 +250,13 @@ class UpstreamWatch:
             subscription.upstream = None
 
     def _broadcast_event(self, line: bytes, suffix: bytes, position: str | None = None) -> None:
+        # Subscribers with the same watchId (every tab of the same page) share the bytes.
+        built: dict[bytes, bytes] = {}
         for subscription in list(self._subscribers):
-            self._deliver(subscription, subscription.prefix + line + suffix, position)
+            data = built.get(subscription.prefix)
+            if data is None:
+                data = built[subscription.prefix] = subscription.prefix + line + suffix
+            self._deliver(subscription, data, position)
 
     def _broadcast(self, kind: str, position: str | None = None, **fields: Any) -> None:
         for subscription in list(self._subscribers):
@@ -307,23 +313,31 @@ class UpstreamWatch:
         meta = obj.get("metadata") or {}
         return _Cached(str(meta.get("resourceVersion", "")),
                        json.dumps(obj, separators=(",", ":")).encode(),
-                       self._render_row(self.key.params, obj))
+                       self._render_row(self.key.params, obj),
+                       (str(meta.get("namespace") or ""), str(meta.get("name") or "")))
 
-    def snapshot(self, timeout: float) -> Snapshot:
+    def snapshot(self, timeout: float, objects: bool = True) -> Snapshot:
         """Wait for the first state (or error) and return the cached objects."""
         self._synced_event.wait(timeout)
         with self._lock:
             if not self._synced and self._error is None:
                 return Snapshot([], [], KubeError(504, "Timeout",
                                                   "The cluster did not answer in time"))
-            objects = [json.loads(c.object_bytes) for c in self._cache.values()]
-            rows = [c.html for c in self._cache.values() if c.html is not None]
-            return Snapshot(objects, rows, None if self._synced else self._error)
+            cached = sorted(self._cache.values(), key=lambda c: c.sort_key)
+            error = None if self._synced else self._error
+        decoded = [json.loads(c.object_bytes) for c in cached] if objects else []
+        return Snapshot(decoded, [c.html for c in cached if c.html is not None], error)
 
     def _relist(self) -> None:
-        items, resource_version = self.client.list(self.key.params, self.key.identity)
+        fresh: dict[str, _Cached] = {}
+        resource_version = ""
+        # Page by page: a 5,000-pod namespace is never decoded all at once.
+        for items, page_version in self.client.list_pages(self.key.params, self.key.identity):
+            resource_version = page_version
+            for item in items:
+                fresh[_object_key(item)] = self._cached(item)
+            del items
         self.lists += 1
-        fresh = {_object_key(item): self._cached(item) for item in items}
         with self._lock:
             if self._synced:
                 # After a 410 or an outage: send exactly the difference.
@@ -427,11 +441,11 @@ class Hub:
             self._forget(upstream)  # it was stopping: start a new one
 
     def snapshot(self, agent: str, identity: Identity, params: WatchParams,
-                 timeout: float = 10.0) -> Snapshot:
+                 timeout: float = 10.0, objects: bool = True) -> Snapshot:
         """The current state through the shared watch (started if needed; it stops after
         the grace period unless the page's live connection subscribes meanwhile)."""
         upstream = self._upstream(WatchKey(agent, identity, params))
-        snap = upstream.snapshot(timeout)
+        snap = upstream.snapshot(timeout, objects)
         if not upstream.subscriber_count:
             upstream.unsubscribe_idle()
         return snap

@@ -55,6 +55,9 @@ class Connection:
     in_cluster: bool = False
 
 
+ListPage = tuple[list[JSON], str]  # items, resourceVersion
+
+
 class ClusterClient:
     def __init__(self, api_client: Any) -> None:
         self.api = api_client
@@ -121,6 +124,24 @@ class ClusterClient:
                                  query=params.query())
         return body.get("items") or [], str((body.get("metadata") or {}).get(
             "resourceVersion", ""))
+
+    def list_pages(self, params: WatchParams, identity: Identity,
+                   limit: int = 500) -> Iterator[ListPage]:
+        """A LIST in pages of `limit` (limit/continue): one consistent snapshot at the first
+        page's resourceVersion, never the whole list decoded at once."""
+        token = ""
+        resource_version = ""
+        while True:
+            query = params.query() + [("limit", str(limit))]
+            if token:
+                query.append(("continue", token))
+            body = self.request_json("GET", params.collection_path(), identity, query=query)
+            meta = body.get("metadata") or {}
+            resource_version = resource_version or str(meta.get("resourceVersion", ""))
+            yield body.get("items") or [], resource_version
+            token = str(meta.get("continue") or "")
+            if not token:
+                return
 
     def watch(self, params: WatchParams, identity: Identity, resource_version: str,
               timeout_seconds: int) -> WatchStream:

@@ -21,6 +21,20 @@ from .resources import WatchParams
 JSON = dict[str, Any]
 
 
+def _esc(value: Any) -> str:
+    """markupsafe.escape's result as a plain str (Markup passes through)."""
+    if isinstance(value, Markup):
+        return value
+    return (str(value).replace("&", "&amp;").replace(">", "&gt;").replace("<", "&lt;")
+            .replace("'", "&#39;").replace('"', "&#34;"))
+
+
+def _fmt(template: str, *args: Any) -> Markup:
+    """Markup(template).format(*args) for `{}` fields without markupsafe's pure-Python
+    EscapeFormatter (string.Formatter): the same escaping, a fraction of the work."""
+    return Markup(template.format(*map(_esc, args)))
+
+
 # --- normalization ----------------------------------------------------------------------
 
 def _dict(value: Any) -> JSON:
@@ -106,7 +120,7 @@ def time_cell(when: datetime | None, now: datetime) -> Markup:
     """A `<time>` the page script re-renders every few seconds."""
     if when is None:
         return Markup('<span class="muted">&lt;unknown&gt;</span>')
-    return Markup('<time datetime="{}" title="{}" data-age>{}</time>').format(
+    return _fmt('<time datetime="{}" title="{}" data-age>{}</time>',
         _iso(when), _iso(when), age_text(when, now))
 
 
@@ -248,7 +262,7 @@ def status_tone(status: str) -> str:
 
 
 def pill(text: str, tone: str) -> Markup:
-    return Markup('<span class="pill pill-{}">{}</span>').format(tone, text)
+    return _fmt('<span class="pill pill-{}">{}</span>', tone, text)
 
 
 # --- services ---------------------------------------------------------------------------
@@ -387,12 +401,12 @@ def _cell(key: str, content: str | Markup, sort: Any = None) -> Markup:
     """A cell; `sort` is what the page sorts by (the plain text when not given)."""
     if sort is None:
         sort = "" if isinstance(content, Markup) else content
-    return Markup('<td data-col="{}" data-sort="{}">{}</td>').format(key, sort, content)
+    return _fmt('<td data-col="{}" data-sort="{}">{}</td>', key, sort, content)
 
 
 def _name_cell(name: str) -> Markup:
-    return Markup('<td data-col="name" data-sort="{}"><a class="object-link" href="#" '
-                  'data-open>{}</a></td>').format(name, name)
+    return _fmt('<td data-col="name" data-sort="{}"><a class="object-link" href="#" '
+                  'data-open>{}</a></td>', name, name)
 
 
 def _pod_cells(obj: JSON, now: datetime) -> tuple[list[Markup], str]:
@@ -400,9 +414,9 @@ def _pod_cells(obj: JSON, now: datetime) -> tuple[list[Markup], str]:
     tone = status_tone(pod.status)
     if tone == "ok" and pod.ready < pod.total:
         tone = "pending"  # Running, but not every container is ready
-    restarts = Markup("{}").format(pod.restarts)
+    restarts = _fmt("{}", pod.restarts)
     if pod.last_restart is not None:
-        restarts = Markup("{} ({} ago)").format(pod.restarts, time_cell(pod.last_restart, now))
+        restarts = _fmt("{} ({} ago)", pod.restarts, time_cell(pod.last_restart, now))
     ratio = pod.ready / pod.total if pod.total else 0
     return [_cell("ready", f"{pod.ready}/{pod.total}", f"{ratio:.4f}"),
             _cell("status", pill(pod.status, tone), pod.status),
@@ -421,9 +435,9 @@ def _flux_cells(obj: JSON, now: datetime) -> tuple[list[Markup], str]:
     flux = flux_columns(obj)
     suspended = pill("Suspended", "suspended") if flux.suspended else Markup("")
     return [_cell("ready", pill(flux.ready, status_tone(flux.ready)), flux.ready),
-            _cell("status", Markup('<span class="message">{}</span>').format(flux.message),
+            _cell("status", _fmt('<span class="message">{}</span>', flux.message),
                   flux.message),
-            _cell("revision", Markup("<code>{}</code>").format(flux.revision), flux.revision),
+            _cell("revision", _fmt("<code>{}</code>", flux.revision), flux.revision),
             _cell("suspended", suspended, "1" if flux.suspended else "0"),
             _cell("age", time_cell(flux.created, now), _epoch(flux.created))], flux.ready
 
@@ -432,13 +446,13 @@ def _event_cells(obj: JSON, now: datetime) -> tuple[list[Markup], str]:
     event = event_columns(obj)
     seen = time_cell(event.last_seen, now)
     if event.count > 1:
-        seen = Markup('{} <span class="count">(×{})</span>').format(seen, event.count)
+        seen = _fmt('{} <span class="count">(×{})</span>', seen, event.count)
     tone = "warning" if event.type == "Warning" else "normal"
-    return [_cell("type", Markup('<span class="event-type event-{}">{}</span>').format(
+    return [_cell("type", _fmt('<span class="event-type event-{}">{}</span>',
                 tone, event.type), event.type),
             _cell("reason", event.reason), _cell("last-seen", seen, _epoch(event.last_seen)),
             _cell("from", event.source),
-            _cell("message", Markup('<span class="message">{}</span>').format(event.message),
+            _cell("message", _fmt('<span class="message">{}</span>', event.message),
                   event.message)], event.type
 
 
@@ -462,6 +476,6 @@ def render_row(params: WatchParams, obj: JSON, now: datetime | None = None) -> s
         cells.insert(0, _name_cell(name))
         if params.namespace is None:
             cells.insert(0, _cell("namespace", namespace))
-    return str(Markup(
+    return str(_fmt(
         '<tr id="{}" data-key="{}" data-name="{}" data-namespace="{}" data-state="{}">{}</tr>'
-    ).format(f"{params.resource}-{key}", key, name, namespace, state, Markup("").join(cells)))
+    , f"{params.resource}-{key}", key, name, namespace, state, Markup("").join(cells)))

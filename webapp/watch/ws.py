@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import socket
-import threading
-import time
 from typing import Any
 
 from flask import Flask, current_app, request
@@ -24,6 +21,7 @@ from ..errors import AppError
 from ..models import Agent, User
 from . import access, tickets
 from .outbox import Outbox
+from .sender import Connection
 from .session import ProtocolError, WatchSession
 
 log = logging.getLogger(__name__)
@@ -41,8 +39,6 @@ CLOSE_TOO_SLOW = 4429
 CLOSE_INTERNAL_ERROR = 1011
 
 OUTBOX_LIMIT = 5000
-# A writer blocked this long on a reader that does not read cuts that reader off.
-STALL_SECONDS = 4.0
 
 
 class Refused(Exception):
@@ -55,7 +51,7 @@ class Refused(Exception):
 def init_app(app: Flask) -> None:
     app.config.setdefault("SOCK_SERVER_OPTIONS", {
         "subprotocols": [SUBPROTOCOL],
-        # Pings come from our writer (see _Writer): one thread writes to a socket.
+        # Pings come from our sender (see sender.py): one thread writes to a socket.
         "ping_interval": None,
         "max_message_size": 64 * 1024,
     })
@@ -132,13 +128,14 @@ def _serve(ws: Any, name: str) -> None:
         current_app.extensions["db_session"].remove()
 
     outbox = Outbox(OUTBOX_LIMIT)
-    writer = _Writer(ws, outbox)
+    conn = Connection(ws, outbox)
     session = WatchSession(current_app.extensions["watch_hub"], agent.name, identity, outbox)
-    writer.start()
+    conn.start()
     try:
-        while ws.connected and not writer.failed:
-            if outbox.overflowed or writer.stalled():
-                writer.close(CLOSE_TOO_SLOW, "too slow: messages were not read in time")
+        while ws.connected and not conn.failed:
+            if outbox.overflowed or conn.stalled():
+                conn.close(CLOSE_TOO_SLOW, "too slow: messages were not read in time",
+                           _quiet_close)
                 return
             data = ws.receive(timeout=0.5)
             if data is None:
@@ -146,82 +143,14 @@ def _serve(ws: Any, name: str) -> None:
             try:
                 session.handle(data)
             except ProtocolError as exc:
-                writer.close(CLOSE_BAD_MESSAGE, str(exc)[:120])
+                conn.close(CLOSE_BAD_MESSAGE, str(exc)[:120], _quiet_close)
                 return
     except ConnectionClosed:
         pass
     finally:
         session.close()
         outbox.close()
-        writer.join(5)
-
-
-PING_SECONDS = 25.0
-
-
-def frame(payload: bytes, opcode: int = 0x1) -> bytes:
-    """One unfragmented server frame (servers do not mask): text by default."""
-    length = len(payload)
-    if length < 126:
-        header = bytes((0x80 | opcode, length))
-    elif length < 65536:
-        header = bytes((0x80 | opcode, 126)) + length.to_bytes(2, "big")
-    else:
-        header = bytes((0x80 | opcode, 127)) + length.to_bytes(8, "big")
-    return header + payload
-
-
-class _Writer(threading.Thread):
-    """The socket's one writer: drains the outbox, so no producer ever waits on a
-    slow browser. Everything queued goes out in one write, framed here."""
-
-    def __init__(self, ws: Any, outbox: Outbox) -> None:
-        super().__init__(daemon=True, name="ws-writer")
-        self.ws = ws
-        self.outbox = outbox
-        self.failed = False
-        self.lock = threading.Lock()  # held while writing: closing waits for a whole batch
-        self._sending_since: float | None = None
-
-    def run(self) -> None:
-        last_write = time.monotonic()
-        try:
-            while not self.outbox.closed and self.ws.connected:
-                items = self.outbox.take(timeout=1.0)
-                if items:
-                    self._write(b"".join(frame(data) for data, _ in items))
-                    last_write = time.monotonic()
-                elif time.monotonic() - last_write > PING_SECONDS:
-                    self._write(frame(b"", opcode=0x9))  # keeps proxies and NATs open
-                    last_write = time.monotonic()
-                if self.outbox.overflowed:
-                    return
-        except (ConnectionClosed, OSError):
-            self.failed = True
-
-    def _write(self, data: bytes) -> None:
-        with self.lock:
-            self._sending_since = time.monotonic()
-            self.ws.sock.sendall(data)
-            self._sending_since = None
-
-    def close(self, code: int, reason: str) -> None:
-        """Close cleanly if the peer reads; cut the socket if it does not."""
-        if self.lock.acquire(timeout=1.0):
-            try:
-                # A peer that stopped reading must not hold this thread either.
-                with contextlib.suppress(OSError):
-                    self.ws.sock.settimeout(2.0)
-                _quiet_close(self.ws, code, reason)
-            finally:
-                self.lock.release()
-        else:
-            with contextlib.suppress(OSError):
-                self.ws.sock.shutdown(socket.SHUT_RDWR)
-
-    def stalled(self) -> bool:
-        since = self._sending_since
-        return since is not None and time.monotonic() - since > STALL_SECONDS
+        conn.stop()
 
 
 def _quiet_close(ws: Any, code: int, reason: str) -> None:

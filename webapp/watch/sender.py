@@ -1,0 +1,228 @@
+"""Every WebSocket of this process written by one thread, never blocking on a reader.
+
+Producers (the hub's watch threads) only append to a connection's outbox. The first
+message into an empty outbox puts the connection on the ready set and wakes the sender
+once; the sender frames everything queued and writes it without blocking. A socket that
+cannot take it all is watched for EPOLLOUT and its unsent bytes wait. So no producer waits
+on a slow browser, and no thread per connection wakes up (and takes the GIL) per message:
+with one writer thread per socket, waking those threads was most of the relay's CPU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import select
+import socket
+import struct
+import termios
+import threading
+import time
+from typing import Any
+
+from .outbox import Outbox
+
+PING_SECONDS = 25.0
+# The peer acknowledged nothing this long while bytes waited for it: it is cut off.
+STALL_SECONDS = 4.0
+# Gathers what arrives meanwhile into one write per socket: under a burst, hundreds of
+# sockets times hundreds of events per second would otherwise be as many system calls.
+COALESCE_SECONDS = 0.002
+MAX_ITEMS_PER_WRITE = 2000
+
+
+def frame_header(length: int, opcode: int = 0x1) -> bytes:
+    """The header of one unfragmented server frame (servers do not mask)."""
+    if length < 126:
+        return bytes((0x80 | opcode, length))
+    if length < 65536:
+        return bytes((0x80 | opcode, 126)) + length.to_bytes(2, "big")
+    return bytes((0x80 | opcode, 127)) + length.to_bytes(8, "big")
+
+
+def frame(payload: bytes, opcode: int = 0x1) -> bytes:
+    return frame_header(len(payload), opcode) + payload
+
+
+class Sender:
+    """The process's sender thread (started on first use, and again after a fork)."""
+
+    _instance: Sender | None = None
+    _instance_lock = threading.Lock()
+
+    @classmethod
+    def get(cls) -> Sender:
+        with cls._instance_lock:
+            if cls._instance is None or cls._instance._pid != os.getpid():
+                cls._instance = Sender()
+            return cls._instance
+
+    def __init__(self) -> None:
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+        self._ready: set[Connection] = set()
+        self._conns: set[Connection] = set()
+        self._signaled = False
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._epoll = select.epoll()
+        self._epoll.register(self._wake_r, select.EPOLLIN)
+        self._waiting: dict[int, Connection] = {}  # fd -> connection waiting for EPOLLOUT
+        self._thread = threading.Thread(target=self._run, daemon=True, name="ws-sender")
+        self._thread.start()
+
+    def add(self, conn: Connection) -> None:
+        with self._lock:
+            self._conns.add(conn)
+
+    def remove(self, conn: Connection) -> None:
+        with self._lock:
+            self._conns.discard(conn)
+        self.wake(conn)  # the sender drops its EPOLLOUT registration
+
+    def wake(self, conn: Connection) -> None:
+        with self._lock:
+            self._ready.add(conn)
+            if self._signaled:
+                return
+            self._signaled = True
+        with contextlib.suppress(BlockingIOError):
+            os.write(self._wake_w, b"\0")
+
+    def _run(self) -> None:
+        last_ping_check = time.monotonic()
+        while True:
+            events = self._epoll.poll(1.0)
+            if events:
+                time.sleep(COALESCE_SECONDS)
+            with contextlib.suppress(BlockingIOError):
+                os.read(self._wake_r, 65536)
+            with self._lock:
+                self._signaled = False
+                ready, self._ready = self._ready, set()
+                alive = set(self._conns)
+            for fd, _ in events:
+                if fd != self._wake_r and fd in self._waiting:
+                    ready.add(self._waiting[fd])
+            now = time.monotonic()
+            if now - last_ping_check >= 1.0:
+                last_ping_check = now
+                for conn in alive:
+                    if not conn.pending and now - conn.last_write > PING_SECONDS:
+                        conn.ping = True
+                        ready.add(conn)
+            for conn in ready:
+                if conn in alive:
+                    self._flush(conn)
+                else:
+                    self._forget(conn)
+
+    def _forget(self, conn: Connection) -> None:
+        if self._waiting.get(conn.fd) is conn:
+            del self._waiting[conn.fd]
+            with contextlib.suppress(OSError, ValueError):
+                self._epoll.unregister(conn.fd)
+
+    def _flush(self, conn: Connection) -> None:
+        with conn.lock:
+            if conn.closing or conn.failed:
+                self._forget(conn)
+                return
+            while True:
+                if not conn.pending:
+                    data = conn.next_batch()
+                    if not data:
+                        break
+                    conn.pending = memoryview(data)
+                try:
+                    sent = conn.sock.send(conn.pending, socket.MSG_DONTWAIT)
+                except (BlockingIOError, InterruptedError):
+                    sent = 0
+                except OSError:
+                    conn.failed = True
+                    self._forget(conn)
+                    return
+                conn.pending = conn.pending[sent:]
+                if sent:
+                    conn.last_write = time.monotonic()
+                    conn.written += sent
+                if conn.pending:
+                    if conn.fd not in self._waiting:
+                        self._waiting[conn.fd] = conn
+                        self._epoll.register(conn.fd, select.EPOLLOUT)
+                    return
+            self._forget(conn)
+
+
+class Connection:
+    """One WebSocket's side of the sender: its outbox, unsent bytes and stall clock."""
+
+    def __init__(self, ws: Any, outbox: Outbox) -> None:
+        self.ws = ws
+        self.sock: socket.socket = ws.sock
+        self.fd = self.sock.fileno()
+        self.outbox = outbox
+        self.failed = False
+        self.closing = False
+        self.ping = False
+        self.pending: memoryview | bytes = b""
+        self.last_write = time.monotonic()
+        self.written = 0  # bytes the kernel took; minus its send queue, what the peer acked
+        self._acked = 0
+        self._progress_at = time.monotonic()
+        self.lock = threading.Lock()  # held while flushing: closing waits for a whole send
+        self._sender = Sender.get()
+        outbox.on_ready = lambda: self._sender.wake(self)
+
+    def start(self) -> None:
+        self._sender.add(self)
+        if len(self.outbox):
+            self._sender.wake(self)
+
+    def stop(self) -> None:
+        self.closing = True
+        self._sender.remove(self)
+
+    def next_batch(self) -> bytes:
+        """Everything queued (up to a bound), framed into one buffer."""
+        parts: list[bytes] = []
+        for data, _ in self.outbox.take_nowait(MAX_ITEMS_PER_WRITE):
+            parts.append(frame_header(len(data)))
+            parts.append(data)
+        if self.ping:
+            parts.append(frame(b"", opcode=0x9))  # keeps proxies and NATs open
+            self.ping = False
+        return b"".join(parts)
+
+    def close(self, code: int, reason: str, close: Any) -> None:
+        """Close cleanly if the peer reads; cut the socket if it does not."""
+        with self.lock:
+            self.closing = True
+            if self.pending:
+                # Half a frame is out: a close frame now would corrupt the stream.
+                with contextlib.suppress(OSError):
+                    self.sock.shutdown(socket.SHUT_RDWR)
+                return
+            with contextlib.suppress(OSError):
+                self.sock.settimeout(2.0)
+            close(self.ws, code, reason)
+
+    def stalled(self) -> bool:
+        """The peer acknowledged nothing for STALL_SECONDS while bytes wait for it.
+
+        Progress is what the peer acknowledged (bytes written minus the kernel's send
+        queue, SIOCOUTQ), not whether our write blocks: the kernel buffers megabytes, so a
+        write-blocked clock would start seconds after the peer stopped reading."""
+        now = time.monotonic()
+        try:
+            queued = struct.unpack("i", fcntl.ioctl(self.fd, termios.TIOCOUTQ, b"\0" * 4))[0]
+        except OSError:
+            return False
+        acked = self.written - queued
+        if acked > self._acked or (queued == 0 and not self.pending):
+            self._acked = acked
+            self._progress_at = now
+            return False
+        return now - self._progress_at > STALL_SECONDS
