@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 from flask import Flask
@@ -14,7 +15,21 @@ def build_app() -> Flask:
     """The app as a server process runs it: with its scheduler started."""
     app = create_app()
     jobs.start_scheduler(app)
+    _tune_gc()
     return app
+
+
+def _tune_gc() -> None:
+    """Keep the garbage collector's full passes rare and small.
+
+    The live relay allocates a few small objects per message per subscriber (100,000 a
+    second at full tilt); with the default thresholds that set off a full collection
+    about every second, each walking every object of the app with the GIL held: relay
+    p99 went from 1 s to 0.14 s at 250 events/s x 200 subscribers without them. Objects
+    alive once the app is built (modules, mappers, templates) are frozen out of the
+    collector's walks; the young generation is collected every 50,000 allocations."""
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 20)
 
 
 class _Server(BaseApplication):

@@ -244,19 +244,24 @@ class UpstreamWatch:
     def _deliver(self, subscription: Subscription, data: bytes,
                  position: str | None = None) -> None:
         if not subscription.sink.send(data, position):
-            # A subscriber that stopped reading is dropped; its connection closes itself.
-            if subscription in self._subscribers:
-                self._subscribers.remove(subscription)
-            subscription.upstream = None
+            self._drop(subscription)
+
+    def _drop(self, subscription: Subscription) -> None:
+        # A subscriber that stopped reading is dropped; its connection closes itself.
+        if subscription in self._subscribers:
+            self._subscribers.remove(subscription)
+        subscription.upstream = None
 
     def _broadcast_event(self, line: bytes, suffix: bytes, position: str | None = None) -> None:
         # Subscribers with the same watchId (every tab of the same page) share the bytes.
         built: dict[bytes, bytes] = {}
         for subscription in list(self._subscribers):
-            data = built.get(subscription.prefix)
+            prefix = subscription.prefix
+            data = built.get(prefix)
             if data is None:
-                data = built[subscription.prefix] = subscription.prefix + line + suffix
-            self._deliver(subscription, data, position)
+                data = built[prefix] = prefix + line + suffix
+            if not subscription.sink.send(data, position):
+                self._drop(subscription)
 
     def _broadcast(self, kind: str, position: str | None = None, **fields: Any) -> None:
         for subscription in list(self._subscribers):

@@ -1,4 +1,5 @@
-"""A subscriber's bounded queue of outgoing messages, drained by its one writer."""
+"""A subscriber's bounded queue of outgoing messages, drained by one consumer: the process's
+WebSocket sender, or the thread streaming an HTTP fallback response."""
 
 from __future__ import annotations
 
@@ -10,54 +11,60 @@ Item = tuple[bytes, "str | None"]  # message, resume position
 
 
 class Outbox:
-    """Producers never block: a full outbox marks its reader too slow instead."""
+    """Producers never block and take no lock: a message is one deque append (atomic), and
+    the consumer is woken once per batch, not once per message. A full outbox marks its
+    reader too slow instead of growing.
+
+    Wake-ups: `_armed` says a wake-up is already on its way. The consumer clears it *before*
+    draining, so a message appended after the drain always wakes it again, and one appended
+    before is drained: none is left behind, whatever the interleaving.
+    """
 
     def __init__(self, limit: int, on_ready: Callable[[], None] | None = None) -> None:
         self.limit = limit
-        self.on_ready = on_ready  # called (outside the lock) when the outbox stops being empty
         self._items: deque[Item] = deque()
-        self._ready = threading.Condition(threading.Lock())
+        self._armed = False
+        self._cond = threading.Condition(threading.Lock())
+        # Called when a message arrives for a consumer that is not yet woken (the
+        # WebSocket sender sets its own); by default, for take() below.
+        self.on_ready: Callable[[], None] = on_ready or self._notify
         self.overflowed = False
         self.closed = False
 
     def send(self, message: bytes, position: str | None = None) -> bool:
-        with self._ready:
-            if self.closed or self.overflowed:
-                return False
-            if len(self._items) >= self.limit:
-                self.overflowed = True
-                self._ready.notify_all()
-                return False
-            self._items.append((message, position))
-            first = len(self._items) == 1
-            if first:
-                self._ready.notify()
-        if first and self.on_ready is not None:
+        if self.closed or self.overflowed:
+            return False
+        if len(self._items) >= self.limit:
+            self.overflowed = True
+            self.on_ready()  # the consumer notices and gives up on this reader
+            return False
+        self._items.append((message, position))
+        if not self._armed:
+            self._armed = True
             self.on_ready()
         return True
 
     def take(self, timeout: float | None = None) -> list[Item]:
         """Everything queued, waiting up to `timeout` for something; [] when closed."""
-        with self._ready:
+        with self._cond:
+            self._armed = False
             if not self._items and not self.closed and not self.overflowed:
-                self._ready.wait(timeout)
-            items = list(self._items)
-            self._items.clear()
-            return items
+                self._cond.wait(timeout)
+            return self.take_nowait(len(self._items))
 
-    def take_nowait(self, max_items: int = 1000) -> list[Item]:
-        with self._ready:
-            if len(self._items) <= max_items:
-                items = list(self._items)
-                self._items.clear()
-            else:
-                items = [self._items.popleft() for _ in range(max_items)]
-            return items
+    def take_nowait(self, max_items: int) -> list[Item]:
+        """Up to `max_items` queued messages, without waiting."""
+        self._armed = False
+        items = self._items
+        return [items.popleft() for _ in range(min(len(items), max_items))]
 
     def close(self) -> None:
-        with self._ready:
-            self.closed = True
-            self._ready.notify_all()
+        self.closed = True
+        self._notify()
+
+    def _notify(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
 
     def __len__(self) -> int:
         return len(self._items)
