@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from . import rawjson
 from .kube import ClusterClient, KubeError, WatchStream
 from .resources import Identity, WatchParams
 
@@ -314,10 +315,10 @@ class UpstreamWatch:
             self._broadcast("error", error=exc.to_json())
         self._synced_event.set()  # whoever waits for a first state gets the error
 
-    def _cached(self, obj: JSON) -> _Cached:
+    def _cached(self, obj: JSON, raw: bytes) -> _Cached:
+        """`raw`: the object's JSON text as the API server sent it."""
         meta = obj.get("metadata") or {}
-        return _Cached(str(meta.get("resourceVersion", "")),
-                       json.dumps(obj, separators=(",", ":")).encode(),
+        return _Cached(str(meta.get("resourceVersion", "")), raw,
                        self._render_row(self.key.params, obj),
                        (str(meta.get("namespace") or ""), str(meta.get("name") or "")))
 
@@ -339,8 +340,8 @@ class UpstreamWatch:
         # Page by page: a 5,000-pod namespace is never decoded all at once.
         for items, page_version in self.client.list_pages(self.key.params, self.key.identity):
             resource_version = page_version
-            for item in items:
-                fresh[_object_key(item)] = self._cached(item)
+            for item, raw in items:
+                fresh[_object_key(item)] = self._cached(item, raw)
             del items
         self.lists += 1
         with self._lock:
@@ -398,7 +399,8 @@ class UpstreamWatch:
                     self.resource_version = version or self.resource_version
                     continue
                 key = _object_key(obj)
-                cached = None if kind == "DELETED" else self._cached(obj)
+                cached = None if kind == "DELETED" else self._cached(
+                    obj, rawjson.event_object_bytes(line, obj))
                 with self._lock:
                     if cached is None:
                         self._cache.pop(key, None)

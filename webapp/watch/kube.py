@@ -18,6 +18,7 @@ import kubernetes
 import urllib3
 from urllib3 import HTTPHeaderDict
 
+from . import rawjson
 from .resources import Identity, WatchParams
 
 JSON = dict[str, Any]
@@ -55,7 +56,7 @@ class Connection:
     in_cluster: bool = False
 
 
-ListPage = tuple[list[JSON], str]  # items, resourceVersion
+RawPage = tuple[list[tuple[JSON, bytes]], str]  # (item, its JSON text) pairs, resourceVersion
 
 
 class ClusterClient:
@@ -126,19 +127,25 @@ class ClusterClient:
             "resourceVersion", ""))
 
     def list_pages(self, params: WatchParams, identity: Identity,
-                   limit: int = 500) -> Iterator[ListPage]:
+                   limit: int = 500) -> Iterator[RawPage]:
         """A LIST in pages of `limit` (limit/continue): one consistent snapshot at the first
-        page's resourceVersion, never the whole list decoded at once."""
+        page's resourceVersion, never the whole list decoded at once. Each item comes with
+        its JSON text as sent."""
         token = ""
         resource_version = ""
         while True:
             query = params.query() + [("limit", str(limit))]
             if token:
                 query.append(("continue", token))
-            body = self.request_json("GET", params.collection_path(), identity, query=query)
-            meta = body.get("metadata") or {}
+            response = self.request("GET", params.collection_path(), identity, query=query)
+            try:
+                items, meta = rawjson.list_items(response.read().decode())
+            except (ValueError, IndexError) as exc:
+                raise KubeError(0, "BadResponse", f"unreadable LIST response: {exc}") from None
+            finally:
+                response.release_conn()
             resource_version = resource_version or str(meta.get("resourceVersion", ""))
-            yield body.get("items") or [], resource_version
+            yield items, resource_version
             token = str(meta.get("continue") or "")
             if not token:
                 return
