@@ -113,15 +113,17 @@ def age_text(when: datetime | None, now: datetime) -> str:
 
 
 def _iso(when: datetime) -> str:
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # isoformat, not strftime: a 5,000-pod table formats 10,000 of these.
+    return when.astimezone(UTC).replace(tzinfo=None, microsecond=0).isoformat() + "Z"
 
 
 def time_cell(when: datetime | None, now: datetime) -> Markup:
     """A `<time>` the page script re-renders every few seconds."""
     if when is None:
         return Markup('<span class="muted">&lt;unknown&gt;</span>')
-    return _fmt('<time datetime="{}" title="{}" data-age>{}</time>',
-        _iso(when), _iso(when), age_text(when, now))
+    iso = _iso(when)
+    return _fmt('<time datetime="{}" title="{}" data-age>{}</time>', iso, iso,
+                age_text(when, now))
 
 
 def _epoch(when: datetime | None) -> str:
