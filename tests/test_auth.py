@@ -31,6 +31,22 @@ def test_login_logout_and_cookie_flags(client, h):
     assert client.get("/").status_code == 302
 
 
+def test_session_expiry_slides_without_a_new_cookie_on_every_request(client, h, monkeypatch):
+    """A signed-in user who keeps using the app stays signed in (the cookie's expiry is
+    renewed), but live polls every few seconds do not each get a new cookie."""
+    from webapp import auth
+
+    h.user()
+    h.login(client)
+    assert client.get("/").status_code == 200
+    assert "Set-Cookie" not in client.get("/").headers, "renewed again a moment later"
+    later = auth.time.time() + auth.REFRESH_SECONDS + 1
+    monkeypatch.setattr(auth.time, "time", lambda: later)
+    assert "session=" in client.get("/").headers.get("Set-Cookie", ""), \
+        "not renewed an hour later"
+    assert client.get("/").status_code == 200
+
+
 def test_secure_cookie_when_served_over_https(app):
     # The login page starts a session (its CSRF token): over HTTPS the cookie is Secure.
     response = app.test_client().get("https://localhost/login")

@@ -30,11 +30,12 @@ class _SessionInterface(SecureCookieSessionInterface):
     def should_set_cookie(self, app: Flask, session: SessionMixin) -> bool:
         """Sliding expiry, renewed at most once every REFRESH_SECONDS: re-signing the
         cookie on every request (each live poll) cost more than the poll itself."""
+        now = int(time.time())
         if session.modified:
+            session[_REFRESHED] = now  # this cookie carries a fresh expiry anyway
             return True
         if not (session.permanent and app.config["SESSION_REFRESH_EACH_REQUEST"]):
             return False
-        now = int(time.time())
         if now - int(session.get(_REFRESHED, 0)) < REFRESH_SECONDS:
             return False
         session[_REFRESHED] = now
