@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 import select
 import socket
@@ -22,6 +23,8 @@ import time
 from typing import Any
 
 from .outbox import Outbox
+
+log = logging.getLogger(__name__)
 
 PING_SECONDS = 25.0
 # The peer acknowledged nothing this long while bytes waited for it: it is cut off.
@@ -119,10 +122,17 @@ class Sender:
                         conn.ping = True
                         ready.add(conn)
             for conn in ready:
-                if conn in alive:
-                    self._flush(conn)
-                else:
-                    self._forget(conn)
+                try:
+                    if conn in alive:
+                        self._flush(conn)
+                    else:
+                        self._forget(conn)
+                except Exception:
+                    # One broken connection must not stop the thread every socket needs.
+                    log.exception("WebSocket sender: dropping a connection")
+                    conn.failed = True
+                    with contextlib.suppress(Exception):
+                        self._forget(conn)
 
     def _forget(self, conn: Connection) -> None:
         if self._waiting.get(conn.fd) is conn:
