@@ -32,7 +32,8 @@ def main() -> None:
 @click.option("--port", type=int, default=lambda: int(os.environ.get("AGENTWATCH_PORT", "8000")),
               show_default="8000 or $AGENTWATCH_PORT")
 @click.option("--workers", type=int, default=1, show_default=True,
-              help="Processes. Watches are shared within a process: keep 1 unless you must.")
+              help="Processes. Cluster watches are shared within a process; one per core "
+                   "takes more agent requests.")
 @click.option("--threads", type=int, default=lambda: int(os.environ.get("AGENTWATCH_THREADS",
                                                                          "64")),
               show_default="64", help="Threads per process; each open WebSocket holds one.")
