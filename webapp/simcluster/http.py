@@ -1,4 +1,5 @@
-"""The Kubernetes HTTP API over loopback: routing, LIST/WATCH/CRUD, logs, discovery.
+"""The Kubernetes HTTP API over loopback: LIST/WATCH/CRUD, logs and discovery served from
+the store. Who is asking is ``rbac``'s to decide, which verb a request is ``routes``'.
 
 ``SimServer`` is a ``ThreadingHTTPServer`` (HTTP/1.1, keep-alive, one thread per
 connection) run in a daemon thread.  Watch and log-follow responses are chunked; each
@@ -31,13 +32,13 @@ from . import patch as patching
 from .errors import ApiError
 from .logs import LogBuffer
 from .pods import build_service
-from .rbac import Identity, admin
+from .rbac import Identity
 from .resources import NAMESPACES, PODS, SERVICES, ResourceType
-from .routes import Route, parse_route
+from .routes import Route, parse_route, verb_of
 from .selectors import compile_selector
 from .stats import RequestRecord
 from .store import Cursor, Expired, Stored, WatchEvent
-from .util import JSON, dumps, json_copy, parse_rfc3339
+from .util import JSON, TRUE, dumps, json_copy, parse_rfc3339
 
 if TYPE_CHECKING:
     from .cluster import SimCluster
@@ -45,7 +46,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _POLL = 0.5  # longest sleep of a stream before it checks for shutdown / client hang-up
-_TRUE = ("true", "1", "True")
 
 
 class _Server(ThreadingHTTPServer):
@@ -231,27 +231,11 @@ class Handler(BaseHTTPRequestHandler):
         return self.rfile.read(length) if length else b""
 
     def _identity(self) -> Identity:
-        cluster = self.cluster
         auth = self.headers.get("Authorization") or ""
-        token = auth[7:].strip() if auth.lower().startswith("bearer ") else None
-        ident = cluster.rbac.identity_for_token(token)
-        if ident is None:
-            if cluster.token is not None and token != cluster.token:
-                raise ApiError(401, "Unauthorized")
-            ident = admin()
-        users = self.headers.get_all("Impersonate-User") or []
-        groups = self.headers.get_all("Impersonate-Group") or []
-        if not users and not groups:
-            return ident
-        if not users:
-            raise ApiError(500, "requested [{Kind:Group}] without impersonating a user")
-        target = users[0]
-        if not cluster.rbac.allowed(ident, "impersonate", "users", None):
-            raise errors.forbidden(None, "users", "impersonate", ident.user, None, name=target)
-        groups = list(groups)  # one group per header, repeated as needed
-        if "system:authenticated" not in groups:
-            groups.append("system:authenticated")
-        return Identity(target, tuple(groups))
+        return self.cluster.rbac.authenticate(
+            auth[7:].strip() if auth.lower().startswith("bearer ") else None,
+            self.cluster.token, self.headers.get_all("Impersonate-User") or [],
+            self.headers.get_all("Impersonate-Group") or [])
 
     # --- dispatch ----------------------------------------------------------------------------
 
@@ -281,7 +265,7 @@ class Handler(BaseHTTPRequestHandler):
                 self._send(200, dumps(target))
                 return
             route = target
-            verb = self._verb(method, route, query)
+            verb = verb_of(method, route, query)
             resource = route.rt.plural + (f"/{route.sub}" if route.sub else "")
             self._authorize(verb, route, resource, method, url.path, query)
             if verb == "watch":
@@ -314,25 +298,6 @@ class Handler(BaseHTTPRequestHandler):
             log.exception("simcluster handler failed")
             self.server.sim.errors.append(exc)
             self._send_error(ApiError(500, f"internal error: {exc!r}"))
-
-    def _verb(self, method: str, route: Route, query: dict[str, str]) -> str:
-        if method == "GET":
-            if route.name is not None:
-                return "get"
-            return "watch" if query.get("watch") in _TRUE else "list"
-        if route.sub == "log":
-            raise ApiError(405, "the server does not allow this method on the requested "
-                                f"resource ({method})")
-        if method == "POST":
-            if route.name is not None:
-                raise ApiError(405, "the server does not allow this method on the requested "
-                                    "resource (POST)")
-            return "create"
-        if route.name is None and method != "DELETE":
-            raise ApiError(405, f"the server does not allow this method on the requested "
-                                f"resource ({method})")
-        return {"PUT": "update", "PATCH": "patch", "DELETE": "delete"}[method] \
-            if route.name is not None else "deletecollection"
 
     def _authorize(self, verb: str, route: Route, resource: str, method: str,
                    path: str, query: dict[str, str]) -> Identity:
@@ -392,11 +357,11 @@ class Handler(BaseHTTPRequestHandler):
         cluster = self.cluster
         rt = route.rt
         pred = compile_selector(rt, query.get("labelSelector"), query.get("fieldSelector"))
-        initial_events = query.get("sendInitialEvents") in _TRUE
+        initial_events = query.get("sendInitialEvents") in TRUE
         rv = "0" if initial_events else query.get("resourceVersion")
         cursor = cluster.store.open_watch(rt, rv)  # may raise Expired: HTTP 410
         timeout = _int_param(query, "timeoutSeconds")
-        bookmarks = query.get("allowWatchBookmarks") in _TRUE
+        bookmarks = query.get("allowWatchBookmarks") in TRUE
         ns = route.namespace
         self._start_stream("application/json")
         cluster.stats.watch_opened(rt.plural)
@@ -578,10 +543,10 @@ class Handler(BaseHTTPRequestHandler):
             except ValueError:
                 raise ApiError(400, f"invalid sinceTime {query['sinceTime']!r}") from None
         limit_bytes = _int_param(query, "limitBytes")
-        stamps = query.get("timestamps") in _TRUE
-        follow = query.get("follow") in _TRUE
+        stamps = query.get("timestamps") in TRUE
+        follow = query.get("follow") in TRUE
         _, buf = cluster.log_source(ns, route.name, query.get("container"),
-                                    query.get("previous") in _TRUE)
+                                    query.get("previous") in TRUE)
         pos = buf.start_position(tail, since_ns)
         if not follow:
             parts = []

@@ -16,6 +16,9 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from . import errors
+from .errors import ApiError
+
 ADMIN_USER = "admin"
 MASTERS = "system:masters"
 AUTHENTICATED = "system:authenticated"
@@ -87,6 +90,27 @@ class RBAC:
             return None
         with self._lock:
             return self._tokens.get(token)
+
+    def authenticate(self, bearer: str | None, required_token: str | None,
+                     impersonate_users: list[str], impersonate_groups: list[str]) -> Identity:
+        """The caller of a request: its token's user, else the admin (unless the cluster
+        demands ``required_token``), switched by the Impersonate-* headers when allowed."""
+        ident = self.identity_for_token(bearer)
+        if ident is None:
+            if required_token is not None and bearer != required_token:
+                raise ApiError(401, "Unauthorized")
+            ident = admin()
+        if not impersonate_users and not impersonate_groups:
+            return ident
+        if not impersonate_users:
+            raise ApiError(500, "requested [{Kind:Group}] without impersonating a user")
+        target = impersonate_users[0]
+        if not self.allowed(ident, "impersonate", "users", None):
+            raise errors.forbidden(None, "users", "impersonate", ident.user, None, name=target)
+        groups = list(impersonate_groups)  # one group per header, repeated as needed
+        if AUTHENTICATED not in groups:
+            groups.append(AUTHENTICATED)
+        return Identity(target, tuple(groups))
 
     def allowed(self, ident: Identity, verb: str, resource: str, namespace: str | None) -> bool:
         if MASTERS in ident.groups:

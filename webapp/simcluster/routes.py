@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from .errors import ApiError
 from .resources import ResourceType, api_group, api_group_list, api_resource_list, lookup
-from .util import JSON
+from .util import JSON, TRUE
 
 VERSION = {
     "major": "1", "minor": "33", "gitVersion": "v1.33.1-sim", "gitCommit": "0" * 40,
@@ -81,3 +81,26 @@ def parse_route(path: str) -> Route | JSON:
     if sub is not None and sub not in rt.subresources:
         raise _not_found_url()
     return Route(rt, namespace, name, sub)
+
+
+
+
+def verb_of(method: str, route: Route, query: dict[str, str]) -> str:
+    """The Kubernetes verb of a request (what RBAC checks): get, list, watch, create, ..."""
+    if method == "GET":
+        if route.name is not None:
+            return "get"
+        return "watch" if query.get("watch") in TRUE else "list"
+    if route.sub == "log":
+        raise ApiError(405, "the server does not allow this method on the requested "
+                            f"resource ({method})")
+    if method == "POST":
+        if route.name is not None:
+            raise ApiError(405, "the server does not allow this method on the requested "
+                                "resource (POST)")
+        return "create"
+    if route.name is None and method != "DELETE":
+        raise ApiError(405, f"the server does not allow this method on the requested "
+                            f"resource ({method})")
+    return {"PUT": "update", "PATCH": "patch", "DELETE": "delete"}[method] \
+        if route.name is not None else "deletecollection"

@@ -91,3 +91,7 @@ def json_copy(value: Any) -> Any:
 def dumps(value: Any) -> bytes:
     """Compact JSON as bytes, the one encoding used for every response body."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+# How the API server spells a true query parameter (watch=true, follow=1, ...).
+TRUE = ("true", "1", "True")
