@@ -76,7 +76,7 @@ def record(session: Session, agent_id: int, new_events: list[NewEvent],
         if key is not None and key in by_key:
             by_key[key].same_as.append(index)  # repeated inside this very batch
             continue
-        item = _Pending(index, _row(agent_id, new, spec, now), key)
+        item = _Pending(index, _row(agent_id, new, spec, now, key), key)
         pending.append(item)
         if key is not None:
             by_key[key] = item
@@ -116,7 +116,8 @@ def record_one(session: Session, agent_id: int, new: NewEvent, now: datetime) ->
     return record(session, agent_id, [new], now)[0]
 
 
-def _row(agent_id: int, new: NewEvent, spec: events.EventType, now: datetime) -> dict[str, Any]:
+def _row(agent_id: int, new: NewEvent, spec: events.EventType, now: datetime,
+         dedupe_key: str | None) -> dict[str, Any]:
     return {
         "agent_id": agent_id,
         "type": new.type,
@@ -132,8 +133,7 @@ def _row(agent_id: int, new: NewEvent, spec: events.EventType, now: datetime) ->
         "message": new.message,
         "link": new.link,
         "details": new.details,
-        "dedupe_key": events.dedupe_key(new.type, new.commit_sha, new.project,
-                                        new.dedupe_extra),
+        "dedupe_key": dedupe_key,
     }
 
 

@@ -74,9 +74,13 @@ def time_tag(value: datetime) -> Markup:
     """A `<time>` whose text the page script keeps relative ("5 minutes ago")."""
     # escape() and an f-string: Markup.format goes through string.Formatter, several
     # times slower, and a feed page has fifty of these.
-    return Markup(f'<time datetime="{escape(isoformat(value))}" '
-                  f'title="{escape(exact_time(value))}" data-relative>'
-                  f'{escape(relative_time(value))}</time>')
+    return Markup(f"{_time_open(value)}{escape(relative_time(value))}</time>")
+
+
+def _time_open(value: datetime) -> str:
+    """A time tag up to its text, which is the only part that changes with the clock."""
+    return (f'<time datetime="{escape(isoformat(value))}" title="{escape(exact_time(value))}" '
+            'data-relative>')
 
 
 @functools.cache
@@ -133,9 +137,7 @@ def _static_row_parts(cache: dict[tuple[int, str], RowParts], event: Event,
             f'">\n  {level_icon(event.level)}\n'
             f'  <a class="summary" href="{escape(detail_base)}{event.id}">'
             f'{escape(events.describe(event))}</a>\n'
-            f'  <span class="chip">{escape(event.category)}</span>\n'
-            f'  <time datetime="{escape(isoformat(when))}" title="{escape(exact_time(when))}" '
-            f'data-relative>',
+            f'  <span class="chip">{escape(event.category)}</span>\n  {_time_open(when)}',
             "</time>\n</li>")
         if len(cache) >= _ROW_PARTS_MAX:
             # Oldest first (dicts keep insertion order); another thread may race us here.

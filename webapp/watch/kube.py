@@ -120,12 +120,6 @@ class ClusterClient:
 
     # --- reading ------------------------------------------------------------------------
 
-    def list(self, params: WatchParams, identity: Identity) -> tuple[list[JSON], str]:
-        body = self.request_json("GET", params.collection_path(), identity,
-                                 query=params.query())
-        return body.get("items") or [], str((body.get("metadata") or {}).get(
-            "resourceVersion", ""))
-
     def list_pages(self, params: WatchParams, identity: Identity,
                    limit: int = 500) -> Iterator[RawPage]:
         """A LIST in pages of `limit` (limit/continue): one consistent snapshot at the first
