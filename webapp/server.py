@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import sys
 from typing import Any
 
 from flask import Flask
@@ -16,7 +17,17 @@ def build_app() -> Flask:
     app = create_app()
     jobs.start_scheduler(app)
     _tune_gc()
+    _tune_thread_switching()
     return app
+
+
+def _tune_thread_switching() -> None:
+    """Hand the GIL over after 1 ms instead of 5 when another thread waits for it.
+
+    The WebSocket sender releases the GIL on every send; while a watch thread decodes the
+    next event, the sender's pass over its sockets waited up to 5 ms per hand-over. Relay
+    p99 at 500 events/s x 200 subscribers: 13.9 ms with 5 ms, 11.7-11.9 ms with 1 ms."""
+    sys.setswitchinterval(0.001)
 
 
 def _tune_gc() -> None:

@@ -20,6 +20,7 @@ import struct
 import termios
 import threading
 import time
+from collections import deque
 from typing import Any
 
 from .outbox import Outbox
@@ -32,7 +33,11 @@ STALL_SECONDS = 4.0
 # Gathers what arrives meanwhile into one write per socket: under a burst, hundreds of
 # sockets times hundreds of events per second would otherwise be as many system calls
 # (each costing more than the message). Invisible on a page; bounds the write rate.
-COALESCE_SECONDS = 0.005
+# Only while busy (the last pass ended less than BUSY_SECONDS ago): when messages come
+# seldom, waiting only adds latency. At 500 events/s x 200 subscribers the relay's p99
+# was 16.9 ms with no wait, 11.7-11.9 with 1 ms, 11.4 with 2 ms and 16.9 with 5 ms.
+COALESCE_SECONDS = 0.001
+BUSY_SECONDS = 0.005
 MAX_ITEMS_PER_WRITE = 2000
 
 
@@ -69,7 +74,7 @@ class Sender:
     def __init__(self) -> None:
         self._pid = os.getpid()
         self._lock = threading.Lock()
-        self._ready: set[Connection] = set()
+        self._ready: deque[Connection] = deque()
         self._conns: set[Connection] = set()
         self._signaled = False
         self._wake_r, self._wake_w = os.pipe()
@@ -91,25 +96,28 @@ class Sender:
         self.wake(conn)  # the sender drops its EPOLLOUT registration
 
     def wake(self, conn: Connection) -> None:
-        with self._lock:
-            self._ready.add(conn)
-            if self._signaled:
-                return
+        # No lock: a deque append is atomic, and `_signaled` is cleared by the sender
+        # before it drains, so a connection appended after the drain writes the pipe again
+        # (the Outbox's armed flag, one level up). An extra wake-up is harmless.
+        self._ready.append(conn)
+        if not self._signaled:
             self._signaled = True
-        with contextlib.suppress(BlockingIOError):
-            os.write(self._wake_w, b"\0")
+            with contextlib.suppress(BlockingIOError):
+                os.write(self._wake_w, b"\0")
 
     def _run(self) -> None:
         last_ping_check = time.monotonic()
+        last_pass_end = 0.0
+        queued = self._ready
         while True:
             events = self._epoll.poll(1.0)
-            if events:
+            if events and time.monotonic() - last_pass_end < BUSY_SECONDS:
                 time.sleep(COALESCE_SECONDS)
             with contextlib.suppress(BlockingIOError):
                 os.read(self._wake_r, 65536)
+            self._signaled = False
+            ready = {queued.popleft() for _ in range(len(queued))}
             with self._lock:
-                self._signaled = False
-                ready, self._ready = self._ready, set()
                 alive = set(self._conns)
             for fd, _ in events:
                 if fd != self._wake_r and fd in self._waiting:
@@ -133,6 +141,7 @@ class Sender:
                     conn.failed = True
                     with contextlib.suppress(Exception):
                         self._forget(conn)
+            last_pass_end = time.monotonic()
 
     def _forget(self, conn: Connection) -> None:
         if self._waiting.get(conn.fd) is conn:
