@@ -21,6 +21,7 @@ is not mistaken for a slow relay.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import threading
 import time
@@ -119,8 +120,20 @@ class StallMonitor(threading.Thread):
                 "peak_server_send_queue": peak_tx, "peak_client_recv_queue": peak_rx}
 
 
+def _drain(sock: Any) -> None:
+    """Read and discard until the socket is closed."""
+    sock.setblocking(True)
+    with contextlib.suppress(OSError):
+        while sock.recv(262144):
+            pass
+
+
 def fanout_run(rig: Rig, args: argparse.Namespace, namespace: str, names: list[str],
-               first_seq: int, stalled: bool, label: str) -> dict[str, Any]:
+               first_seq: int, stalled: bool, label: str,
+               extra_reader: bool = False) -> dict[str, Any]:
+    """One run. `stalled`: one more subscriber that never reads, watched by a StallMonitor.
+    `extra_reader`: the same subscriber and monitor, but it reads (drained by a thread):
+    the baseline of the stalled runs, so the two differ only by the stall."""
     count = int(args.rate * args.seconds)
     rig.sim.call("reset_stats")
     rig.touch_token()
@@ -137,11 +150,16 @@ def fanout_run(rig: Rig, args: argparse.Namespace, namespace: str, names: list[s
         f"{time.monotonic() - t_connect:.1f} s ({len(clients)} processes, {args.client})")
     stall_ws = None
     monitor = None
-    if stalled:
+    drainer = None
+    if stalled or extra_reader:
         stall_ws = WsConn(rig.port, rig.token)
         stall_ws.send(watch_message("stalled", namespace))
-        # From here on it never reads again: the server's writes fill the kernel buffers.
+        # Stalled: from here on it never reads again, the server's writes fill the kernel
+        # buffers. Otherwise a thread reads everything, as the other subscribers do.
         monitor = StallMonitor(rig.port, stall_ws.local_port)
+        if extra_reader:
+            drainer = threading.Thread(target=_drain, args=(stall_ws.sock,), daemon=True)
+            drainer.start()
         time.sleep(0.5)  # its snapshot is queued; the relay subscription is in place
     others = wait_quiet(args.quiet_wait, threshold=0.35)
     log(f"[{label}] other load before the run: {others:.2f} cores")
@@ -171,7 +189,12 @@ def fanout_run(rig: Rig, args: argparse.Namespace, namespace: str, names: list[s
         c.stop()
     after = rig.sim.call("stats")
     stall_report = None
-    if monitor is not None and stall_ws is not None:
+    if drainer is not None and monitor is not None and stall_ws is not None:
+        monitor.done.set()
+        monitor.join()
+        stall_ws.close()
+        drainer.join(5)
+    elif monitor is not None and stall_ws is not None:
         monitor.done.set()
         monitor.join()
         stall_report = monitor.report()
