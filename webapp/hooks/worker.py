@@ -28,6 +28,8 @@ def main() -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s [webhook-sender %(process)d] %(levelname)s "
                                "%(name)s: %(message)s")
+    # The app it builds checks the schema; alembic's start-up chatter is not news.
+    logging.getLogger("alembic").setLevel(logging.WARNING)
     config: dict[str, Any] = json.loads(sys.stdin.read())
     holder = config.pop("LEASE_HOLDER")
     parent = os.getppid()
