@@ -1,9 +1,11 @@
-"""The HTTP-streaming fallback: one watch per server-sent-events stream, the WebSocket's
-JSON messages with `id:` positions, resumable with Last-Event-ID."""
+"""The HTTP-streaming fallback: one watch per server-sent-events stream, or several on one,
+the WebSocket's JSON messages with `id:` positions, resumable with Last-Event-ID."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
+from urllib.parse import parse_qs
 
 import pytest
 
@@ -102,6 +104,26 @@ def test_last_event_id_replays_only_what_changed(live: Live, admin: str,
     assert data_of(until_synced(latest)) == [{"type": "synced", "watchId": "w"}]
 
 
+def test_resuming_from_the_snapshot_replays_what_followed(live: Live, admin: str,
+                                                         cookie: str) -> None:
+    """A page that saw only the snapshot (its last id is `synced`'s) resumes without a
+    reset, as long as the watch remembers everything since its list."""
+    sim = live.sim
+    sim.add_pod("default", "seed", ["app"])
+    first = live.sse(PATH, PARAMS, {"Cookie": cookie})
+    position = until_synced(first)[-1].id
+    observer = live.ws(token=admin)
+    observer.watch("w", namespace="default")
+    observer.synced("w")
+    first.close()
+    sim.add_pod("default", "later", ["app"])
+    observer.events(1)
+    again = live.sse(PATH, PARAMS, {"Cookie": cookie, "Last-Event-ID": position or ""})
+    replay = data_of(until_synced(again))
+    assert [m["type"] for m in replay] == ["event", "synced"]
+    assert events_of(replay) == [("ADDED", "later")]
+
+
 @pytest.mark.parametrize("last_event_id", ["1", "not-a-version"])
 def test_unknown_last_event_id_resets(live: Live, admin: str, cookie: str,
                                       last_event_id: str) -> None:
@@ -156,4 +178,101 @@ def test_closing_the_stream_releases_the_upstream_watch(live: Live, admin: str,
 
     eventually(released, timeout=GRACE + 10, interval=0.2,
                message="the upstream watch outlived its only stream")
+    assert live.hub_watches() == []
+
+
+# --- several watches on one stream ----------------------------------------------------------
+
+POD_WATCH = {"watchId": "pods", "watchParams": {"version": "v1", "resource": "pods",
+                                                 "namespace": "default"}}
+SVC_WATCH = {"watchId": "svc", "watchParams": {"version": "v1", "resource": "services",
+                                                "namespace": "default"}}
+
+
+def watches(*items: dict[str, Any]) -> dict[str, str]:
+    return {"watches": json.dumps(list(items))}
+
+
+def until_all_synced(stream: SSE, count: int) -> list[SSEMessage]:
+    seen: list[SSEMessage] = []
+    while sum(m.data["type"] == "synced" for m in seen) < count:
+        seen += until_synced(stream)
+    return seen
+
+
+def test_one_stream_carries_several_watches(live: Live, admin: str, cookie: str) -> None:
+    sim = live.sim
+    sim.add_pod("default", "web-1", ["app"])
+    sim.add_service("default", "web", ports=[80])
+    stream = live.sse(PATH, watches(POD_WATCH, SVC_WATCH), {"Cookie": cookie})
+    assert stream.status == 200
+    snapshot = data_of(until_all_synced(stream, 2))
+    assert events_of(snapshot, "pods") == [("ADDED", "web-1")]
+    assert events_of(snapshot, "svc") == [("ADDED", "web")]
+    assert {m["watchId"] for m in snapshot if m["type"] == "synced"} == {"pods", "svc"}
+
+    sim.add_pod("default", "web-2", ["app"])
+    pod = stream.next()
+    sim.add_service("default", "api", ports=[8080])
+    svc = stream.next()
+    assert events_of([pod.data], "pods") == [("ADDED", "web-2")]
+    assert events_of([svc.data], "svc") == [("ADDED", "api")]
+    # Each id holds the position of every watch of the stream.
+    pod_version = pod.data["event"]["object"]["metadata"]["resourceVersion"]
+    svc_version = svc.data["event"]["object"]["metadata"]["resourceVersion"]
+    assert parse_qs(svc.id or "") == {"pods": [pod_version], "svc": [svc_version]}
+    assert sim.stats.open_watches("pods") == 1 and sim.stats.open_watches("services") == 1
+
+
+def test_one_last_event_id_resumes_every_watch(live: Live, admin: str, cookie: str) -> None:
+    sim = live.sim
+    sim.add_pod("default", "web-1", ["app"])
+    sim.add_service("default", "web", ports=[80])
+    first = live.sse(PATH, watches(POD_WATCH, SVC_WATCH), {"Cookie": cookie})
+    last_id = until_all_synced(first, 2)[-1].id
+    observer = live.ws(token=admin)  # keeps both upstream watches while the stream is away
+    observer.watch("p", namespace="default")
+    observer.watch("s", resource="services", namespace="default")
+    observer.synced("p")
+    observer.synced("s")
+    first.close()
+
+    sim.add_pod("default", "web-2", ["app"])
+    sim.delete("services", "web")
+    observer.events(2)
+    again = live.sse(PATH, watches(POD_WATCH, SVC_WATCH),
+                     {"Cookie": cookie, "Last-Event-ID": last_id or ""})
+    replay = data_of(until_all_synced(again, 2))
+    assert not [m for m in replay if m["type"] == "reset"]
+    assert events_of(replay, "pods") == [("ADDED", "web-2")]
+    assert events_of(replay, "svc") == [("DELETED", "web")]
+    assert sim.stats.lists("pods") == 1 and sim.stats.lists("services") == 1
+
+    # A watch added to the set starts with its snapshot; the others resume.
+    third = live.sse(PATH, {**watches(POD_WATCH, {**SVC_WATCH, "watchId": "svc2"}),
+                            "lastEventId": last_id or ""}, {"Cookie": cookie})
+    messages = data_of(until_all_synced(third, 2))
+    assert events_of(messages, "pods") == [("ADDED", "web-2")]
+    assert events_of(messages, "svc2") == []  # no services left, and no reset either
+    assert [m["type"] for m in messages if m["watchId"] == "svc2"] == ["synced"]
+
+
+@pytest.mark.parametrize(("value", "says"), [
+    ("not json", "JSON list"),
+    ("[]", "non-empty"),
+    (json.dumps([POD_WATCH] * 2), "used twice"),
+    (json.dumps([{"watchId": f"w{i}", "watchParams": POD_WATCH["watchParams"]}
+                 for i in range(11)]), "At most 10"),
+    (json.dumps([{"watchId": "x", "watchParams": {"version": "v1", "resource": "secrets"}}]),
+     "Cannot watch"),
+    (json.dumps([{"watchId": "", "watchParams": POD_WATCH["watchParams"]}]), "watchId"),
+    (json.dumps([{**POD_WATCH, "extra": 1}]), "watches[0]"),
+])
+def test_bad_watch_sets_are_refused_and_start_nothing(live: Live, admin: str, cookie: str,
+                                                      value: str, says: str) -> None:
+    stream = live.sse(PATH, {"watches": value}, {"Cookie": cookie})
+    assert stream.status == 422
+    body = json.loads(stream.response.read())
+    assert body["error"]["code"] in ("invalid_params", "unsupported_resource")
+    assert says in body["error"]["message"]
     assert live.hub_watches() == []

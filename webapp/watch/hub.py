@@ -134,6 +134,9 @@ class UpstreamWatch:
         # Recent events (resourceVersion, line, suffix), so a reconnecting HTTP stream
         # resumes without a snapshot; emptied whenever a relist breaks the sequence.
         self._history: deque[tuple[str, bytes, bytes]] = deque(maxlen=timing.history)
+        # The list's version the history starts after, while it still does: a client that
+        # saw only the snapshot resumes from there.
+        self._history_base: str | None = None
         # uid -> cached bytes, not dicts: a 5,000-pod list stays small.
         self._cache: dict[str, _Cached] = {}
         self._synced = False
@@ -231,6 +234,8 @@ class UpstreamWatch:
     def _replay(self, subscription: Subscription, position: str) -> bool:
         if position == self.resource_version:
             missed: list[tuple[str, bytes, bytes]] = []
+        elif position == self._history_base:
+            missed = list(self._history)
         else:
             versions = [version for version, _, _ in self._history]
             if position not in versions:
@@ -361,12 +366,14 @@ class UpstreamWatch:
                 self._cache = fresh
                 self.resource_version = resource_version
                 self._history.clear()
+                self._history_base = None  # the difference above went out without positions
                 if self._error is not None:
                     self._error = None
                     self._broadcast("synced", resource_version)
                 return
             self._cache = fresh
             self.resource_version = resource_version
+            self._history_base = resource_version
             self._synced = True
             self._error = None
             for subscription in list(self._subscribers):
@@ -408,6 +415,8 @@ class UpstreamWatch:
                         self._cache[key] = cached
                     self.resource_version = version or self.resource_version
                     suffix = cached.suffix if cached else b"}"
+                    if len(self._history) == self._history.maxlen:
+                        self._history_base = None  # its oldest entry falls off now
                     self._history.append((self.resource_version, line, suffix))
                     self._broadcast_event(line, suffix, self.resource_version)
         finally:
