@@ -350,6 +350,19 @@ def test_event_time_falls_back_to_event_time_then_creation() -> None:
     assert rows.event_columns({"metadata": {"creationTimestamp": ts()}}).last_seen == NOW
 
 
+def test_events_of_one_second_carry_their_write_order() -> None:
+    """Timestamps are whole seconds: the page orders events of the same second by
+    resourceVersion (data-seq), so the newest shows first."""
+    first = {"metadata": {"name": "web-1.1", "resourceVersion": "41"}, "lastTimestamp": ts()}
+    later = {"metadata": {"name": "web-1.2", "resourceVersion": "107"}, "lastTimestamp": ts()}
+    assert render(EVENTS, first).sort["last-seen"] == render(EVENTS, later).sort["last-seen"]
+    assert render(EVENTS, first).attrs["data-seq"] == "41"
+    assert render(EVENTS, later).attrs["data-seq"] == "107"
+    odd = {"metadata": {"name": "web-1.3", "resourceVersion": "a/b"}, "lastTimestamp": ts()}
+    assert "data-seq" not in render(EVENTS, odd).attrs
+    assert "data-seq" not in render(PODS, sim_pod("Running")).attrs
+
+
 # --- the row ----------------------------------------------------------------------------
 
 def test_row_is_keyed_by_uid_and_carries_name_namespace_and_sort_values() -> None:

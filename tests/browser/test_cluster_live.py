@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from flask import Flask
@@ -256,6 +257,8 @@ def test_blocked_websocket_falls_back_to_http_streaming(cluster_page: Page,
             ws.connect_to_server()
 
     page.route_web_socket(re.compile(r"/agents/prod/watch$"), refuse)
+    streams: list[str] = []
+    page.on("request", lambda r: streams.append(r.url) if "/watch/stream" in r.url else None)
     page.goto("/agents/prod/cluster")  # every namespace: rows carry a NAMESPACE cell
     badge = page.locator(BADGE)
     expect(badge).to_have_attribute("data-state", "connected", timeout=SLOW)
@@ -274,9 +277,14 @@ def test_blocked_websocket_falls_back_to_http_streaming(cluster_page: Page,
     sim.record_event(pod, "Streamed", "over server-sent events")
     expect(page.locator("#panel-events")).to_contain_text("over server-sent events",
                                                           timeout=LIVE)
-    # The panel's own object rides on the pods stream: browsers allow six HTTP/1.1
-    # connections per host, and logs and actions need some too.
-    assert page.evaluate("window.agentwatchCluster.manager.sources.size") == 5
+    # Every watch of the page shares one stream (browsers allow six HTTP/1.1 connections
+    # per host, and logs and actions need some too); the panel's own object rides on the
+    # pods watch. Opening the panel reopened the stream with its events watch added.
+    page.wait_for_function("window.agentwatchCluster.manager.source.readyState === 1")
+    latest = json.loads(parse_qs(urlsplit(streams[-1]).query)["watches"][0])
+    resources = sorted(w["watchParams"]["resource"] for w in latest)
+    assert resources == ["events", "helmreleases", "kustomizations", "pods", "services"]
+    assert "lastEventId" in parse_qs(urlsplit(streams[-1]).query)  # the others resumed
     sim.set_pod_state("default", "web-1", "NotReady")
     summary = page.locator("#panel-summary tbody.rows > tr")
     expect(summary.locator('td[data-col="ready"]')).to_have_text("0/1", timeout=LIVE)
@@ -287,7 +295,7 @@ def test_blocked_websocket_falls_back_to_http_streaming(cluster_page: Page,
     blocked = False
     page.evaluate("window.agentwatchCluster.manager.retryWebSocket()")
     expect(badge).to_have_attribute("title", "live", timeout=SLOW)
-    page.wait_for_function("window.agentwatchCluster.manager.sources.size === 0")
+    page.wait_for_function("window.agentwatchCluster.manager.source === null")
     sim.record_event(pod, "Socketed", "over the WebSocket again")
     expect(page.locator("#panel-events")).to_contain_text("over the WebSocket again",
                                                           timeout=LIVE)

@@ -100,6 +100,9 @@
       } else {
         order = x.localeCompare(y, undefined, { numeric: true });
       }
+      if (order === 0 && a.dataset.seq && b.dataset.seq) {
+        order = Number(a.dataset.seq) - Number(b.dataset.seq);  // events of one second
+      }
       if (order === 0) {  // kubectl's order: namespace, then name
         order = (a.dataset.namespace || "").localeCompare(b.dataset.namespace || "") ||
           (a.dataset.name || "").localeCompare(b.dataset.name || "", undefined, { numeric: true });
@@ -253,7 +256,7 @@
     return "WebSocket closed (" + event.code + "): " + why;
   }
 
-  // --- the watch manager: one WebSocket, or one EventSource per watch --------------------
+  // --- the watch manager: one WebSocket, or one EventSource for every watch -------------
 
   class WatchManager {
     constructor(el) {
@@ -266,7 +269,9 @@
       this.mode = "websocket";    // or "stream" (HTTP streaming fallback)
       this.ws = null;
       this.wsOpen = false;
-      this.sources = new Map();   // id -> EventSource (streaming mode)
+      this.source = null;         // the EventSource of every watch (streaming mode)
+      this.lastEventId = "";      // its last id: every streamed watch's position
+      this.reopenTimer = null;
       this.failures = [];         // times of recent WebSocket failures
       this.ticketRetried = false;
       this.down = null;           // why the transport is down, or null
@@ -281,8 +286,7 @@
     }
 
     // `within`: {watchId, namespace, name} when another watch of the page already sees
-    // this one's object. Over HTTP streaming each watch costs a connection and browsers
-    // allow six per host on HTTP/1.1, so such a watch rides along on that one's stream.
+    // this one's object: over HTTP streaming it rides along on that one's messages.
     add(params, sink, within) {
       const id = "w" + this.nextId++;
       const watch = { id, params, sink, within: within || null, problem: null };
@@ -299,7 +303,7 @@
     streamWatch(watch) {
       if (this.riding(watch)) return;
       watch.sink.start();
-      this.openSource(watch);
+      this.reopenStream();
     }
 
     // Messages of a streamed watch, passed on to the watches riding along (their object only).
@@ -318,8 +322,7 @@
     remove(id) {
       if (!this.watches.delete(id)) return;
       if (this.wsOpen) this.send({ type: "unwatch", watchId: id });
-      const source = this.sources.get(id);
-      if (source) { source.close(); this.sources.delete(id); }
+      if (this.mode === "stream") this.reopenStream();
       this.updateBadge();
     }
 
@@ -358,8 +361,10 @@
     }
 
     closeSources() {
-      for (const source of this.sources.values()) source.close();
-      this.sources.clear();
+      clearTimeout(this.reopenTimer);
+      if (this.source) this.source.close();
+      this.source = null;
+      this.lastEventId = "";
     }
 
     async ticket() {
@@ -459,23 +464,49 @@
       this.scheduleWebSocketRetry();
     }
 
-    openSource(watch) {
-      const query = new URLSearchParams({ watchId: watch.id });
-      for (const [key, value] of Object.entries(watch.params)) if (value) query.set(key, value);
+    // One stream for every watch that does not ride along: when the set changes it is
+    // opened again with the last id, so the watches it had resume where they were and
+    // only the new ones start with a snapshot. Changes in one go reopen it once.
+    reopenStream() {
+      clearTimeout(this.reopenTimer);
+      this.reopenTimer = setTimeout(() => this.openStream(), 0);
+    }
+
+    openStream() {
+      if (this.mode !== "stream" || this.stopped) return;
+      if (this.source) this.source.close();
+      this.source = null;
+      const streamed = Array.from(this.watches.values()).filter((w) => !this.riding(w));
+      if (!streamed.length) { this.updateBadge(); return; }
+      const query = new URLSearchParams({
+        watches: JSON.stringify(streamed.map((w) => ({ watchId: w.id, watchParams: w.params }))),
+      });
+      if (this.lastEventId) query.set("lastEventId", this.lastEventId);
       const source = new EventSource(this.urls.stream + "?" + query.toString());
-      this.sources.set(watch.id, source);
-      source.onmessage = (message) => this.dispatch(message.data);
+      this.source = source;
+      const setProblem = (problem) => {
+        for (const watch of streamed) if (this.watches.has(watch.id)) watch.problem = problem;
+        this.updateBadge();
+      };
+      source.onmessage = (message) => {
+        if (message.lastEventId) this.lastEventId = message.lastEventId;
+        this.dispatch(message.data);
+      };
       source.onerror = () => {
-        if (this.sources.get(watch.id) !== source) return;
+        if (this.source !== source) return;
         if (source.readyState === EventSource.CLOSED) {
-          this.sources.delete(watch.id);
-          watch.problem = "HTTP stream closed by the server";
+          this.source = null;
+          setProblem("HTTP stream closed by the server");
         } else {
-          watch.problem = "HTTP stream interrupted; resuming";  // EventSource retries by itself
+          setProblem("HTTP stream interrupted; resuming");  // EventSource retries by itself
+        }
+      };
+      source.onopen = () => {
+        for (const watch of streamed) {
+          if (watch.problem && watch.problem.startsWith("HTTP stream")) watch.problem = null;
         }
         this.updateBadge();
       };
-      source.onopen = () => { if (watch.problem && watch.problem.startsWith("HTTP stream")) { watch.problem = null; this.updateBadge(); } };
     }
 
     scheduleWebSocketRetry() {
@@ -542,7 +573,7 @@
       if (this.down) { this.badge.show("disconnected", this.down + " — click to reconnect"); return; }
       const problem = Array.from(this.watches.values()).find((w) => w.problem);
       if (problem) { this.badge.show("disconnected", problem.problem + " — click to reconnect"); return; }
-      const open = this.mode === "websocket" ? this.wsOpen : this.sources.size > 0;
+      const open = this.mode === "websocket" ? this.wsOpen : this.source !== null;
       if (open && this.gotData) {
         this.badge.show("connected", this.mode === "websocket" ? "live"
           : "live (HTTP streaming): " + (this.fallbackReason || "WebSocket unavailable"));

@@ -474,10 +474,17 @@ def render_row(params: WatchParams, obj: JSON, now: datetime | None = None) -> s
     name, namespace = meta["name"], meta["namespace"]
     key = object_key(obj)
     cells, state = cells_of(obj, now or datetime.now(UTC))
+    extra = Markup("")
     if params.resource != "events":
         cells.insert(0, _name_cell(name))
         if params.namespace is None:
             cells.insert(0, _cell("namespace", namespace))
+    else:
+        # Events of one second (timestamps are whole seconds): the later-written first.
+        version = str(meta.get("resourceVersion") or "")
+        if version.isdigit():
+            extra = _fmt(' data-seq="{}"', version)
     return str(_fmt(
-        '<tr id="{}" data-key="{}" data-name="{}" data-namespace="{}" data-state="{}">{}</tr>'
-    , f"{params.resource}-{key}", key, name, namespace, state, Markup("").join(cells)))
+        '<tr id="{}" data-key="{}" data-name="{}" data-namespace="{}" data-state="{}"{}>{}</tr>',
+        f"{params.resource}-{key}", key, name, namespace, state, extra,
+        Markup("").join(cells)))
