@@ -70,8 +70,8 @@ from .cluster import SimCluster
 from .demo import Churn, Demo
 from .errors import ApiError
 from .flux import inventory_entry, inventory_id
-from .http import SimServer
 from .pods import STATES, kubectl_status
+from .server import SimServer
 
 __all__ = [
     "STATES",

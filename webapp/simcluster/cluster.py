@@ -57,7 +57,7 @@ from .util import JSON, json_copy, new_uid, rfc3339, stable_hex
 
 if TYPE_CHECKING:
     from .demo import Demo
-    from .http import SimServer
+    from .server import SimServer
 
 T = TypeVar("T")
 
@@ -102,7 +102,7 @@ class SimCluster:
 
     def serve(self, host: str = "127.0.0.1", port: int = 0) -> SimServer:
         """Start an HTTP server for this cluster in a daemon thread."""
-        from .http import SimServer
+        from .server import SimServer
 
         server = SimServer(self, host, port)
         server.start()

@@ -1,27 +1,23 @@
-"""The Kubernetes HTTP API over loopback: LIST/WATCH/CRUD, logs and discovery served from
-the store. Who is asking is ``rbac``'s to decide, which verb a request is ``routes``'.
+"""The Kubernetes HTTP API over loopback: each request (LIST/WATCH/CRUD, logs,
+discovery) served from the store. Who is asking is ``rbac``'s to decide, which verb a
+request is ``routes``', and the server's lifecycle ``server``'s.
 
-``SimServer`` is a ``ThreadingHTTPServer`` (HTTP/1.1, keep-alive, one thread per
-connection) run in a daemon thread.  Watch and log-follow responses are chunked; each
-chunk is one ``sendall`` so events reach the client immediately.  Watch lines are the
-store's cached encodings, shared by every watcher.  ``stop()`` shuts down every open
-connection so streams end at once and no thread outlives the server.
+Watch and log-follow responses are chunked; each chunk is one ``sendall`` so events reach
+the client immediately. Watch lines are the store's cached encodings, shared by every
+watcher.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import json
 import logging
 import select
 import socket
-import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -31,121 +27,22 @@ from . import errors
 from . import patch as patching
 from .errors import ApiError
 from .logs import LogBuffer
-from .pods import build_service
+from .pods import default_service
 from .rbac import Identity
 from .resources import NAMESPACES, PODS, SERVICES, ResourceType
 from .routes import Route, parse_route, verb_of
 from .selectors import compile_selector
 from .stats import RequestRecord
 from .store import Cursor, Expired, Stored, WatchEvent
-from .util import JSON, TRUE, dumps, json_copy, parse_rfc3339
+from .util import JSON, TRUE, dumps, parse_rfc3339
 
 if TYPE_CHECKING:
     from .cluster import SimCluster
+    from .server import HTTPServer
 
 log = logging.getLogger(__name__)
 
 _POLL = 0.5  # longest sleep of a stream before it checks for shutdown / client hang-up
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    allow_reuse_address = True
-
-    def __init__(self, addr: tuple[str, int], sim: SimServer) -> None:
-        self.sim = sim
-        self.conns: dict[socket.socket, threading.Thread] = {}
-        self.conns_lock = threading.Lock()
-        super().__init__(addr, Handler)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        t = threading.Thread(target=self._run_request, args=(request, client_address),
-                             name="simcluster-conn", daemon=True)
-        with self.conns_lock:
-            self.conns[request] = t
-        t.start()
-
-    def _run_request(self, request: Any, client_address: Any) -> None:
-        try:
-            self.process_request_thread(request, client_address)
-        finally:
-            with self.conns_lock:
-                self.conns.pop(request, None)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        exc = sys.exc_info()[1]
-        if isinstance(exc, OSError):
-            return  # client went away mid-request: normal for streams
-        log.exception("simcluster request failed")
-        if exc is not None:
-            self.sim.errors.append(exc)
-
-
-class SimServer:
-    """An HTTP front end of a ``SimCluster``; ``url`` is ``http://127.0.0.1:<port>``."""
-
-    def __init__(self, cluster: SimCluster, host: str = "127.0.0.1", port: int = 0) -> None:
-        self.cluster = cluster
-        self.stopping = threading.Event()
-        self.errors: list[BaseException] = []
-        self._streams = 0  # open watch/log streams, so stop() can let them end cleanly
-        self._streams_cond = threading.Condition()
-        self._httpd = _Server((host, port), self)
-        addr = self._httpd.server_address
-        self.host, self.port = str(addr[0]), int(addr[1])
-        self._thread: threading.Thread | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-    def start(self) -> SimServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever,
-                                        kwargs={"poll_interval": 0.05},
-                                        name="simcluster-http", daemon=True)
-        self._thread.start()
-        return self
-
-    @contextlib.contextmanager
-    def streaming(self) -> Iterator[None]:
-        with self._streams_cond:
-            self._streams += 1
-        try:
-            yield
-        finally:
-            with self._streams_cond:
-                self._streams -= 1
-                self._streams_cond.notify_all()
-
-    def stop(self) -> None:
-        """Stop serving; open streams end with their final chunk, then connections close."""
-        if self.stopping.is_set():
-            return
-        self.stopping.set()
-        self._httpd.shutdown()
-        store = self.cluster.store
-        with store.cond:
-            store.cond.notify_all()
-        self.cluster.logs.wake_all()
-        with self._streams_cond:
-            self._streams_cond.wait_for(lambda: self._streams == 0, timeout=1.0)
-        with self._httpd.conns_lock:
-            conns = dict(self._httpd.conns)
-        for sock in conns:
-            with contextlib.suppress(OSError):  # already closed by the client
-                sock.shutdown(socket.SHUT_RDWR)
-        for t in conns.values():
-            t.join(timeout=2)
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=2)
-
-    def __enter__(self) -> SimServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 class _ClientGone(Exception):
@@ -154,7 +51,7 @@ class _ClientGone(Exception):
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: _Server
+    server: HTTPServer
     server_version = "simcluster"
     sys_version = ""
 
@@ -450,7 +347,7 @@ class Handler(BaseHTTPRequestHandler):
         if rt is PODS:
             obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
         if rt is SERVICES:
-            obj = _default_service(obj)
+            obj = default_service(obj)
         if rt is NAMESPACES:
             obj["metadata"].pop("namespace", None)
         created = self.cluster.store.create(rt, obj)
@@ -625,18 +522,3 @@ def _bookmark(rt: ResourceType, rv: int, initial_end: bool = False) -> bytes:
         meta["annotations"] = {"k8s.io/initial-events-end": "true"}
     return dumps({"type": "BOOKMARK", "object": {
         "kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}}) + b"\n"
-
-
-def _default_service(obj: JSON) -> JSON:
-    """Allocate clusterIP/nodePorts for an API-created Service like the allocator does."""
-    spec = obj.get("spec") or {}
-    meta = obj["metadata"]
-    built = build_service(meta["namespace"], meta["name"], type=spec.get("type", "ClusterIP"),
-                          ports=spec.get("ports") or [80], selector=spec.get("selector"),
-                          lb_ingress=False)
-    merged = json_copy(obj)
-    merged["spec"] = {**built["spec"], **spec, "ports": built["spec"]["ports"]}
-    if spec.get("clusterIP") == "None":
-        merged["spec"]["clusterIPs"] = ["None"]
-    merged["status"] = {"loadBalancer": {}}
-    return merged

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from .util import JSON, rfc3339, stable_hex
+from .util import JSON, json_copy, rfc3339, stable_hex
 
 STATES = (
     "Pending", "ContainerCreating", "Running", "NotReady", "CrashLoopBackOff", "OOMKilled",
@@ -348,3 +348,18 @@ def build_service(
         "metadata": {"name": name, "namespace": namespace, "labels": dict(labels or {})},
         "spec": svc_spec, "status": status,
     }
+
+
+def default_service(obj: JSON) -> JSON:
+    """Allocate clusterIP/nodePorts for an API-created Service like the allocator does."""
+    spec = obj.get("spec") or {}
+    meta = obj["metadata"]
+    built = build_service(meta["namespace"], meta["name"], type=spec.get("type", "ClusterIP"),
+                          ports=spec.get("ports") or [80], selector=spec.get("selector"),
+                          lb_ingress=False)
+    merged = json_copy(obj)
+    merged["spec"] = {**built["spec"], **spec, "ports": built["spec"]["ports"]}
+    if spec.get("clusterIP") == "None":
+        merged["spec"]["clusterIPs"] = ["None"]
+    merged["status"] = {"loadBalancer": {}}
+    return merged

@@ -1,0 +1,123 @@
+"""The simulated cluster's HTTP server: a ``ThreadingHTTPServer`` (HTTP/1.1, keep-alive,
+one thread per connection) in a daemon thread, serving ``http.Handler``. ``stop()`` lets
+open streams end with their final chunk, then shuts down every connection, so no thread
+outlives the server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+
+from .http import Handler
+
+if TYPE_CHECKING:
+    from .cluster import SimCluster
+
+log = logging.getLogger(__name__)
+
+
+class HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    allow_reuse_address = True
+
+    def __init__(self, addr: tuple[str, int], sim: SimServer) -> None:
+        self.sim = sim
+        self.conns: dict[socket.socket, threading.Thread] = {}
+        self.conns_lock = threading.Lock()
+        super().__init__(addr, Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        t = threading.Thread(target=self._run_request, args=(request, client_address),
+                             name="simcluster-conn", daemon=True)
+        with self.conns_lock:
+            self.conns[request] = t
+        t.start()
+
+    def _run_request(self, request: Any, client_address: Any) -> None:
+        try:
+            self.process_request_thread(request, client_address)
+        finally:
+            with self.conns_lock:
+                self.conns.pop(request, None)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        exc = sys.exc_info()[1]
+        if isinstance(exc, OSError):
+            return  # client went away mid-request: normal for streams
+        log.exception("simcluster request failed")
+        if exc is not None:
+            self.sim.errors.append(exc)
+
+
+class SimServer:
+    """An HTTP front end of a ``SimCluster``; ``url`` is ``http://127.0.0.1:<port>``."""
+
+    def __init__(self, cluster: SimCluster, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.cluster = cluster
+        self.stopping = threading.Event()
+        self.errors: list[BaseException] = []
+        self._streams = 0  # open watch/log streams, so stop() can let them end cleanly
+        self._streams_cond = threading.Condition()
+        self._httpd = HTTPServer((host, port), self)
+        addr = self._httpd.server_address
+        self.host, self.port = str(addr[0]), int(addr[1])
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self) -> SimServer:
+        self._thread = threading.Thread(target=self._httpd.serve_forever,
+                                        kwargs={"poll_interval": 0.05},
+                                        name="simcluster-http", daemon=True)
+        self._thread.start()
+        return self
+
+    @contextlib.contextmanager
+    def streaming(self) -> Iterator[None]:
+        with self._streams_cond:
+            self._streams += 1
+        try:
+            yield
+        finally:
+            with self._streams_cond:
+                self._streams -= 1
+                self._streams_cond.notify_all()
+
+    def stop(self) -> None:
+        """Stop serving; open streams end with their final chunk, then connections close."""
+        if self.stopping.is_set():
+            return
+        self.stopping.set()
+        self._httpd.shutdown()
+        store = self.cluster.store
+        with store.cond:
+            store.cond.notify_all()
+        self.cluster.logs.wake_all()
+        with self._streams_cond:
+            self._streams_cond.wait_for(lambda: self._streams == 0, timeout=1.0)
+        with self._httpd.conns_lock:
+            conns = dict(self._httpd.conns)
+        for sock in conns:
+            with contextlib.suppress(OSError):  # already closed by the client
+                sock.shutdown(socket.SHUT_RDWR)
+        for t in conns.values():
+            t.join(timeout=2)
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+
+    def __enter__(self) -> SimServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
