@@ -87,7 +87,6 @@ class Credential:
     token_prefix: str
     last_used_at: datetime | None
     agent_id: int
-    agent_name: str
     connection_state: str
 
     def token(self) -> AgentToken:
@@ -99,7 +98,7 @@ class Credential:
 
 _BY_DIGEST = (select(AgentToken.id, AgentToken.name, AgentToken.prefix,
                      AgentToken.last_used_at, AgentToken.revoked_at,
-                     Agent.id, Agent.name, Agent.connection_state)
+                     Agent.id, Agent.connection_state)
               .join(Agent, Agent.id == AgentToken.agent_id)
               .where(AgentToken.digest == bindparam("digest")))
 
@@ -114,11 +113,10 @@ def authenticate(raw: str | None) -> Credential:
     if row is None:
         raise Unauthorized("Invalid agent token", code="invalid_token")
     (token_id, token_name, prefix, last_used_at, revoked_at,
-     agent_id, agent_name, connection_state) = row
+     agent_id, connection_state) = row
     if revoked_at is not None:
         raise Unauthorized(f"Agent token {token_name} was revoked", code="revoked_token")
-    return Credential(token_id, token_name, prefix, last_used_at, agent_id, agent_name,
-                      connection_state)
+    return Credential(token_id, token_name, prefix, last_used_at, agent_id, connection_state)
 
 
 def record_contact(cred: Credential) -> None:

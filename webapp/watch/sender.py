@@ -55,18 +55,12 @@ def frame(payload: bytes, opcode: int = 0x1) -> bytes:
     return frame_header(len(payload), opcode) + payload
 
 
-_HEAD_126 = bytes((0x81, 126))
-_HEAD_127 = bytes((0x81, 127))
-_SMALL_HEADERS = [bytes((0x81, n)) for n in range(126)]
+_SMALL_HEADERS = [frame_header(n) for n in range(126)]
 
 
 def _header(n: int) -> bytes:
     """frame_header(n) for a text message, with the short headers made once."""
-    if n < 126:
-        return _SMALL_HEADERS[n]
-    if n < 65536:
-        return _HEAD_126 + n.to_bytes(2, "big")
-    return _HEAD_127 + n.to_bytes(8, "big")
+    return _SMALL_HEADERS[n] if n < 126 else frame_header(n)
 
 
 class Sender:
