@@ -603,9 +603,14 @@ def header(title: str) -> dict[str, str]:
 
 # --- fan-out subscribers, in their own processes ------------------------------------------
 
+# The kernel's receive timestamp of a read (Linux; not exported by the socket module).
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+_TIMESPEC = struct.Struct("qq")
+
+
 class _Sub:
-    __slots__ = ("conn", "expected", "missing", "dups", "count", "lat", "close_code",
-                 "synced", "others")
+    __slots__ = ("conn", "expected", "missing", "dups", "count", "lat", "lat_socket",
+                 "close_code", "synced", "others")
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn
@@ -614,11 +619,12 @@ class _Sub:
         self.dups = 0  # duplicated or out of order
         self.count = 0
         self.lat = array("l")  # microseconds, emit -> received
+        self.lat_socket = array("l")  # emit -> the bytes reached the socket (--socket-time)
         self.close_code: int | None = None
         self.synced = False
         self.others: list[bytes] = []
 
-    def event(self, seq: int, lat_us: int) -> None:
+    def event(self, seq: int, lat_us: int, socket_lat_us: int | None = None) -> None:
         if seq == self.expected:
             self.expected += 1
         elif seq > self.expected:
@@ -628,12 +634,14 @@ class _Sub:
             self.dups += 1
         self.count += 1
         self.lat.append(lat_us)
+        if socket_lat_us is not None:
+            self.lat_socket.append(socket_lat_us)
 
     def result(self) -> dict[str, Any]:
         return {"count": self.count, "expected_next": self.expected, "missing": self.missing,
                 "dups": self.dups, "close_code": self.close_code, "synced": self.synced,
                 "others": [o[:200].decode(errors="replace") for o in self.others[:3]],
-                "lat": self.lat.tobytes()}
+                "lat": self.lat.tobytes(), "lat_socket": self.lat_socket.tobytes()}
 
 
 def _cpu_self() -> float:
@@ -643,23 +651,34 @@ def _cpu_self() -> float:
 
 
 def fanout_clients_main(conn: Any, port: int, token: str, n: int, namespace: str,
-                        mode: str, first_seq: int = 0) -> None:
+                        mode: str, first_seq: int = 0, socket_time: bool = False,
+                        batch_policy: bool = False) -> None:
     """A process of `n` subscribers: connect, watch, wait for `synced`, then record every
-    stamped event until told to stop."""
+    stamped event until told to stop.
+
+    `socket_time`: also note when each read's bytes reached the socket (the kernel's receive
+    timestamp), which leaves out the wait for this process to get to that socket.
+    `batch_policy`: run under SCHED_BATCH. The server's writes wake these processes, and
+    the kernel tends to run a woken process on the writer's CPU, preempting the writer;
+    browsers on other machines cannot do that. Batch tasks do not preempt on wake-up."""
     try:
+        if batch_policy:
+            os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
         if mode == "raw":
-            _raw_clients(conn, port, token, n, namespace, first_seq)
+            _raw_clients(conn, port, token, n, namespace, first_seq, socket_time)
         else:
             _simple_clients(conn, port, token, n, namespace, first_seq)
     except Exception:  # noqa: BLE001 - reported to the parent
         conn.send(("err", traceback.format_exc()))
 
 
-def _handle_text(sub: _Sub, buf: bytearray | bytes, start: int, end: int, now_ns: int) -> None:
+def _handle_text(sub: _Sub, buf: bytearray | bytes, start: int, end: int, now_ns: int,
+                 socket_ns: int = 0) -> None:
     stamp = parse_stamp(buf, start, end)
     if stamp is not None:
         if sub.synced:
-            sub.event(stamp[0], (now_ns - stamp[1]) // 1000)
+            sub.event(stamp[0], (now_ns - stamp[1]) // 1000,
+                      (socket_ns - stamp[1]) // 1000 if socket_ns else None)
         return
     if buf.startswith(b'{"type":"synced"', start):
         sub.synced = True
@@ -667,11 +686,22 @@ def _handle_text(sub: _Sub, buf: bytearray | bytes, start: int, end: int, now_ns
         sub.others.append(bytes(buf[start:end]))
 
 
+def _socket_time(ancillary: list[tuple[int, int, bytes]]) -> int:
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+            sec, nsec = _TIMESPEC.unpack_from(data)
+            return sec * 1_000_000_000 + nsec
+    return 0
+
+
 def _raw_clients(conn: Any, port: int, token: str, n: int, namespace: str,
-                 first_seq: int) -> None:
+                 first_seq: int, socket_time: bool = False) -> None:
     subs = []
+    ancillary_size = socket.CMSG_SPACE(_TIMESPEC.size)
     for _ in range(n):
         ws = WsConn(port, token)
+        if socket_time:
+            ws.sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         ws.sock.setblocking(False)
         subs.append(_Sub(ws))
         subs[-1].expected = first_seq
@@ -699,8 +729,15 @@ def _raw_clients(conn: Any, port: int, token: str, n: int, namespace: str,
         for fd, _ in events:
             sub = by_fd[fd]
             ws = sub.conn
+            socket_ns = 0
             try:
-                chunk = ws.sock.recv(262144)
+                if socket_time:
+                    # A read spanning several messages gets the time of its last bytes:
+                    # earlier messages in it are counted late, never early.
+                    chunk, ancillary, _, _ = ws.sock.recvmsg(262144, ancillary_size)
+                    socket_ns = _socket_time(ancillary)
+                else:
+                    chunk = ws.sock.recv(262144)
             except BlockingIOError:
                 continue
             except OSError:
@@ -719,7 +756,7 @@ def _raw_clients(conn: Any, port: int, token: str, n: int, namespace: str,
             buf = ws.buf
             for opcode, start, end in ws.frames():
                 if opcode == 0x1:
-                    _handle_text(sub, buf, start, end, now_ns)
+                    _handle_text(sub, buf, start, end, now_ns, socket_ns)
                 elif opcode == 0x8:
                     sub.close_code = int.from_bytes(buf[start:start + 2], "big") \
                         if end - start >= 2 else 1005

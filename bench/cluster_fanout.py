@@ -59,6 +59,12 @@ def options(argv: list[str] | None = None, description: str = __doc__) -> argpar
     ap.add_argument("--procs", type=int, default=2, help="subscriber processes")
     ap.add_argument("--pods", type=int, default=10, help="pods the events rotate over")
     ap.add_argument("--client", choices=("raw", "simple"), default="raw")
+    ap.add_argument("--socket-time", action="store_true",
+                    help="raw readers also report latency to the kernel's receive "
+                         "timestamp (the bytes reached the socket), beside the read time")
+    ap.add_argument("--batch-subscribers", action="store_true",
+                    help="subscriber processes run as SCHED_BATCH: woken by the server's "
+                         "writes, they do not preempt it (remote browsers could not)")
     ap.add_argument("--threads", type=int, default=300, help="server threads")
     ap.add_argument("--drain", type=float, default=3.0,
                     help="seconds to wait for stragglers after the last event")
@@ -142,12 +148,14 @@ def fanout_run(rig: Rig, args: argparse.Namespace, namespace: str, names: list[s
     per = [args.subscribers // args.procs + (1 if i < args.subscribers % args.procs else 0)
            for i in range(args.procs)]
     clients = [Child(fanout_clients_main, rig.port, rig.token, n, namespace, args.client,
-                     first_seq, name=f"subscribers-{i}") for i, n in enumerate(per) if n]
+                     first_seq, args.socket_time, args.batch_subscribers,
+                     name=f"subscribers-{i}") for i, n in enumerate(per) if n]
     t_connect = time.monotonic()
     for c in clients:
         c.expect("ready", 180)
     log(f"[{label}] {args.subscribers} subscribers synced in "
-        f"{time.monotonic() - t_connect:.1f} s ({len(clients)} processes, {args.client})")
+        f"{time.monotonic() - t_connect:.1f} s ({len(clients)} processes, {args.client}"
+        f"{', SCHED_BATCH' if args.batch_subscribers else ''})")
     stall_ws = None
     monitor = None
     drainer = None
@@ -208,6 +216,7 @@ def fanout_run(rig: Rig, args: argparse.Namespace, namespace: str, names: list[s
     # --- analysis -----------------------------------------------------------------------
     last = first_seq + count
     all_lat = array("l")
+    socket_lat = array("l")
     sub_p99 = []
     lost = dups = tail = short = 0
     closed: dict[str, int] = {}
@@ -216,6 +225,7 @@ def fanout_run(rig: Rig, args: argparse.Namespace, namespace: str, names: list[s
             lat = array("l")
             lat.frombytes(sub["lat"])
             all_lat.extend(lat)
+            socket_lat.frombytes(sub["lat_socket"])
             if lat:
                 s = sorted(lat)
                 sub_p99.append(s[min(len(s) - 1, int(len(s) * 0.99))] / 1000)
@@ -226,6 +236,7 @@ def fanout_run(rig: Rig, args: argparse.Namespace, namespace: str, names: list[s
             if sub["close_code"] is not None:
                 closed[str(sub["close_code"])] = closed.get(str(sub["close_code"]), 0) + 1
     relay = summary_ms(all_lat)
+    relay_socket = summary_ms(socket_lat) if socket_lat else None
     dlat = array("l")
     dlat.frombytes(dres["lat"])
     dseq = array("l")
@@ -242,7 +253,10 @@ def fanout_run(rig: Rig, args: argparse.Namespace, namespace: str, names: list[s
         "label": label, "subscribers": args.subscribers, "client": args.client,
         "procs": len(clients), "rate": args.rate, "seconds": args.seconds, "events": count,
         "emitter": emitted, "relay_ms": relay, "direct_ms": direct_s,
-        "p99_ratio": ratio,
+        "p99_ratio": ratio, "relay_socket_ms": relay_socket,
+        "socket_p99_ratio": relay_socket["p99"] / direct_s["p99"]
+        if relay_socket and direct_s.get("count") else None,
+        "batch_subscribers": args.batch_subscribers,
         "subscriber_p99_ms": {"min": min(sub_p99, default=0), "max": max(sub_p99, default=0),
                               "median": sorted(sub_p99)[len(sub_p99) // 2] if sub_p99 else 0},
         "integrity": {"gaps_lost": lost, "dups_or_reordered": dups, "tail_missing": tail,
@@ -263,6 +277,9 @@ def fanout_run(rig: Rig, args: argparse.Namespace, namespace: str, names: list[s
     log(f"[{label}] emitter: {emitted}")
     log(f"[{label}] relay  {fmt_ms(relay)}")
     log(f"[{label}] direct {fmt_ms(direct_s)}  -> relay p99 / direct p99 = {ratio:.2f}")
+    if relay_socket:
+        log(f"[{label}] relay to the socket {fmt_ms(relay_socket)}  -> p99 / direct p99 = "
+            f"{out['socket_p99_ratio']:.2f}")
     log(f"[{label}] per-subscriber p99 ms: {out['subscriber_p99_ms']}")
     log(f"[{label}] integrity: {out['integrity']}")
     log(f"[{label}] upstream: {out['upstream']}")
