@@ -176,6 +176,7 @@ def fanout_run(rig: Rig, args: argparse.Namespace, namespace: str, names: list[s
     for i, c in enumerate(clients):
         pids[f"subscribers{i}"] = c.pid
     threads_before = thread_count(rig.worker_pid)
+    log(f"[{label}] pids: {pids}")
     meter = CpuMeter(pids)
     for c in clients:
         c.send("go")

@@ -36,6 +36,17 @@ def busiest_thread(pid: int) -> int:
     return max(after, key=lambda t: after[t] - before.get(t, 0))
 
 
+def describe(tid: int, owner: int) -> str:
+    """`tid` with its process: `[self]` for the traced process, else the process id."""
+    try:
+        status = Path(f"/proc/{tid}/status").read_text()
+    except OSError:
+        return str(tid)
+    tgid = int(next(line.split()[1] for line in status.splitlines()
+                    if line.startswith("Tgid:")))
+    return f"{tid} [self]" if tgid == owner else f"{tid} [pid {tgid}]"
+
+
 def record(seconds: float) -> list[str]:
     if not (TRACING / "trace").exists():
         os.system(f"mount -t tracefs nodev {TRACING}")  # noqa: S605 - fixed command
@@ -78,7 +89,7 @@ def main() -> None:
         if int(prev_pid) == tid:
             kind = "preempted" if state.startswith("R") else "asleep"
             if kind == "preempted":
-                by[f"{next_comm} {next_pid} (prio {next_prio})"] += 1
+                by[f"{next_comm} {describe(int(next_pid), args.pid)} (prio {next_prio})"] += 1
             left = (float(ts), kind)
         elif int(next_pid) == tid and left is not None:
             off[left[1]].append(float(ts) - left[0])
