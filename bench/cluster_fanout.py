@@ -7,6 +7,8 @@ for any subscriber; exactly one upstream watch.
     .venv/bin/python bench/cluster_fanout.py --small      # 20 subs, 100/s, 5 s
     .venv/bin/python bench/cluster_fanout.py --client simple   # simple_websocket.Client readers
     options: --subscribers N --rate R --seconds S --procs P --pods K --json PATH
+             --socket-time (also time reads at the kernel's receive timestamp)
+             --batch-subscribers (readers as SCHED_BATCH: they do not preempt the server)
 
 Layout (2 cores shared by everything): the simulator (SimCluster + emitter thread) runs in
 its own process; `agentwatch serve --threads 300` (gunicorn gthread, 1 worker); the direct
