@@ -213,6 +213,45 @@ def test_side_panel_streams_the_objects_events_and_status(cluster_page: Page,
     assert_not_reloaded(page)
 
 
+def test_side_panel_shows_a_change_made_before_its_watch_started(cluster_page: Page,
+                                                                  sim: SimCluster) -> None:
+    """The panel's watch lists the object after a change the panel's HTML predates: the
+    change arrives as ADDED, not MODIFIED, and the status YAML must still catch up."""
+    page = cluster_page
+    held: list[str] = []
+    to_server: list[WebSocketRoute] = []
+
+    def hold_the_panels_watch(ws: WebSocketRoute) -> None:
+        server = ws.connect_to_server()
+        to_server.append(server)
+
+        def from_page(message: str | bytes) -> None:
+            if isinstance(message, str) and '"metadata.name=' in message:
+                held.append(message)  # the panel's object watch: sent on below
+            else:
+                server.send(message)
+        ws.on_message(from_page)
+
+    page.route_web_socket(re.compile(r"/agents/prod/watch$"), hold_the_panels_watch)
+    sim.add_pod("default", "web-1", state="Running")
+    open_cluster(page, "?namespace=default")
+    row(page, "pods", "web-1").locator("a.object-link").click()
+    panel = page.locator("#object-panel")
+    expect(panel.locator('pre[data-yaml="status"]')).to_contain_text("phase: Running")
+    deadline = time.monotonic() + 5
+    while not held and time.monotonic() < deadline:
+        page.wait_for_timeout(50)  # lets Playwright deliver the page's messages to the route
+    assert len(held) == 1, "the panel's object watch was not sent"
+
+    sim.set_pod_state("default", "web-1", "CrashLoopBackOff", restarts=3)
+    to_server[-1].send(held.pop())
+    expect(panel.locator('#panel-summary td[data-col="status"]')).to_have_text(
+        "CrashLoopBackOff", timeout=LIVE)
+    expect(panel.locator('pre[data-yaml="status"]')).to_contain_text("CrashLoopBackOff",
+                                                                     timeout=2_000)
+    assert_not_reloaded(page)
+
+
 def test_logs_stream_with_pause_and_resume(cluster_page: Page, sim: SimCluster) -> None:
     page = cluster_page
     sim.add_pod("default", "web-1", ["app", "sidecar"], state="Running",

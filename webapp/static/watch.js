@@ -736,6 +736,8 @@
       this.watchIds = [];
       this.logs = null;
       this.refreshTimer = null;
+      this.detailsFetch = 0;      // number of the latest details fetch: older answers are dropped
+      this.latestVersion = null;  // the object's resourceVersion, as the panel's watch last saw it
       this.selected = null;
       document.addEventListener("keydown", (event) => { if (event.key === "Escape" && !el.hidden && !document.querySelector("dialog[open]")) this.close(); });
     }
@@ -777,7 +779,9 @@
       this.watchIds.push(this.manager.add(JSON.parse(panel.dataset.objectWatch), new TableSink(summary, {
         object: (type, obj) => {
           gone.hidden = type !== "DELETED";
-          if (type === "MODIFIED") this.refreshDetails(panel);
+          // ADDED too: a watch (re)started after a change lists the object anew.
+          this.latestVersion = type === "DELETED" ? null : (obj.metadata || {}).resourceVersion || null;
+          if (this.latestVersion && this.latestVersion !== shownVersion(panel)) this.refreshDetails(panel);
           syncToggle(panel, obj);
         },
       }), within));
@@ -794,20 +798,35 @@
       refreshAges(panel);
     }
 
-    // Status and spec are YAML rendered by the server: fetched again, at most every 500 ms.
-    refreshDetails(panel) {
+    // Status and spec are YAML rendered by the server: fetched again, at most every 500 ms,
+    // until they show the version the watch saw last (a change during a fetch, or a failed
+    // fetch, fetches again; failures three times at most).
+    refreshDetails(panel, failures = 0) {
       if (this.refreshTimer) return;
       this.refreshTimer = setTimeout(async () => {
         this.refreshTimer = null;
+        const fetchNumber = ++this.detailsFetch;
+        const wanted = this.latestVersion;
+        const current = () => fetchNumber === this.detailsFetch && panel.isConnected;
+        let failed = false;
         try {
           const response = await fetch(panel.dataset.detailsUrl, { headers: { "HX-Request": "true" } });
-          if (!response.ok || !panel.isConnected) return;
-          panel.querySelector(".panel-details").innerHTML = await response.text();
-        } catch (err) { /* the next change tries again */ }
+          const html = await response.text();
+          if (!current()) return;  // a later fetch owns the section
+          if (response.ok) panel.querySelector(".panel-details").innerHTML = html;
+          else failed = response.status >= 500;
+        } catch (err) {
+          failed = true;
+        }
+        if (!current() || !this.latestVersion || this.latestVersion === shownVersion(panel)) return;
+        if (failed) { if (failures < 2) this.refreshDetails(panel, failures + 1); }
+        else if (this.latestVersion !== wanted) this.refreshDetails(panel);  // changed meanwhile
       }, 500);
     }
 
     close() {
+      this.latestVersion = null;
+      this.detailsFetch++;  // an answer still on its way is for a panel that is gone
       for (const id of this.watchIds) this.manager.remove(id);
       this.watchIds = [];
       if (this.logs) { this.logs.stop(); this.logs = null; }
@@ -821,6 +840,12 @@
   }
 
   // Suspend and Resume follow the object's spec.suspend as it changes.
+  // The resourceVersion the panel's status and spec were rendered from.
+  function shownVersion(panel) {
+    const details = panel.querySelector(".panel-details [data-resource-version]");
+    return details ? details.dataset.resourceVersion : null;
+  }
+
   function syncToggle(panel, obj) {
     const button = panel.querySelector('button[data-action="suspend"], button[data-action="resume"]');
     if (!button || !obj.spec) return;
