@@ -35,7 +35,8 @@ def _increment(path: str, times: int) -> None:
             (n,) = conn.execute("SELECT n FROM counter").fetchone()
             conn.execute("UPDATE counter SET n = ?", (n + 1,))
             conn.execute("COMMIT")
-    conn.close()
+    with lock:  # closing the last connection checkpoints the WAL, holding the database
+        conn.close()
 
 
 def _count(path: Path) -> int:
