@@ -14,9 +14,14 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import sys
 import time
 from collections import Counter
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cluster_common import fmt_ms, summary_ms  # noqa: E402
 
 TRACING = Path("/sys/kernel/tracing")
 SWITCH = re.compile(r"\s([\d.]+): sched_switch: prev_comm=(.*?) prev_pid=(\d+) prev_prio=\d+ "
@@ -62,14 +67,6 @@ def record(seconds: float) -> list[str]:
     return lines
 
 
-def percentiles(values: list[float]) -> str:
-    v = sorted(values)
-    if not v:
-        return "none"
-    return (f"n={len(v)} p50={v[len(v) // 2] * 1e3:.3f} p90={v[int(len(v) * 0.9)] * 1e3:.3f} "
-            f"p99={v[int(len(v) * 0.99)] * 1e3:.3f} ms, total {sum(v) * 1e3:.1f} ms")
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -96,7 +93,8 @@ def main() -> None:
             left = None
     print(f"thread {tid} of {args.pid}, {args.seconds:.0f} s of sched_switch")
     for kind, spans in off.items():
-        print(f"  {kind:9}: {percentiles(spans)}")
+        print(f"  {kind:9}: {fmt_ms(summary_ms(t * 1e6 for t in spans))}, "
+              f"total {sum(spans) * 1e3:.1f} ms")
     print("  preempted by: " + ", ".join(f"{who} x{n}" for who, n in by.most_common(6)))
 
 

@@ -21,6 +21,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cluster_common import fmt_ms, summary_ms  # noqa: E402
 
 from webapp.watch.outbox import Outbox  # noqa: E402
 from webapp.watch.sender import Connection, Sender  # noqa: E402
@@ -51,12 +54,6 @@ class _Ws:
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
-
-
-def _summary(name: str, seconds: list[float]) -> str:
-    ms = sorted(s * 1000 for s in seconds)
-    return (f"{name}: pass p50 {ms[len(ms) // 2]:.2f} ms, p90 {ms[int(len(ms) * 0.9)]:.2f}, "
-            f"p99 {ms[int(len(ms) * 0.99)]:.2f}, max {ms[-1]:.2f}")
 
 
 def main() -> None:
@@ -106,8 +103,8 @@ def main() -> None:
         time.sleep(GAP_SECONDS)
 
     print(f"{args.connections} connections, {args.size} B, {1 / GAP_SECONDS:.0f} passes/s")
-    print(_summary("bare send() loop", bare))
-    print(_summary("Sender._flush   ", flushed))
+    for name, seconds in (("bare send() loop", bare), ("Sender._flush   ", flushed)):
+        print(f"{name}: pass {fmt_ms(summary_ms(s * 1e6 for s in seconds))}")
     for sock in conns:
         sock.close()
     for r in readers:
