@@ -799,8 +799,8 @@
     }
 
     // Status and spec are YAML rendered by the server: fetched again, at most every 500 ms,
-    // until they show the version the watch saw last (a change during a fetch, or a failed
-    // fetch, fetches again; failures three times at most).
+    // until they show the version the watch saw last: a change seen during a fetch fetches
+    // again, and a failed fetch is tried again twice.
     refreshDetails(panel, failures = 0) {
       if (this.refreshTimer) return;
       this.refreshTimer = setTimeout(async () => {
@@ -839,13 +839,13 @@
     }
   }
 
-  // Suspend and Resume follow the object's spec.suspend as it changes.
   // The resourceVersion the panel's status and spec were rendered from.
   function shownVersion(panel) {
     const details = panel.querySelector(".panel-details [data-resource-version]");
     return details ? details.dataset.resourceVersion : null;
   }
 
+  // Suspend and Resume follow the object's spec.suspend as it changes.
   function syncToggle(panel, obj) {
     const button = panel.querySelector('button[data-action="suspend"], button[data-action="resume"]');
     if (!button || !obj.spec) return;
