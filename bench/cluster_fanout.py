@@ -60,7 +60,9 @@ def options(argv: list[str] | None = None, description: str = __doc__) -> argpar
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--procs", type=int, default=2, help="subscriber processes")
     ap.add_argument("--pods", type=int, default=10, help="pods the events rotate over")
-    ap.add_argument("--client", choices=("raw", "simple"), default="raw")
+    ap.add_argument("--client", choices=("raw", "simple", "c"), default="raw",
+                    help="subscribers: lean Python readers (raw), simple_websocket.Client "
+                         "threads (simple), or compiled readers, bench/fanout_reader.c (c)")
     ap.add_argument("--socket-time", action="store_true",
                     help="raw readers also report latency to the kernel's receive "
                          "timestamp (the bytes reached the socket), beside the read time")
@@ -181,7 +183,7 @@ def fanout_run(rig: Rig, args: argparse.Namespace, namespace: str, names: list[s
     log(f"[{label}] pids: {pids}")
     meter = CpuMeter(pids)
     for c in clients:
-        c.send("go")
+        c.send("go", count)
     direct.send("go")
     if monitor is not None:
         monitor.t0 = time.monotonic()
