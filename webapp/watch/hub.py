@@ -13,12 +13,13 @@ import json
 import logging
 import random
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from . import rawjson
+from . import direct, rawjson
 from .kube import ClusterClient, KubeError, WatchStream
 from .resources import Identity, WatchParams
 
@@ -27,6 +28,9 @@ JSON = dict[str, Any]
 
 
 RowRenderer = Callable[[WatchParams, JSON], "str | None"]
+
+# An event that took less than this to arrive was already waiting: the relay is behind.
+CAUGHT_UP_SECONDS = 0.00025
 
 
 def no_rows(_params: WatchParams, _obj: JSON) -> str | None:
@@ -258,14 +262,21 @@ class UpstreamWatch:
             self._subscribers.remove(subscription)
         subscription.upstream = None
 
-    def _broadcast_event(self, line: bytes, suffix: bytes, position: str | None = None) -> None:
+    def _broadcast_event(self, line: bytes, suffix: bytes, position: str | None = None,
+                         at_once: bool = False) -> None:
+        """`at_once`: write it now to every socket that can take it (direct.py); the others,
+        and every subscriber when not at once, get it through their outbox."""
+        body = line + suffix
+        subscriptions = list(self._subscribers)
+        if at_once:
+            subscriptions = direct.send_now(subscriptions, body)
         # Subscribers with the same watchId (every tab of the same page) share the bytes.
         built: dict[bytes, bytes] = {}
-        for subscription in list(self._subscribers):
+        for subscription in subscriptions:
             prefix = subscription.prefix
             data = built.get(prefix)
             if data is None:
-                data = built[prefix] = prefix + line + suffix
+                data = built[prefix] = prefix + body
             if not subscription.sink.send(data, position):
                 self._drop(subscription)
 
@@ -393,8 +404,18 @@ class UpstreamWatch:
             if self._error is not None:  # the stream is open again: tell the page
                 self._error = None
                 self._broadcast("synced", self.resource_version)
+        events = stream.events()
         try:
-            for kind, obj, line in stream.events():
+            while True:
+                started = time.perf_counter()
+                item = next(events, None)
+                if item is None:
+                    break
+                # Waited for it: the relay keeps up, so it is written at once. Already
+                # there: the relay is behind (a burst, a busy machine), so it is queued and
+                # the sender writes what piled up in fewer, larger writes.
+                at_once = time.perf_counter() - started >= CAUGHT_UP_SECONDS
+                kind, obj, line = item
                 meta = obj.get("metadata") or {}
                 if kind == "ERROR":
                     code = int(obj.get("code") or 0)
@@ -418,7 +439,7 @@ class UpstreamWatch:
                     if len(self._history) == self._history.maxlen:
                         self._history_base = None  # its oldest entry falls off now
                     self._history.append((self.resource_version, line, suffix))
-                    self._broadcast_event(line, suffix, self.resource_version)
+                    self._broadcast_event(line, suffix, self.resource_version, at_once)
         finally:
             with self._lock:
                 self._stream = None

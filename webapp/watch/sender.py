@@ -214,6 +214,7 @@ class Connection:
         self.lock = threading.Lock()  # held while flushing: closing waits for a whole send
         self._sender = Sender.get()
         outbox.on_ready = lambda: self._sender.wake(self)
+        outbox.connection = self  # lets direct.send_now write to an idle socket itself
 
     def start(self) -> None:
         self._sender.add(self)
@@ -223,6 +224,23 @@ class Connection:
     def stop(self) -> None:
         self.closing = True
         self._sender.remove(self)
+
+    def idle(self) -> bool:
+        """Nothing queued, nothing half-sent, open: a new message may be written at once.
+        Only meaningful under `lock`, which the sender holds while it writes."""
+        return not self.pending and not len(self.outbox) and not self.closing \
+            and not self.failed and not self.outbox.overflowed
+
+    def wrote(self, sent: int, now: float) -> None:
+        """Account for bytes written outside the sender (under `lock`)."""
+        self.written += sent
+        self.last_write = now
+
+    def keep_unsent(self, payload: bytes, sent: int) -> None:
+        """The kernel took only `sent` bytes of `payload`'s frame (under `lock`): the rest
+        goes out before anything else, from the sender."""
+        self.pending = memoryview(frame(payload))[sent:]
+        self._sender.wake(self)
 
     def next_batch(self) -> bytes:
         """Everything queued (up to a bound), framed as text messages, in one buffer."""

@@ -1,0 +1,3 @@
+# Types of the compiled module built from _fanout.c (see that file).
+
+def send_text(fds: list[int], prefixes: list[bytes], body: bytes, /) -> list[int]: ...
