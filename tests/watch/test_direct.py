@@ -200,3 +200,26 @@ def test_a_page_sees_the_same_events_whichever_way_they_were_written(
         assert max(calls) == 3
     else:
         assert calls == []
+
+
+def test_a_watch_that_falls_behind_queues_its_events_for_a_while() -> None:
+    from webapp.watch.hub import _Pace
+
+    pace, now = _Pace(), 100.0
+    for _ in range(200):  # 2 ms between events, 0.7 ms to write each: keeping up
+        now += 0.0013
+        assert pace.at_once(0.0013, now)
+        now += 0.0007
+        pace.done(now)
+    decided = []
+    for _ in range(40):  # events already waiting, 3 ms to write each: behind
+        decided.append(pace.at_once(0.00001, now))
+        now += 0.003
+        pace.done(now)
+    assert decided[0] and not decided[-1]
+    assert decided.index(False) < 20, "too slow to notice"
+    now += _Pace.QUEUE_SECONDS / 2
+    assert not pace.at_once(0.002, now)
+    pace.done(now + 0.0003)
+    now += _Pace.QUEUE_SECONDS
+    assert pace.at_once(0.002, now), "never writes at once again"

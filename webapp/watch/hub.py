@@ -29,8 +29,38 @@ JSON = dict[str, Any]
 
 RowRenderer = Callable[[WatchParams, JSON], "str | None"]
 
-# An event that took less than this to arrive was already waiting: the relay is behind.
-CAUGHT_UP_SECONDS = 0.00025
+
+class _Pace:
+    """Whether a watch's events are written at once (direct.py) or queued for the sender.
+
+    At once is fastest while the thread keeps up. When it spends most of its time writing
+    (a busy machine, readers on its own cores preempting it on every write it wakes them
+    with), it falls behind and the events pile up in the upstream stream; queued, they cost
+    the thread less and the sender gathers them into fewer, larger writes. So: queued for
+    QUEUE_SECONDS once the share of busy time (a moving average) passes BUSY_SHARE.
+    """
+
+    BUSY_SHARE = 0.75
+    WEIGHT = 0.1  # of the latest event in the moving average: about the last 10 events
+    QUEUE_SECONDS = 5.0
+
+    def __init__(self) -> None:
+        self.busy = 0.0
+        self.waited = 0.0
+        self.read_at = 0.0
+        self.queue_until = 0.0
+
+    def at_once(self, waited: float, now: float) -> bool:
+        self.waited = waited
+        self.read_at = now
+        return now >= self.queue_until
+
+    def done(self, now: float) -> None:
+        spent = now - self.read_at
+        share = spent / (spent + self.waited) if spent + self.waited > 0 else 0.0
+        self.busy += self.WEIGHT * (share - self.busy)
+        if self.busy > self.BUSY_SHARE and now >= self.queue_until:
+            self.queue_until = now + self.QUEUE_SECONDS
 
 
 def no_rows(_params: WatchParams, _obj: JSON) -> str | None:
@@ -405,16 +435,15 @@ class UpstreamWatch:
                 self._error = None
                 self._broadcast("synced", self.resource_version)
         events = stream.events()
+        pace = _Pace()
         try:
             while True:
                 started = time.perf_counter()
                 item = next(events, None)
                 if item is None:
                     break
-                # Waited for it: the relay keeps up, so it is written at once. Already
-                # there: the relay is behind (a burst, a busy machine), so it is queued and
-                # the sender writes what piled up in fewer, larger writes.
-                at_once = time.perf_counter() - started >= CAUGHT_UP_SECONDS
+                read_at = time.perf_counter()
+                at_once = pace.at_once(read_at - started, read_at)
                 kind, obj, line = item
                 meta = obj.get("metadata") or {}
                 if kind == "ERROR":
@@ -440,6 +469,7 @@ class UpstreamWatch:
                         self._history_base = None  # its oldest entry falls off now
                     self._history.append((self.resource_version, line, suffix))
                     self._broadcast_event(line, suffix, self.resource_version, at_once)
+                pace.done(time.perf_counter())
         finally:
             with self._lock:
                 self._stream = None
