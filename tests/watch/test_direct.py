@@ -211,6 +211,12 @@ def test_a_watch_that_falls_behind_queues_its_events_for_a_while() -> None:
         assert pace.at_once(0.0013, now)
         now += 0.0007
         pace.done(now)
+    for _ in range(200):  # the same rate in pairs: half of them already waiting
+        for waited in (0.003, 0.00003):
+            now += waited
+            assert pace.at_once(waited, now), "queued while half the time is idle"
+            now += 0.001
+            pace.done(now)
     decided = []
     for _ in range(40):  # events already waiting, 3 ms to write each: behind
         decided.append(pace.at_once(0.00001, now))

@@ -33,19 +33,22 @@ RowRenderer = Callable[[WatchParams, JSON], "str | None"]
 class _Pace:
     """Whether a watch's events are written at once (direct.py) or queued for the sender.
 
-    At once is fastest while the thread keeps up. When it spends most of its time writing
-    (a busy machine, readers on its own cores preempting it on every write it wakes them
+    At once is fastest while the thread keeps up. When it is busy nearly all the time (a
+    busy machine; readers on its own cores preempting it on every write it wakes them
     with), it falls behind and the events pile up in the upstream stream; queued, they cost
     the thread less and the sender gathers them into fewer, larger writes. So: queued for
-    QUEUE_SECONDS once the share of busy time (a moving average) passes BUSY_SHARE.
+    QUEUE_SECONDS once the thread's busy share of recent time passes BUSY_SHARE. Time,
+    not events, is averaged: events that arrive in pairs are each "already waiting" for
+    the second, and say nothing about how much time is left.
     """
 
-    BUSY_SHARE = 0.75
-    WEIGHT = 0.1  # of the latest event in the moving average: about the last 10 events
+    BUSY_SHARE = 0.9
+    KEEP = 0.9  # of the running sums at each event: about the last 10 events count
     QUEUE_SECONDS = 5.0
 
     def __init__(self) -> None:
-        self.busy = 0.0
+        self.busy = 0.0  # decayed sums of time spent on events, and of all time
+        self.total = 0.0
         self.waited = 0.0
         self.read_at = 0.0
         self.queue_until = 0.0
@@ -57,9 +60,9 @@ class _Pace:
 
     def done(self, now: float) -> None:
         spent = now - self.read_at
-        share = spent / (spent + self.waited) if spent + self.waited > 0 else 0.0
-        self.busy += self.WEIGHT * (share - self.busy)
-        if self.busy > self.BUSY_SHARE and now >= self.queue_until:
+        self.busy = self.busy * self.KEEP + spent
+        self.total = self.total * self.KEEP + spent + self.waited
+        if self.busy > self.BUSY_SHARE * self.total and now >= self.queue_until:
             self.queue_until = now + self.QUEUE_SECONDS
 
 
