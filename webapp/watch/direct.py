@@ -3,9 +3,9 @@
 The general path queues a message in each subscriber's outbox and the sender thread writes
 it (sender.py). For the usual case, a socket with nothing queued and nothing half-sent,
 that hop costs the sender's gathering wait and a pass over every socket: at 500 events/s
-to 200 subscribers the relay's p99 was 6.5 ms against 1.7 ms for a direct watch of the same
+to 200 subscribers the relay's p99 was 6.5 ms against 1.65 ms for a direct watch of the same
 stream. Written here, one compiled call per event (`_fanout.send_text`: one frame per socket,
-no copy per subscriber, no GIL), it was 1.4 ms (docs/benchmarks.md).
+no copy per subscriber, no GIL), it is 1.5-1.7 ms against 1.24-1.28 (docs/benchmarks.md).
 
 Order: a socket is written here only while its lock is free and nothing waits for it in its
 outbox or half-sent; otherwise the message takes the outbox. Once anything is queued for a
