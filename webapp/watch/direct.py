@@ -10,6 +10,10 @@ no copy per subscriber, no GIL), it is 1.5-1.7 ms against 1.24-1.28 (docs/benchm
 Order: a socket is written here only while its lock is free and nothing waits for it in its
 outbox or half-sent; otherwise the message takes the outbox. Once anything is queued for a
 socket, its later messages queue behind it until the sender has written it all.
+
+Closed sockets: the hub calls this under the upstream watch's lock, for its current
+subscribers, and a connection unsubscribes (under that lock) before its socket is closed,
+so a descriptor is never written after it was closed and perhaps reused.
 """
 
 from __future__ import annotations
