@@ -1,6 +1,6 @@
 """Builds the optional compiled part: webapp/watch/_fanout.c (everything else is in
-pyproject.toml). Without a C compiler the build goes on and the relay uses its pure-Python
-path (webapp/watch/direct.py)."""
+pyproject.toml). Without a C compiler the build goes on, and every relayed message goes
+through its connection's outbox and the sender thread (webapp/watch/direct.py)."""
 
 from setuptools import Extension, setup
 

@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from .sender import frame_length
+
 if TYPE_CHECKING:
     from .hub import Subscription
     from .sender import Connection
@@ -47,10 +49,6 @@ def available() -> bool:
     return send_text is not None
 
 
-def _frame_length(payload: int) -> int:
-    return payload + (2 if payload < 126 else 4 if payload < 65536 else 10)
-
-
 def send_now(subscriptions: list[Subscription], body: bytes) -> list[Subscription]:
     """Write `prefix + body` as one text frame to each subscriber's socket that can take it
     now. Returns the subscriptions left for the outbox (the caller queues them)."""
@@ -64,10 +62,10 @@ def send_now(subscriptions: list[Subscription], body: bytes) -> list[Subscriptio
         for subscription in subscriptions:
             sink = subscription.sink
             conn: Connection | None = getattr(sink, "connection", None)
-            if conn is None or not conn.idle() or not conn.lock.acquire(blocking=False):
+            if conn is None or not conn.lock.acquire(blocking=False):
                 rest.append(subscription)
                 continue
-            if not conn.idle():  # the sender got to it in between
+            if not conn.idle():
                 conn.lock.release()
                 rest.append(subscription)
                 continue
@@ -79,7 +77,7 @@ def send_now(subscriptions: list[Subscription], body: bytes) -> list[Subscriptio
         results = send_text(fds, prefixes, body)
         now = time.monotonic()
         for (subscription, conn), sent in zip(taken, results, strict=True):
-            whole = _frame_length(len(subscription.prefix) + len(body))
+            whole = frame_length(len(subscription.prefix) + len(body))
             if sent == whole:
                 conn.wrote(sent, now)
             elif sent in _BLOCKED:  # nothing written: queue it like any message

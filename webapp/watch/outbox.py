@@ -6,7 +6,10 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .sender import Connection
 
 Item = tuple[bytes, "str | None"]  # message, resume position
 
@@ -32,7 +35,7 @@ class Outbox:
         self.overflowed = False
         self.closed = False
         # The WebSocket connection this outbox feeds, if any (set by sender.Connection).
-        self.connection: Any = None
+        self.connection: Connection | None = None
 
     def send(self, message: bytes, position: str | None = None) -> bool:
         if self.closed or self.overflowed:

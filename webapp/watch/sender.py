@@ -55,6 +55,11 @@ def frame_header(length: int, opcode: int = 0x1) -> bytes:
     return bytes((0x80 | opcode, 127)) + length.to_bytes(8, "big")
 
 
+def frame_length(payload: int) -> int:
+    """Bytes on the wire of an unfragmented server frame with a payload this long."""
+    return payload + (2 if payload < 126 else 4 if payload < 65536 else 10)
+
+
 def frame(payload: bytes, opcode: int = 0x1) -> bytes:
     return frame_header(len(payload), opcode) + payload
 
