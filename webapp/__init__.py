@@ -9,7 +9,7 @@ from flask import Flask
 
 
 def create_app(test_config: dict[str, Any] | None = None) -> Flask:
-    from . import api, auth, config, csrf, db, jobs, migrate, views, watch
+    from . import accesslog, api, auth, config, csrf, db, jobs, migrate, views, watch
 
     instance = (test_config or {}).get("INSTANCE_PATH") or config.instance_path()
     app = Flask(__name__, instance_path=instance, instance_relative_config=True)
@@ -18,6 +18,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     if "CLOCK" in app.config:
         app.extensions["clock"] = app.config["CLOCK"]
 
+    accesslog.init_app(app)
     db.init_app(app)
     if app.config.get("AUTO_MIGRATE", True):
         migrate.upgrade(app.extensions["db_engine"])
