@@ -1,4 +1,8 @@
-"""Who is asking: the session user or a personal token, and what their role allows."""
+"""Who is asking: the session user or a personal token, and what their role allows.
+
+The session cookie (signed by Flask) carries the raw id of a server-side session
+(user_sessions.py), never a user id: ending the row ends the cookie, wherever it was
+copied to."""
 
 from __future__ import annotations
 
@@ -11,14 +15,16 @@ from flask import Flask, g, redirect, request, session, url_for
 from flask.sessions import SecureCookieSessionInterface, SessionMixin
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from . import users
+from . import credentials, secrets_util, tokens, user_sessions, users
+from .credentials import Credential
 from .errors import AppError, Forbidden, Unauthorized
 from .models import User
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-REFRESH_SECONDS = 3600
+REFRESH_SECONDS = int(user_sessions.TOUCH_EVERY.total_seconds())
 _REFRESHED = "refreshed_at"
+_SESSION_ID = "sid"
 
 
 class _SessionInterface(SecureCookieSessionInterface):
@@ -53,12 +59,17 @@ def init_app(app: Flask) -> None:
     @app.before_request
     def _load_user() -> None:
         g.user = None
-        user_id = session.get("user_id")
-        if user_id is None:
+        credentials.remember(None)
+        raw = session.get(_SESSION_ID)
+        if not isinstance(raw, str):
             return
-        user = users.by_id(user_id)
-        if user is not None and session.get("session_version") == user.session_version:
-            g.user = user
+        found = user_sessions.find(raw)
+        if found is None:
+            session.pop(_SESSION_ID, None)  # ended elsewhere: the cookie says so too
+            return
+        g.user = found.user
+        credentials.remember(Credential(found.user.id, session_id=found.session_id))
+        user_sessions.keep_alive(found)
 
     @app.context_processor
     def _inject() -> dict[str, Any]:
@@ -71,21 +82,58 @@ def _has_role(role: str) -> bool:
 
 
 def sign_in(user: User) -> None:
+    """A new server-side session; the old cookie's contents (and CSRF token) go."""
+    ending = session.get(_SESSION_ID)
+    if isinstance(ending, str):
+        user_sessions.end(ending)
     session.clear()
-    session["user_id"] = user.id
-    session["session_version"] = user.session_version
+    session_id, raw = user_sessions.start(user)
+    session[_SESSION_ID] = raw
     session.permanent = True
+    g.user = user
+    credentials.remember(Credential(user.id, session_id=session_id))
 
 
 def sign_out() -> None:
+    raw = session.get(_SESSION_ID)
+    if isinstance(raw, str):
+        user_sessions.end(raw)
     session.clear()
+    g.user = None
+    credentials.remember(None)
+
+
+def current_session_id() -> int | None:
+    credential = credentials.current()
+    return credential.session_id if credential is not None else None
+
+
+def bearer_token() -> str | None:
+    header = request.headers.get("Authorization", "")
+    if not header.startswith("Bearer "):
+        return None
+    return header.removeprefix("Bearer ").strip()
+
+
+def bearer_user(raw: str) -> User:
+    """The user of a personal token, made the request's credential; Unauthorized
+    otherwise."""
+    user, token_id = users.authenticate_token_id(raw)
+    credentials.remember(Credential(user.id, token_id=token_id))
+    return user
+
+
+def token_authenticates(raw: str) -> bool:
+    """Whether a Bearer value is a valid personal or agent token (nothing is recorded)."""
+    digest = secrets_util.digest(raw)
+    return users.token_is_valid(digest) or tokens.digest_is_valid(digest)
 
 
 def api_user() -> User:
     """For JSON APIs: a personal token, else the session user; Unauthorized otherwise."""
-    header = request.headers.get("Authorization", "")
-    if header.startswith("Bearer "):
-        return users.authenticate_token(header.removeprefix("Bearer ").strip())
+    raw = bearer_token()
+    if raw is not None:
+        return bearer_user(raw)
     if g.get("user") is not None:
         return cast(User, g.user)
     raise Unauthorized("Sign in or send 'Authorization: Bearer <personal token>'",
@@ -122,5 +170,5 @@ def require_role(role: str, user: User | None = None) -> None:
                         code="forbidden")
 
 
-__all__ = ["AppError", "api_user", "login_required", "require_role", "role_required",
-           "sign_in", "sign_out"]
+__all__ = ["AppError", "api_user", "bearer_user", "login_required", "require_role",
+           "role_required", "sign_in", "sign_out"]

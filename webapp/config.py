@@ -31,6 +31,16 @@ DEFAULTS: dict[str, Any] = {
     "SESSION_COOKIE_SAMESITE": "Lax",
     # How many reverse proxies in front set X-Forwarded-* (0: none, trust nothing).
     "TRUSTED_PROXIES": 0,
+    # Kubeconfig users whose credentials come from a command (`exec:` plugins, auth-provider
+    # `cmd-path`) are refused unless this is on: loading them runs that command here.
+    "KUBECONFIG_ALLOW_EXEC": False,
+    # Login throttling (webapp/throttle.py): failures allowed per account and per client
+    # address before each further one locks it, first for LOGIN_LOCKOUT_SECONDS, doubling
+    # up to LOGIN_LOCKOUT_MAX_SECONDS (also how long failures are remembered).
+    "LOGIN_MAX_FAILURES": 5,
+    "LOGIN_MAX_FAILURES_PER_ADDRESS": 20,
+    "LOGIN_LOCKOUT_SECONDS": 30,
+    "LOGIN_LOCKOUT_MAX_SECONDS": 900,
     # Notifications (webapp/notify): the nav's unread count polls this often; agents'
     # rules of importance are cached this long per process.
     "NOTIFY_POLL_SECONDS": 5,
@@ -87,11 +97,13 @@ _INT_KEYS = {
     "WEBHOOK_BACKOFF_SECONDS", "WEBHOOK_BACKOFF_MAX_SECONDS", "WEBHOOK_DISABLE_AFTER",
     "WEBHOOK_CONCURRENCY", "WEBHOOK_CONCURRENCY_PER_HOOK", "WEBHOOK_CLAIM_SECONDS",
     "WEBHOOK_POLL_SECONDS",
+    "LOGIN_MAX_FAILURES", "LOGIN_MAX_FAILURES_PER_ADDRESS", "LOGIN_LOCKOUT_SECONDS",
+    "LOGIN_LOCKOUT_MAX_SECONDS",
 }
 # Environment variables that take one of a few words.
 _CHOICE_KEYS = {"SMTP_SECURITY": ("none", "starttls", "ssl"),
                 "WEBHOOK_SENDER": ("process", "thread")}
-_BOOL_KEYS = {"SCHEDULER_ENABLED", "DEMO", "SESSION_COOKIE_SECURE"}
+_BOOL_KEYS = {"SCHEDULER_ENABLED", "DEMO", "SESSION_COOKIE_SECURE", "KUBECONFIG_ALLOW_EXEC"}
 
 
 def instance_path() -> str:

@@ -1,4 +1,8 @@
-"""CSRF protection for every state-changing request made with a session cookie."""
+"""CSRF protection for every state-changing request made with a session cookie.
+
+Skipped only for requests that really authenticate with a personal or agent token: a
+browser cannot send another site's Authorization header, but it can send any made-up one
+next to the cookie it holds."""
 
 from __future__ import annotations
 
@@ -6,6 +10,8 @@ import hmac
 import secrets
 
 from flask import Flask, abort, request, session
+
+from . import auth
 
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 FIELD = "csrf_token"
@@ -30,10 +36,11 @@ def init_app(app: Flask) -> None:
     def _check() -> None:
         if request.method in SAFE_METHODS:
             return
-        # Bearer-authenticated APIs carry no ambient credentials, so CSRF cannot apply.
-        if request.headers.get("Authorization", "").startswith("Bearer "):
-            return
+        # The agent API reads no cookie: only its Bearer agent token counts there.
         if request.blueprint == "agent_api":
+            return
+        raw = auth.bearer_token()
+        if raw and auth.token_authenticates(raw):
             return
         sent = request.headers.get(HEADER) or request.form.get(FIELD)
         if not valid(sent):

@@ -16,20 +16,56 @@ class Base(DeclarativeBase):
     pass
 
 
+# Ids that reach a cookie, a token or a ticket are never handed out twice (SQLite reuses
+# the highest rowid once its row is deleted unless the table says AUTOINCREMENT; PostgreSQL
+# sequences never go back): a deleted user's id must not come back as someone else's.
+_NEVER_REUSE_IDS = {"sqlite_autoincrement": True}
+
+
 class User(Base):
     __tablename__ = "users"
+    __table_args__ = _NEVER_REUSE_IDS
 
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(64), unique=True)
     role: Mapped[str] = mapped_column(String(16))
     password_hash: Mapped[str] = mapped_column(String(255))
     created_at: Mapped[datetime]
-    # Bumped when the password changes, so older session cookies stop working.
-    session_version: Mapped[int] = mapped_column(default=1)
+
+
+class UserSession(Base):
+    """A signed-in browser. The cookie holds a random id; only its digest is stored, so
+    nobody reading the database (an admin included) can take over a session."""
+
+    __tablename__ = "user_sessions"
+    __table_args__ = _NEVER_REUSE_IDS
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime]
+    # Written at most once per auth.REFRESH_SECONDS: the sliding expiry costs no write per poll.
+    last_seen_at: Mapped[datetime]
+    expires_at: Mapped[datetime] = mapped_column(index=True)
+
+
+class LoginThrottle(Base):
+    """Failed password checks of one account or one client address (see throttle.py).
+
+    In the database, so every worker and container counts the same failures."""
+
+    __tablename__ = "login_throttle"
+
+    # A digest of "account:<name>" or "address:<ip>": fixed size whatever was typed.
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    failures: Mapped[int]
+    last_failure_at: Mapped[datetime]
+    locked_until: Mapped[datetime | None] = mapped_column(index=True)
 
 
 class PersonalToken(Base):
     __tablename__ = "personal_tokens"
+    __table_args__ = _NEVER_REUSE_IDS
 
     id: Mapped[int] = mapped_column(primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
@@ -66,6 +102,7 @@ class AgentToken(Base):
             "uq_agent_tokens_active_name", "agent_id", "name", unique=True,
             sqlite_where=text("revoked_at IS NULL"), postgresql_where=text("revoked_at IS NULL"),
         ),
+        _NEVER_REUSE_IDS,
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -135,6 +172,11 @@ class WatchTicket(Base):
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     agent_id: Mapped[int] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"))
     expires_at: Mapped[datetime] = mapped_column(index=True)
+    # What asked for it: the socket re-checks this session or token for as long as it lives.
+    session_id: Mapped[int | None] = mapped_column(
+        ForeignKey("user_sessions.id", ondelete="CASCADE"))
+    token_id: Mapped[int | None] = mapped_column(
+        ForeignKey("personal_tokens.id", ondelete="CASCADE"))
 
 
 # Feature tables live beside their features; importing them here registers them on Base

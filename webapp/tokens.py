@@ -158,3 +158,9 @@ def _write_contact(cred: Credential, now: datetime, touch_every: timedelta) -> N
             session.execute(update(Agent).where(Agent.id == cred.agent_id,
                                                 Agent.last_contact_at < now)
                             .values(last_contact_at=now))
+
+
+def digest_is_valid(digest: str) -> bool:
+    """Whether an agent token of this digest exists and is not revoked (nothing recorded)."""
+    return db.session().scalar(select(AgentToken.id).where(
+        AgentToken.digest == digest, AgentToken.revoked_at.is_(None))) is not None

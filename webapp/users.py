@@ -9,7 +9,7 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.exc import IntegrityError
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from . import clock, db, secrets_util
+from . import clock, db, secrets_util, user_sessions
 from .errors import Conflict, Invalid, NotFound, Unauthorized
 from .models import PersonalToken, User
 
@@ -86,14 +86,17 @@ def set_role(user: User, role: str) -> None:
     db.session().commit()
 
 
-def set_password(user: User, password: str) -> None:
+def set_password(user: User, password: str, keep_session: int | None = None) -> None:
+    """A new password ends every session of the user but `keep_session` (the browser
+    that changed it): whoever knew the old password is signed out."""
     validate(user.name, user.role, password)
     user.password_hash = generate_password_hash(password, method=_HASH_METHOD)
-    user.session_version += 1  # signs out other sessions
     db.session().commit()
+    user_sessions.end_all(user.id, keep=keep_session)
 
 
 def delete(user: User) -> None:
+    """The user, their sessions and personal tokens go (ON DELETE CASCADE)."""
     if user.role == "admin" and _admin_count() <= 1:
         raise Conflict("The last admin cannot be deleted", code="last_admin")
     session = db.session()
@@ -131,6 +134,11 @@ def revoke_token(user: User, token_id: int) -> None:
 
 
 def authenticate_token(raw: str) -> User:
+    return authenticate_token_id(raw)[0]
+
+
+def authenticate_token_id(raw: str) -> tuple[User, int]:
+    """The user of a personal token and the token's id, or Unauthorized."""
     session = db.session()
     row = session.execute(
         select(PersonalToken, User).join(User, User.id == PersonalToken.user_id)
@@ -148,4 +156,10 @@ def authenticate_token(raw: str) -> User:
                 PersonalToken.id == token.id,
                 or_(PersonalToken.last_used_at.is_(None), PersonalToken.last_used_at < now))
                 .values(last_used_at=now))
-    return user
+    return user, token.id
+
+
+def token_is_valid(digest: str) -> bool:
+    """Whether a personal token of this digest exists and is not revoked."""
+    return db.session().scalar(select(PersonalToken.id).where(
+        PersonalToken.digest == digest, PersonalToken.revoked_at.is_(None))) is not None

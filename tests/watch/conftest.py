@@ -556,10 +556,15 @@ class Live:
                 db.session().commit()
 
     def issue_ticket(self, user: str, agent: str) -> str:
-        from webapp import agents, users
+        from webapp import agents, user_sessions, users
+        from webapp.credentials import Credential
         from webapp.watch import tickets
         with self.app.app_context():
-            return tickets.issue(users.get(user), agents.get(agent))
+            # A ticket is asked for by a signed-in browser: a session of the user.
+            signed_in = users.get(user)
+            session_id, _ = user_sessions.start(signed_in)
+            return tickets.issue(Credential(signed_in.id, session_id=session_id),
+                                 agents.get(agent))
 
     def events(self, agent: str = "prod", type_: str = "cluster_action") -> list[Any]:
         from sqlalchemy import select

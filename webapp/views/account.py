@@ -5,9 +5,10 @@ from __future__ import annotations
 from flask import Blueprint, flash, g, redirect, render_template, request, url_for
 from werkzeug.wrappers import Response
 
-from .. import auth, users
+from .. import auth, throttle, users
 from ..auth import login_required
 from ..errors import AppError
+from .auth import throttled
 
 bp = Blueprint("account", __name__, url_prefix="/account")
 
@@ -42,12 +43,21 @@ def revoke_token(token_id: int) -> Response:
 @bp.post("/password")
 @login_required
 def change_password() -> Response | tuple[str, int]:
-    if users.check_password(g.user.name, request.form.get("current", "")) is None:
-        return _render(raw_token=None, error="Current password is wrong."), 403
+    # Throttled like the sign-in form: a borrowed session must not become a way to guess.
+    subject = throttle.Subject(g.user.name, request.remote_addr)
     try:
-        users.set_password(g.user, request.form.get("new", ""))
+        throttle.check(subject)
+    except throttle.Throttled as exc:
+        return throttled(exc, _render(raw_token=None, error=exc.message))
+    if users.check_password(g.user.name, request.form.get("current", "")) is None:
+        throttle.failed(subject)
+        return _render(raw_token=None, error="Current password is wrong."), 403
+    throttle.succeeded(subject)
+    try:
+        # This browser stays signed in; every other session of the user ends.
+        users.set_password(g.user, request.form.get("new", ""),
+                           keep_session=auth.current_session_id())
     except AppError as exc:
         return _render(raw_token=None, error=exc.message), exc.status
-    auth.sign_in(g.user)  # keep this session, end the others
     flash("Password changed.")
     return redirect(url_for("account.page"))

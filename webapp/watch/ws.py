@@ -16,7 +16,7 @@ from flask import Flask, current_app, request
 from flask_sock import Sock
 from simple_websocket import ConnectionClosed
 
-from .. import agents, users
+from .. import agents, auth, credentials
 from ..errors import AppError
 from ..models import Agent, User
 from . import access, tickets
@@ -84,15 +84,17 @@ def authenticate(agent: Agent) -> User:
     header = request.headers.get("Authorization", "")
     if header.startswith("Bearer "):
         try:
-            return users.authenticate_token(header.removeprefix("Bearer ").strip())
+            return auth.bearer_user(header.removeprefix("Bearer ").strip())
         except AppError as exc:
             raise Refused(CLOSE_UNAUTHORIZED, exc.message) from None
     ticket = offered_ticket()
     if not ticket:
         raise Refused(CLOSE_UNAUTHORIZED, "no ticket: POST /agents/NAME/watch/ticket first")
-    user = tickets.redeem(ticket, agent)
+    credential = tickets.redeem(ticket, agent)
+    user = credentials.still_valid(credential) if credential is not None else None
     if user is None:
         raise Refused(CLOSE_UNAUTHORIZED, "ticket invalid, expired or already used")
+    credentials.remember(credential)  # what the socket re-checks while it is open
     return user
 
 
