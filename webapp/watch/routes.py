@@ -6,7 +6,7 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
-from .. import agents, auth
+from .. import agents, auth, credentials
 from ..errors import Invalid
 from ..models import Agent
 from . import access, actions, logs, stream, tickets
@@ -26,7 +26,9 @@ def ticket(name: str) -> Response:
     user = auth.api_user()
     agent = agents.get(name)
     access.require_view(user, agent)
-    raw = tickets.issue(user, agent)
+    credential = credentials.current()
+    assert credential is not None  # api_user() authenticated this request
+    raw = tickets.issue(credential, agent)
     return jsonify({"ticket": raw, "protocol": SUBPROTOCOL,
                     "expiresIn": int(tickets.LIFETIME.total_seconds())})
 
