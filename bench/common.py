@@ -617,7 +617,7 @@ def event_rows(segments: Sequence[Segment], agent_ids: Sequence[int], big_agent_
             commit = f"{getrandbits(160):040x}"
             if spec.category == "gitops":
                 project = PROJECTS[getrandbits(8) % len(PROJECTS)]
-            dedupe = f"{type_name}|{commit}|{project or ''}"
+            dedupe = catalog.dedupe_key(type_name, commit, project)
             token_id, token_name = 1, "agent-token"
         elif spec.category in ("token", "connection"):
             token_id, token_name = 1, "agent-token"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -124,9 +125,15 @@ def describe(event: EventLike) -> str:
 
 def dedupe_key(type_name: str, commit_sha: str | None, project: str | None,
                extra: str | None = None) -> str | None:
+    """The key a commit-scoped event is stored under once per agent; None: not deduplicated.
+
+    A hash of the JSON array [type, commit, project, extra]: no value can pass for a
+    separator ("c0ffee|apps" + "web" is not "c0ffee" + "apps|web"), a missing project
+    (null) stays apart from an empty one (""), and every key has the same 64 characters.
+    migrations/versions/0008_dedupe_keys.py keeps a copy of this: change both or neither.
+    """
     if not CATALOG[type_name].commit_scoped or not commit_sha:
         return None
-    key = f"{type_name}|{commit_sha}|{project or ''}"
-    # Hashed when long: the column holds 400 characters and the key only has to match.
-    key = key if extra is None else f"{key}|{extra}"
-    return key if len(key) <= 400 else "sha256:" + hashlib.sha256(key.encode()).hexdigest()
+    # ASCII escapes: a lone surrogate hashes like any other character instead of failing.
+    parts = json.dumps([type_name, commit_sha, project, extra], separators=(",", ":"))
+    return hashlib.sha256(parts.encode()).hexdigest()
