@@ -141,7 +141,7 @@ def test_invalid_namespace_is_refused(app: Flask, signed_in: FlaskClient, sim: S
     make_agent(app, sim, tmp_path)
     page = signed_in.get("/agents/prod/cluster?namespace=Not_A_Name")
     assert page.status_code == 422
-    assert "is not a valid name" in page.text
+    assert "namespace: &#39;Not_A_Name&#39; is not a valid namespace name" in page.text
 
 
 def test_empty_namespace_renders_the_empty_state_at_once(

@@ -13,6 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from . import clock, db
 from .errors import Conflict, Invalid, NotFound
 from .models import Agent
+from .watch import kubeconfig
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
@@ -31,6 +32,16 @@ def validate_name(name: str) -> str:
     return name
 
 
+def check_kubeconfig(kubeconfig_path: str | None, kube_context: str | None) -> None:
+    """Refuse a kubeconfig whose user would run a command for its credentials, unless the
+    operator allows it (the client refuses it again whenever it is built)."""
+    if not kubeconfig_path or current_app.config.get("KUBECONFIG_ALLOW_EXEC"):
+        return
+    refusal = kubeconfig.command_user(kubeconfig_path, kube_context)
+    if refusal:
+        raise Invalid(refusal, code="kubeconfig_exec_refused", field="kubeconfig")
+
+
 def create(name: str, kubeconfig_path: str | None = None, kube_context: str | None = None,
            in_cluster: bool = False) -> Agent:
     validate_name(name)
@@ -38,6 +49,7 @@ def create(name: str, kubeconfig_path: str | None = None, kube_context: str | No
         raise Invalid("Choose either a kubeconfig or in-cluster configuration, not both")
     if kube_context and not kubeconfig_path:
         raise Invalid("A context needs a kubeconfig path")
+    check_kubeconfig(kubeconfig_path, kube_context)
     agent = Agent(name=name, kubeconfig_path=kubeconfig_path or None,
                   kube_context=kube_context or None, in_cluster=in_cluster,
                   created_at=clock.now(), connection_state="never")
@@ -55,6 +67,7 @@ def set_connection(agent: Agent, kubeconfig_path: str | None, kube_context: str 
                    in_cluster: bool = False) -> None:
     if in_cluster and kubeconfig_path:
         raise Invalid("Choose either a kubeconfig or in-cluster configuration, not both")
+    check_kubeconfig(kubeconfig_path, kube_context)
     agent.kubeconfig_path = kubeconfig_path or None
     agent.kube_context = kube_context or None
     agent.in_cluster = in_cluster

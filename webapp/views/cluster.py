@@ -24,11 +24,11 @@ from .. import agents
 from ..auth import login_required
 from ..errors import Invalid
 from ..models import Agent
-from ..watch import access, rows
+from ..watch import access, names, rows
 from ..watch.hub import Snapshot
 from ..watch.kube import KubeError
 from ..watch.registry import connection_of
-from ..watch.resources import Identity, WatchParams
+from ..watch.resources import RESOURCES, Identity, WatchParams
 from .activity import status_key
 
 bp = Blueprint("cluster", __name__)
@@ -136,15 +136,17 @@ def page(name: str) -> str:
 # --- the side panel ---------------------------------------------------------------------
 
 def _object_params() -> tuple[WatchParams, str]:
+    """The one object a panel shows: a kind the overview lists, a namespace when that kind
+    has one, and a name valid for that kind (checked before it becomes a path)."""
     args = request.args
     params = WatchParams.parse({key: args.get(key) for key in
                                 ("group", "version", "resource", "namespace")})
-    name = args.get("name", "")
-    if not name or len(name) > 253:
-        raise Invalid("name is required", code="invalid_params")
     if params.resource not in KIND_LABELS:
-        raise Invalid(f"{params.resource} have no panel", code="invalid_params")
-    return params, name
+        raise Invalid(f"{params.resource} have no panel", code="invalid_params",
+                      field="resource")
+    if params.namespace is None and RESOURCES[(params.group, params.version, params.resource)]:
+        raise Invalid("namespace is required", code="invalid_params", field="namespace")
+    return params, names.object_name(params.resource, args.get("name", ""))
 
 
 def _yaml(value: Any) -> str:

@@ -6,13 +6,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from .. import db
 from ..clock import now as clock_now
 from ..errors import Invalid
 from ..models import Agent, User
 from ..recorder import NewEvent, record_one
-from . import access
+from . import access, names
 from .kube import ClusterClient, KubeError
 from .resources import Identity, WatchParams
 
@@ -32,20 +33,28 @@ class Outcome:
         return {"result": self.result, "message": self.message}
 
 
+def target_name(action: str, params: WatchParams, name: Any) -> str:
+    """`name` when `action` may act on an object of that kind and name; else Invalid
+    naming the field. Deleting reaches pods only, the other actions Flux objects only."""
+    if action not in ACTIONS:
+        raise Invalid(f"Unknown action {action[:64]!r}; use one of {', '.join(ACTIONS)}",
+                      code="invalid_action", field="action")
+    kind = (params.group, params.resource)
+    if action == "delete" and kind != ("", "pods"):
+        raise Invalid("Only pods can be deleted from here", code="invalid_action",
+                      field="resource")
+    if action != "delete" and kind not in FLUX:
+        raise Invalid(f"{action} applies to Flux Kustomizations and HelmReleases",
+                      code="invalid_action", field="resource")
+    if not params.namespace:
+        raise Invalid("namespace is required", code="invalid_action", field="namespace")
+    return names.object_name(params.resource, name)
+
+
 def perform(client: ClusterClient, user: User, agent: Agent, action: str,
             params: WatchParams, name: str, reconcile_timeout: float = 30.0) -> Outcome:
     access.require_act(user, agent)
-    if action not in ACTIONS:
-        raise Invalid(f"Unknown action {action!r}; use one of {', '.join(ACTIONS)}",
-                      code="invalid_action")
-    kind = (params.group, params.resource)
-    if action == "delete" and kind != ("", "pods"):
-        raise Invalid("Only pods can be deleted from here", code="invalid_action")
-    if action != "delete" and kind not in FLUX:
-        raise Invalid(f"{action} applies to Flux Kustomizations and HelmReleases",
-                      code="invalid_action")
-    if not params.namespace or not name:
-        raise Invalid("namespace and name are required", code="invalid_action")
+    name = target_name(action, params, name)
     identity = access.identity(user, agent)
     target = f"{params.resource[:-1]} {params.namespace}/{name}"
     try:

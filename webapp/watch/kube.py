@@ -18,7 +18,7 @@ import kubernetes
 import urllib3
 from urllib3 import HTTPHeaderDict
 
-from . import rawjson
+from . import kubeconfig, names, rawjson
 from .resources import Identity, WatchParams
 
 JSON = dict[str, Any]
@@ -54,6 +54,7 @@ class Connection:
     kubeconfig: str | None = None
     context: str | None = None
     in_cluster: bool = False
+    allow_exec: bool = False  # may the kubeconfig's user run a command for credentials?
 
 
 RawPage = tuple[list[tuple[JSON, bytes]], str]  # (item, its JSON text) pairs, resourceVersion
@@ -69,6 +70,11 @@ class ClusterClient:
         if connection.in_cluster:
             kubernetes.config.load_incluster_config(client_configuration=configuration)
         elif connection.kubeconfig:
+            # Before loading: loading is what runs the command.
+            refusal = None if connection.allow_exec else \
+                kubeconfig.command_user(connection.kubeconfig, connection.context)
+            if refusal:
+                raise KubeError(0, "ExecRefused", refusal)
             kubernetes.config.load_kube_config(config_file=connection.kubeconfig,
                                                context=connection.context,
                                                client_configuration=configuration)
@@ -176,15 +182,17 @@ class ClusterClient:
     def logs(self, namespace: str, pod: str, identity: Identity, *, container: str | None,
              follow: bool, tail_lines: int | None, timestamps: bool,
              previous: bool) -> LineStream:
+        # Checked here too, whoever the caller: these become a path and its query.
+        path = (f"/api/v1/namespaces/{names.segment(names.namespace(namespace))}"
+                f"/pods/{names.segment(names.object_name('pods', pod, 'pod'))}/log")
         query = [("follow", str(follow).lower()), ("timestamps", str(timestamps).lower()),
                  ("previous", str(previous).lower())]
         if container:
-            query.append(("container", container))
+            query.append(("container", names.container(container)))
         if tail_lines is not None:
             query.append(("tailLines", str(tail_lines)))
-        response = self.request(
-            "GET", f"/api/v1/namespaces/{namespace}/pods/{pod}/log", identity, query=query,
-            timeout=(10, None) if follow else 60)
+        response = self.request("GET", path, identity, query=query,
+                                timeout=(10, None) if follow else 60)
         return LineStream(response)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import threading
 
+from flask import current_app
+
 from ..models import Agent
 from .kube import ClusterClient, Connection, KubeError
 
@@ -13,7 +15,8 @@ def connection_of(agent: Agent) -> Connection:
     if agent.in_cluster:
         return Connection(in_cluster=True)
     if agent.kubeconfig_path:
-        return Connection(kubeconfig=agent.kubeconfig_path, context=agent.kube_context)
+        return Connection(kubeconfig=agent.kubeconfig_path, context=agent.kube_context,
+                          allow_exec=bool(current_app.config.get("KUBECONFIG_ALLOW_EXEC")))
     raise KubeError(0, "NotConfigured",
                     f"Agent {agent.name} has no cluster connection: give it a kubeconfig "
                     "(agentwatch agents create --kubeconfig) or in-cluster access")

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
 
 from ..errors import Invalid
+from . import names
 
 # group, version, resource -> namespaced?  The kinds the cluster overview shows, plus the
 # events of the side panel and the Flux sources GitOps events come from.
@@ -20,7 +19,6 @@ RESOURCES: dict[tuple[str, str, str], bool] = {
     ("helm.toolkit.fluxcd.io", "v2", "helmreleases"): True,
     ("source.toolkit.fluxcd.io", "v1", "gitrepositories"): True,
 }
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _SELECTOR_MAX = 1024
 
 
@@ -33,20 +31,28 @@ class WatchParams:
     label_selector: str | None = None
     field_selector: str | None = None
 
+    def __post_init__(self) -> None:
+        # However built, a WatchParams never carries a namespace that could leave its path.
+        if self.namespace is not None:
+            names.namespace(self.namespace)
+
     @classmethod
-    def parse(cls, raw: Any) -> WatchParams:
-        """From the protocol's `watchParams` object (or query parameters)."""
+    def parse(cls, raw: Any, prefix: str = "") -> WatchParams:
+        """From the protocol's `watchParams` object (or query parameters). `prefix` is put
+        before field names in refusals (e.g. "watchParams.")."""
         if not isinstance(raw, dict):
             raise Invalid("watchParams must be an object", code="invalid_params")
         fields = {"group", "version", "resource", "namespace", "labelSelector", "fieldSelector"}
         unknown = sorted(set(raw) - fields)
         if unknown:
-            raise Invalid(f"Unknown watch parameter {unknown[0]!r}", code="invalid_params")
+            raise Invalid(f"Unknown watch parameter {str(unknown[0])[:64]!r}",
+                          code="invalid_params")
         values = {}
         for name in fields:
             value = raw.get(name)
             if value is not None and not isinstance(value, str):
-                raise Invalid(f"watchParams.{name} must be a string", code="invalid_params")
+                raise Invalid(f"{prefix}{name} must be a string", code="invalid_params",
+                              field=prefix + name)
             values[name] = value or None
         group = values["group"] or ""
         version, resource = values["version"], values["resource"]
@@ -55,32 +61,47 @@ class WatchParams:
         key = (group, version, resource)
         if key not in RESOURCES:
             known = ", ".join(f"{g or 'core'}/{v} {r}" for g, v, r in RESOURCES)
-            raise Invalid(f"Cannot watch {group or 'core'}/{version} {resource}; "
-                          f"supported: {known}", code="unsupported_resource")
+            asked = f"{group or 'core'}/{version} {resource}"
+            raise Invalid(f"Cannot watch {asked[:200]}; supported: {known}",
+                          code="unsupported_resource")
         namespace = values["namespace"]
-        if namespace is not None and not _DNS_LABEL.match(namespace):
-            raise Invalid(f"Namespace {namespace!r} is not a valid name", code="invalid_params")
+        if namespace is not None:
+            names.namespace(namespace, prefix + "namespace")
         if namespace is not None and not RESOURCES[key]:
-            raise Invalid(f"{resource} are not namespaced", code="invalid_params")
+            raise Invalid(f"{resource} are not namespaced", code="invalid_params",
+                          field=prefix + "namespace")
         for name in ("labelSelector", "fieldSelector"):
             selector = values[name]
             if selector and len(selector) > _SELECTOR_MAX:
-                raise Invalid(f"{name} is too long", code="invalid_params")
+                raise Invalid(f"{prefix}{name} is longer than {_SELECTOR_MAX} characters",
+                              code="invalid_params", field=prefix + name)
+            if selector and any(ord(c) < 0x20 or c == "\x7f" for c in selector):
+                raise Invalid(f"{prefix}{name} holds control characters",
+                              code="invalid_params", field=prefix + name)
         return cls(group, version, resource, namespace, values["labelSelector"],
                    values["fieldSelector"])
 
+    def _base(self) -> str:
+        group, version = names.segment(self.group), names.segment(self.version)
+        return f"/apis/{group}/{version}" if self.group else f"/api/{version}"
+
     def collection_path(self) -> str:
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        resource = names.segment(self.resource)
         if self.namespace:
-            return f"{base}/namespaces/{quote(self.namespace)}/{self.resource}"
-        return f"{base}/{self.resource}"
+            namespace = names.segment(names.namespace(self.namespace))
+            return f"{self._base()}/namespaces/{namespace}/{resource}"
+        return f"{self._base()}/{resource}"
 
     def object_path(self, name: str, namespace: str | None = None) -> str:
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        """The path of one object of this kind; a name or namespace that is not valid for
+        it is refused (Invalid), never sent."""
+        resource = names.segment(self.resource)
+        name = names.segment(names.object_name(self.resource, name))
         ns = namespace or self.namespace
-        if ns and RESOURCES[(self.group, self.version, self.resource)]:
-            return f"{base}/namespaces/{quote(ns)}/{self.resource}/{quote(name)}"
-        return f"{base}/{self.resource}/{quote(name)}"
+        if ns and RESOURCES.get((self.group, self.version, self.resource), True):
+            ns = names.segment(names.namespace(ns))
+            return f"{self._base()}/namespaces/{ns}/{resource}/{name}"
+        return f"{self._base()}/{resource}/{name}"
 
     def query(self) -> list[tuple[str, str]]:
         query = []

@@ -9,7 +9,7 @@ from flask import Blueprint, Response, current_app, jsonify, request
 from .. import agents, auth, credentials
 from ..errors import Invalid
 from ..models import Agent
-from . import access, actions, logs, stream, tickets
+from . import access, actions, logs, names, stream, tickets
 from .kube import ClusterClient, KubeError
 from .resources import WatchParams
 from .ws import SUBPROTOCOL
@@ -42,21 +42,18 @@ def pod_logs(name: str) -> Response:
     agent = agents.get(name)
     access.require_view(user, agent)
     args = request.args
-    namespace, pod = args.get("namespace", ""), args.get("pod", "")
-    if not namespace or not pod:
-        raise Invalid("namespace and pod are required", code="invalid_params")
-    tail = args.get("tailLines")
-    try:
-        tail_lines = min(int(tail), logs.MAX_TAIL) if tail else None
-    except ValueError:
-        raise Invalid("tailLines must be an integer", code="invalid_params") from None
+    # A pod's log and nothing else: each name is checked before it becomes a path.
+    namespace = names.namespace(args.get("namespace", ""))
+    pod = names.object_name("pods", args.get("pod", ""), "pod")
+    container = names.container(args["container"]) if args.get("container") else None
+    tail_lines = _tail_lines(args.get("tailLines"))
     identity = access.identity(user, agent)
     try:
         client = clusters_client(agent)
     except KubeError as exc:
         return _sse_error(exc)
     current_app.extensions["db_session"].remove()
-    body = logs.stream(client, identity, namespace, pod, container=args.get("container") or None,
+    body = logs.stream(client, identity, namespace, pod, container=container,
                        follow=_flag(args.get("follow"), True), tail_lines=tail_lines,
                        timestamps=_flag(args.get("timestamps"), False),
                        previous=_flag(args.get("previous"), False))
@@ -74,20 +71,32 @@ def act(name: str) -> tuple[Response, int]:
                       code="invalid_action")
     params = WatchParams.parse({k: body.get(k) for k in ("group", "version", "resource",
                                                           "namespace") if body.get(k)})
-    name_ = body.get("name")
-    if not isinstance(name_, str):
-        raise Invalid("name is required", code="invalid_action")
     access.require_act(user, agent)
+    action = body.get("action")
+    if not isinstance(action, str):
+        raise Invalid("action is required", code="invalid_action", field="action")
+    # The kind the action serves, the namespace and the name are checked before any client
+    # is built; perform() checks them again (it is the one place that acts).
+    name_ = actions.target_name(action, params, body.get("name"))
     try:
         client = clusters_client(agent)
     except KubeError as exc:
         return jsonify({"error": {"code": "cluster_unavailable", "message": exc.message}}), 502
-    outcome = actions.perform(client, user, agent, str(body.get("action")), params, name_,
+    outcome = actions.perform(client, user, agent, action, params, name_,
                               current_app.config.get("RECONCILE_TIMEOUT_SECONDS", 30))
     if outcome.result == "failed":
         return jsonify({"error": {"code": "action_failed", "message": outcome.message}}), \
             outcome.status
     return jsonify(outcome.to_json()), 200
+
+
+def _tail_lines(raw: str | None) -> int | None:
+    if not raw:
+        return None
+    if len(raw) > 12 or not raw.isascii() or not raw.isdigit():
+        raise Invalid("tailLines must be a whole number of lines", code="invalid_params",
+                      field="tailLines")
+    return min(int(raw), logs.MAX_TAIL)
 
 
 def _flag(value: str | None, default: bool) -> bool:

@@ -6,7 +6,8 @@ import json
 from typing import Any
 
 from ..errors import AppError
-from .hub import Hub, Sink, Subscription, message
+from .hub import Hub, Owner, Sink, Subscription, message
+from .limits import LimitReached
 from .resources import Identity, WatchParams
 
 MAX_WATCHES = 64
@@ -17,8 +18,38 @@ class ProtocolError(Exception):
     """A message that is not part of the protocol: the connection is closed (4400)."""
 
 
+# The fields each message type has; any other field is not the protocol.
+_FIELDS = {"watch": {"type", "watchId", "watchParams"}, "unwatch": {"type", "watchId"}}
+
+
+def parse_message(raw: str | bytes) -> tuple[str, str, Any]:
+    """(type, watchId, watchParams) of a client message, or ProtocolError saying what is
+    wrong. Whatever the bytes, nothing else is raised: a bad message closes its connection
+    with 4400, never as a server error."""
+    try:
+        msg = json.loads(raw)
+    except (ValueError, RecursionError):  # RecursionError: nesting deeper than Python's stack
+        raise ProtocolError("messages must be JSON (UTF-8, nested at most a few levels)") \
+            from None
+    if not isinstance(msg, dict):
+        raise ProtocolError("messages must be JSON objects")
+    kind = msg.get("type")
+    if not isinstance(kind, str) or kind not in _FIELDS:
+        raise ProtocolError("type must be watch or unwatch")
+    unknown = sorted(set(msg) - _FIELDS[kind])
+    if unknown:
+        raise ProtocolError(f"unknown field {unknown[0][:40]!r} in a {kind} message")
+    watch_id = msg.get("watchId")
+    if not isinstance(watch_id, str) or not watch_id or len(watch_id) > MAX_WATCH_ID:
+        raise ProtocolError(f"watchId must be a non-empty string of at most {MAX_WATCH_ID} "
+                            "characters")
+    return kind, watch_id, msg.get("watchParams")
+
+
 class WatchSession:
-    def __init__(self, hub: Hub, agent: str, identity: Identity, sink: Sink) -> None:
+    def __init__(self, hub: Hub, agent: str, identity: Identity, sink: Sink,
+                 owner: Owner | None = None) -> None:
+        self.owner = owner  # whose cap of distinct upstream watches this counts against
         self.hub = hub
         self.agent = agent
         self.identity = identity
@@ -26,22 +57,11 @@ class WatchSession:
         self.subscriptions: dict[str, Subscription] = {}
 
     def handle(self, raw: str | bytes) -> None:
-        try:
-            msg = json.loads(raw)
-        except ValueError:
-            raise ProtocolError("messages must be JSON") from None
-        if not isinstance(msg, dict):
-            raise ProtocolError("messages must be JSON objects")
-        watch_id = msg.get("watchId")
-        if not isinstance(watch_id, str) or not watch_id or len(watch_id) > MAX_WATCH_ID:
-            raise ProtocolError("watchId must be a non-empty string of at most 128 characters")
-        kind = msg.get("type")
+        kind, watch_id, raw_params = parse_message(raw)
         if kind == "watch":
-            self.watch(watch_id, msg.get("watchParams"))
-        elif kind == "unwatch":
-            self.unwatch(watch_id)
+            self.watch(watch_id, raw_params)
         else:
-            raise ProtocolError(f"unknown message type {kind!r}: use watch or unwatch")
+            self.unwatch(watch_id)
 
     def watch(self, watch_id: str, raw_params: Any, resume_from: str | None = None) -> None:
         if watch_id in self.subscriptions:
@@ -52,12 +72,16 @@ class WatchSession:
                         f"at most {MAX_WATCHES} watches per connection")
             return
         try:
-            params = WatchParams.parse(raw_params)
+            params = WatchParams.parse(raw_params, prefix="watchParams.")
         except AppError as exc:
             self._error(watch_id, 400, "BadRequest", exc.message)
             return
-        self.subscriptions[watch_id] = self.hub.subscribe(
-            self.agent, self.identity, params, Subscription(watch_id, self.sink), resume_from)
+        try:
+            self.subscriptions[watch_id] = self.hub.subscribe(
+                self.agent, self.identity, params,
+                Subscription(watch_id, self.sink, owner=self.owner), resume_from)
+        except LimitReached as exc:
+            self._error(watch_id, 429, "TooManyWatches", exc.message)
 
     def unwatch(self, watch_id: str) -> None:
         subscription = self.subscriptions.pop(watch_id, None)

@@ -30,6 +30,8 @@ OUTBOX_LIMIT = 5000
 KEEPALIVE_SECONDS = 15.0
 MAX_WATCHES = 10
 MAX_WATCH_ID = 128
+MAX_WATCHES_TEXT = 32 * 1024  # the `watches` parameter: room for ten watches at their limits
+MAX_LAST_EVENT_ID = 8 * 1024
 _PARAM_NAMES = ("group", "version", "resource", "namespace", "labelSelector", "fieldSelector")
 
 
@@ -76,52 +78,66 @@ def watch_stream(name: str) -> Response:
 
 
 def _query_watch() -> tuple[str, WatchParams]:
-    watch_id = request.args.get("watchId") or "stream"
-    _check_watch_id(watch_id)
+    watch_id = _check_watch_id(request.args.get("watchId") or "stream", "watchId")
     return watch_id, WatchParams.parse({key: request.args[key] for key in _PARAM_NAMES
                                         if key in request.args})
 
 
 def _requested_watches() -> list[tuple[str, WatchParams]]:
+    """The `watches` list of a multiplexed stream. Whatever the text, a refusal is a 422
+    naming the item and the field: never an error of the server."""
+    text = request.args["watches"]
+    if len(text) > MAX_WATCHES_TEXT:
+        raise Invalid(f"watches is longer than {MAX_WATCHES_TEXT} characters",
+                      code="invalid_params", field="watches")
     try:
-        raw: Any = json.loads(request.args["watches"])
-    except ValueError:
+        raw: Any = json.loads(text)
+    except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
         raise Invalid("watches must be a JSON list of {watchId, watchParams}",
-                      code="invalid_params") from None
+                      code="invalid_params", field="watches") from None
     if not isinstance(raw, list) or not raw:
-        raise Invalid("watches must be a non-empty JSON list", code="invalid_params")
+        raise Invalid("watches must be a non-empty JSON list", code="invalid_params",
+                      field="watches")
     if len(raw) > MAX_WATCHES:
-        raise Invalid(f"At most {MAX_WATCHES} watches per stream", code="invalid_params")
+        raise Invalid(f"At most {MAX_WATCHES} watches per stream", code="invalid_params",
+                      field="watches")
     requested: list[tuple[str, WatchParams]] = []
     for index, item in enumerate(raw):
+        field = f"watches[{index}]"
         if not isinstance(item, dict) or set(item) - {"watchId", "watchParams"}:
-            raise Invalid(f"watches[{index}] must be an object with watchId and watchParams",
-                          code="invalid_params")
-        watch_id = item.get("watchId")
-        if not isinstance(watch_id, str) or not watch_id:
-            raise Invalid(f"watches[{index}].watchId must be a non-empty string",
-                          code="invalid_params")
-        _check_watch_id(watch_id)
+            raise Invalid(f"{field} must be an object with watchId and watchParams",
+                          code="invalid_params", field=field)
+        watch_id = _check_watch_id(item.get("watchId"), f"{field}.watchId")
         if any(watch_id == seen for seen, _ in requested):
-            raise Invalid(f"watches[{index}]: watchId {watch_id!r} is used twice",
-                          code="invalid_params")
-        requested.append((watch_id, WatchParams.parse(item.get("watchParams"))))
+            raise Invalid(f"{field}: watchId {watch_id!r} is used twice",
+                          code="invalid_params", field=f"{field}.watchId")
+        requested.append((watch_id, WatchParams.parse(item.get("watchParams"),
+                                                      prefix=f"{field}.watchParams.")))
     return requested
 
 
-def _check_watch_id(watch_id: str) -> None:
+def _check_watch_id(watch_id: Any, field: str) -> str:
+    """A watchId: a non-empty string of at most MAX_WATCH_ID printable characters."""
+    if not isinstance(watch_id, str) or not watch_id:
+        raise Invalid(f"{field} must be a non-empty string", code="invalid_params",
+                      field=field)
     if len(watch_id) > MAX_WATCH_ID:
-        raise Invalid(f"watchId is longer than {MAX_WATCH_ID} characters",
-                      code="invalid_params")
+        raise Invalid(f"{field} is longer than {MAX_WATCH_ID} characters",
+                      code="invalid_params", field=field)
+    if not watch_id.isprintable():
+        raise Invalid(f"{field} holds control characters", code="invalid_params",
+                      field=field)
+    return watch_id
 
 
 def _positions(last_event_id: str | None, watch_ids: list[str]) -> dict[str, str]:
     """Each requested watch's position in a multiplexed stream's Last-Event-ID. Anything
     unreadable counts as no position: that watch starts over with a full snapshot."""
-    if not last_event_id:
+    if not last_event_id or len(last_event_id) > MAX_LAST_EVENT_ID:
         return {}
     try:
-        given = dict(parse_qsl(last_event_id, strict_parsing=True))
+        given = dict(parse_qsl(last_event_id, strict_parsing=True,
+                               max_num_fields=MAX_WATCHES))
     except ValueError:
         return {}
     return {watch_id: given[watch_id] for watch_id in watch_ids if given.get(watch_id)}
