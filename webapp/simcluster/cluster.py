@@ -29,6 +29,7 @@ import yaml
 from . import patch as patching
 from .errors import ApiError
 from .events import EventRecorder
+from .faults import Faults
 from .flux import (
     FluxController,
     build_gitrepository,
@@ -76,26 +77,37 @@ def _rt_of(obj: JSON) -> ResourceType:
     return rt
 
 
+# How long a read at a version newer than the store's waits before its 504: the watch
+# cache's blockTimeout.
+BLOCK_TIMEOUT = 3.0
+DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
 class SimCluster:
     def __init__(
         self, history_size: int = 1000, bookmark_interval: float = 5.0, *,
         token: str | None = None, flux_delay: float = 0.2, log_max_lines: int = 50_000,
-        namespaces: Iterable[str] = ("default", "kube-system", "kube-public", "kube-node-lease"),
+        namespaces: Iterable[str] = DEFAULT_NAMESPACES, block_timeout: float = BLOCK_TIMEOUT,
+        start_rv: int = 1,
     ) -> None:
-        self.store = Store(history_size)
+        self._settings = (history_size, flux_delay, log_max_lines, tuple(namespaces))
+        self.store = Store(history_size, start_rv)
         self.stats = Stats()
         self.rbac = RBAC()
+        self.faults = Faults()
         self.logs = LogStore(log_max_lines)
         self.scheduler = Scheduler()
         self.events = EventRecorder(self.store)
         self.flux = FluxController(self.store, self.events, self.scheduler, flux_delay)
         self.bookmark_interval = bookmark_interval
+        self.block_timeout = block_timeout
         self.token = token  # when set, HTTP requests must carry this bearer token
         self.closed = threading.Event()
+        self.replacements = 0
         self._servers: list[SimServer] = []
         self._background: list[_Stoppable] = []  # log generators, churn: stopped by close()
         self.store.add_listener(self._on_event)
-        for ns in namespaces:
+        for ns in self._settings[3]:
             self.add_namespace(ns)
 
     # --- lifecycle --------------------------------------------------------------------------
@@ -148,6 +160,42 @@ class SimCluster:
         relist after the 410 must discover exactly them.
         """
         return str(self.store.expire_history(changes))
+
+    def expire_watches(self) -> None:
+        """Every open watch gets an in-stream ERROR 410 and ends; versions stay valid."""
+        self.store.expire_watches()
+
+    def replace(self, populate: Callable[[SimCluster], object] | None = None, *,
+                start_rv: int = 1) -> str:
+        """Recreate the cluster behind the same address, as when a dev cluster is rebuilt
+        or etcd is restored from a backup: a new store whose resourceVersions start again
+        at ``start_rv``, new logs, Flux state and timers; the same servers, tokens and
+        RBAC. ``populate(cluster)`` fills it before it is served (e.g.
+        ``lambda c: c.seed_demo(seed=1)``). Every open connection is cut, as a restarted
+        API server's are. Returns the new resourceVersion.
+        """
+        history_size, flux_delay, log_max_lines, namespaces = self._settings
+        fresh = SimCluster(history_size, self.bookmark_interval, token=self.token,
+                           flux_delay=flux_delay, log_max_lines=log_max_lines,
+                           namespaces=namespaces, block_timeout=self.block_timeout,
+                           start_rv=start_rv)
+        if populate is not None:
+            populate(fresh)
+        old = (self.store, self.logs, self.scheduler)
+        # Take over fresh's parts; fresh itself is dropped, never closed.
+        self.store, self.logs, self.scheduler = fresh.store, fresh.logs, fresh.scheduler
+        self.events, self.flux = fresh.events, fresh.flux
+        self.store._listeners = [self._on_event]
+        self._background.extend(fresh._background)
+        self.replacements += 1
+        for server in self._servers:
+            server.cut_connections()
+        old_store, old_logs, old_scheduler = old
+        old_scheduler.stop()
+        self.scheduler.errors.extend(old_scheduler.errors)
+        old_store.close()
+        old_logs.close_all()
+        return self.resource_version
 
     def write_kubeconfig(
         self, path: str | os.PathLike[str], context: str = "sim", *,

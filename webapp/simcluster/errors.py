@@ -22,6 +22,7 @@ REASONS = {
     415: "UnsupportedMediaType",
     422: "Invalid",
     500: "InternalError",
+    504: "Timeout",
 }
 
 
@@ -101,6 +102,40 @@ def bad_request(message: str) -> ApiError:
 
 def gone(requested: str, oldest: int) -> ApiError:
     return ApiError(410, f"too old resource version: {requested} ({oldest})", reason="Expired")
+
+
+def gone_list() -> ApiError:
+    """An exact LIST at a version the store no longer remembers (etcd compacted it)."""
+    return ApiError(410, "The resourceVersion for the provided list is too old.",
+                    reason="Expired")
+
+
+# The watch cache's retry hint for a version it has not reached (storage/errors.go).
+TOO_LARGE_RETRY_SECONDS = 1
+
+
+def too_large(requested: int, current: int) -> ApiError:
+    """What the watch cache answers, after its 3 s wait, for a version newer than its own:
+    ``storage.NewTooLargeResourceVersionError`` wrapped in ``apierrors.NewTimeoutError``
+    (the JSON key of a cause's type is ``reason``)."""
+    return ApiError(
+        504, f"Timeout: Too large resource version: {requested}, current: {current}",
+        reason="Timeout", details={
+            "causes": [{"reason": "ResourceVersionTooLarge",
+                        "message": "Too large resource version"}],
+            "retryAfterSeconds": TOO_LARGE_RETRY_SECONDS,
+        })
+
+
+def invalid_list_options(causes: list[tuple[str, str, str]]) -> ApiError:
+    """ListOptions validation (apimachinery's ValidateListOptions): 422 on meta.k8s.io.
+    ``causes``: (field, cause reason, message such as "Forbidden: ...")."""
+    text = ", ".join(f"{f}: {m}" for f, _, m in causes)
+    if len(causes) > 1:
+        text = f"[{text}]"
+    return ApiError(422, f'ListOptions.meta.k8s.io "" is invalid: {text}', details={
+        "group": "meta.k8s.io", "kind": "ListOptions",
+        "causes": [{"reason": r, "message": m, "field": f} for f, r, m in causes]})
 
 
 def forbidden(

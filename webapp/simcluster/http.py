@@ -94,7 +94,16 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def _send_error(self, err: ApiError) -> None:
-        self._send(err.code, dumps(err.status()))
+        body = dumps(err.status())
+        retry = (err.details or {}).get("retryAfterSeconds")
+        self.send_response(err.code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-cache, private")
+        if retry:  # as the API server's responsewriters do for a Status with a retry hint
+            self.send_header("Retry-After", str(retry))
+        self.end_headers()
+        self.wfile.write(body)
 
     def _start_stream(self, ctype: str) -> None:
         self.send_response(200)
@@ -165,6 +174,12 @@ class Handler(BaseHTTPRequestHandler):
             verb = verb_of(method, route, query)
             resource = route.rt.plural + (f"/{route.sub}" if route.sub else "")
             self._authorize(verb, route, resource, method, url.path, query)
+            injected = self.cluster.faults.take(verb, route.rt.plural,
+                                                query.get("resourceVersion"),
+                                                self.cluster.store.resource_version)
+            if injected is not None:
+                raise injected
+            _check_list_options(verb, query)
             if verb == "watch":
                 self._watch(route, query)
             elif verb == "list":
@@ -172,7 +187,7 @@ class Handler(BaseHTTPRequestHandler):
             elif route.sub == "log":
                 self._log(route, query)
             elif verb == "get":
-                self._get(route)
+                self._get(route, query)
             elif verb == "create":
                 self._create(route, body)
             elif verb == "update":
@@ -218,15 +233,31 @@ class Handler(BaseHTTPRequestHandler):
 
     # --- reads -------------------------------------------------------------------------------
 
-    def _get(self, route: Route) -> None:
+    def _wait_fresh(self, query: dict[str, str]) -> int | None:
+        """A read at a version ("not older than" it): wait until the store has it, like
+        the watch cache, or raise its 504. None when no version was asked for."""
+        requested = query.get("resourceVersion") or ""
+        if requested in ("", "0"):
+            return None
+        rv = _resource_version(requested)
+        self.cluster.store.wait_until_fresh(rv, self.cluster.block_timeout)
+        return rv
+
+    def _get(self, route: Route, query: dict[str, str]) -> None:
         assert route.name is not None
+        self._wait_fresh(query)
         stored = self.cluster.store.get(route.rt, route.namespace or "", route.name)
         self._send(200, stored.encoded)
 
     def _list(self, route: Route, query: dict[str, str]) -> None:
         rt = route.rt
         pred = compile_selector(rt, query.get("labelSelector"), query.get("fieldSelector"))
-        rv, items = self.cluster.store.list_objects(rt, route.namespace, pred)
+        at = self._wait_fresh(query)
+        store = self.cluster.store
+        if at is not None and query.get("resourceVersionMatch") == "Exact":
+            rv, items = at, store.list_at(rt, at, route.namespace, pred)
+        else:
+            rv, items = store.list_objects(rt, route.namespace, pred)
         meta: JSON = {"resourceVersion": str(rv)}
         limit = _int_param(query, "limit")
         token = query.get("continue")
@@ -255,6 +286,16 @@ class Handler(BaseHTTPRequestHandler):
         rt = route.rt
         pred = compile_selector(rt, query.get("labelSelector"), query.get("fieldSelector"))
         initial_events = query.get("sendInitialEvents") in TRUE
+        if initial_events:
+            # A watch-list waits for the version it asked for, like a LIST; failing that,
+            # the watch is still accepted and its only event is the 504 (an errWatcher).
+            try:
+                self._wait_fresh(query)
+            except ApiError as exc:
+                self._start_stream("application/json")
+                self._chunk(b'{"type":"ERROR","object":' + dumps(exc.status()) + b"}\n")
+                self._end_stream()
+                return
         rv = "0" if initial_events else query.get("resourceVersion")
         cursor = cluster.store.open_watch(rt, rv)  # may raise Expired: HTTP 410
         timeout = _int_param(query, "timeoutSeconds")
@@ -263,7 +304,7 @@ class Handler(BaseHTTPRequestHandler):
         self._start_stream("application/json")
         cluster.stats.watch_opened(rt.plural)
         try:
-            with self.server.sim.streaming():
+            with self.server.sim.streaming(self.connection):
                 self._watch_loop(cursor, rt, ns, pred, timeout, bookmarks, initial_events)
         finally:
             cluster.stats.watch_closed(rt.plural)
@@ -303,7 +344,10 @@ class Handler(BaseHTTPRequestHandler):
             if lines:
                 self._chunk(b"".join(lines))
             if next_bookmark is not None and time.monotonic() >= next_bookmark:
-                self._chunk(_bookmark(rt, cursor.position))
+                # A watch ahead of the store hears nothing, bookmarks included, until the
+                # store passes its version (the watch cache's "RV+1" case).
+                if cursor.position <= store.resource_version:
+                    self._chunk(_bookmark(rt, cursor.position))
                 next_bookmark = time.monotonic() + interval
             if self._stream_over() or store.closed:
                 break
@@ -458,7 +502,7 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, out, "text/plain")
             return
         self._start_stream("text/plain")
-        with self.server.sim.streaming():
+        with self.server.sim.streaming(self.connection):
             self._follow(buf, pos, stamps, limit_bytes)
 
     def _follow(self, buf: LogBuffer, pos: int, stamps: bool, limit_bytes: int | None) -> None:
@@ -478,6 +522,60 @@ class Handler(BaseHTTPRequestHandler):
                 break
             buf.wait(pos, _POLL)
         self._end_stream()
+
+
+def _resource_version(raw: str) -> int:
+    try:
+        return int(raw)
+    except ValueError:
+        raise ApiError(400, f'invalid resource version "{raw}"') from None
+
+
+def _check_list_options(verb: str, query: dict[str, str]) -> None:
+    """apimachinery's ValidateListOptions for LIST and WATCH: a 422 on misuse of
+    resourceVersionMatch and sendInitialEvents."""
+    if verb not in ("list", "watch"):
+        return
+    match = query.get("resourceVersionMatch") or ""
+    rv = query.get("resourceVersion") or ""
+    initial = "sendInitialEvents" in query
+    forbidden = "FieldValueForbidden"
+    causes: list[tuple[str, str, str]] = []
+    if verb == "watch":
+        if initial and match != "NotOlderThan":
+            causes.append(("resourceVersionMatch", forbidden, "Forbidden: sendInitialEvents "
+                           "requires setting resourceVersionMatch to NotOlderThan"))
+        if match:
+            if not initial:
+                causes.append(("resourceVersionMatch", forbidden, "Forbidden: "
+                               "resourceVersionMatch is forbidden for watch unless "
+                               "sendInitialEvents is provided"))
+            if match != "NotOlderThan":
+                causes.append(("resourceVersionMatch", "FieldValueNotSupported",
+                               f'Unsupported value: "{match}": supported values: '
+                               '"NotOlderThan"'))
+    else:
+        if match:
+            if not rv:
+                causes.append(("resourceVersionMatch", forbidden, "Forbidden: "
+                               "resourceVersionMatch is forbidden unless resourceVersion is "
+                               "provided"))
+            if query.get("continue"):
+                causes.append(("resourceVersionMatch", forbidden, "Forbidden: "
+                               "resourceVersionMatch is forbidden when continue is provided"))
+            if match not in ("Exact", "NotOlderThan"):
+                causes.append(("resourceVersionMatch", "FieldValueNotSupported",
+                               f'Unsupported value: "{match}": supported values: "Exact", '
+                               '"NotOlderThan", ""'))
+            if match == "Exact" and rv == "0":
+                causes.append(("resourceVersionMatch", forbidden, 'Forbidden: '
+                               'resourceVersionMatch "exact" is forbidden for resourceVersion '
+                               '"0"'))
+        if initial:
+            causes.append(("sendInitialEvents", forbidden,
+                           "Forbidden: sendInitialEvents is forbidden for list"))
+    if causes:
+        raise errors.invalid_list_options(causes)
 
 
 def _int_param(query: dict[str, str], key: str) -> int | None:

@@ -97,10 +97,10 @@ Listener = Callable[[WatchEvent], None]
 
 
 class Store:
-    def __init__(self, history_size: int = 1000) -> None:
+    def __init__(self, history_size: int = 1000, start_rv: int = 1) -> None:
         self.cond = threading.Condition(threading.Lock())
         self._objects: dict[str, dict[tuple[str, str], Stored]] = {p: {} for p in BY_PLURAL}
-        self._rv = 1
+        self._rv = max(1, start_rv)
         self._history: deque[WatchEvent] = deque(maxlen=max(1, history_size))
         self._floor = 0  # a cursor older than this has lost events
         self._epoch = 0  # bumped by expire_history() to break every open cursor
@@ -164,6 +164,26 @@ class Store:
             self.cond.notify_all()
             return self._rv
 
+    def expire_watches(self) -> None:
+        """Open watches get an in-stream 410 and end; every version stays valid, so a
+        client that watches again from its last version simply goes on."""
+        with self.cond:
+            self._epoch += 1
+            self.cond.notify_all()
+
+    def wait_until_fresh(self, rv: int, timeout: float) -> None:
+        """Block until the store reaches ``rv`` (the watch cache's ``waitUntilFreshAndBlock``);
+        after ``timeout`` seconds raise the 504 "Too large resource version"."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while self._rv < rv and not self.closed:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise errors.too_large(rv, self._rv)
+                self.cond.wait(left)
+            if self._rv < rv:
+                raise errors.too_large(rv, self._rv)
+
     # --- reads ----------------------------------------------------------------------------
 
     def get(self, rt: ResourceType, namespace: str, name: str) -> Stored:
@@ -195,6 +215,31 @@ class Store:
         if pred is not None:
             chosen = [s for s in chosen if pred(s.obj)]
         return rv, chosen
+
+    def list_at(self, rt: ResourceType, rv: int, namespace: str | None = None,
+                pred: Callable[[JSON], bool] | None = None) -> list[Stored]:
+        """The items as they were at ``rv`` (an Exact LIST), undoing later events from
+        history; 410 when history no longer reaches back that far."""
+        with self.cond:
+            if rv < self._floor:
+                raise errors.gone_list()
+            state = dict(self._objects[rt.plural])
+            for ev in reversed(self._history):
+                if ev.rv <= rv:
+                    break
+                if ev.rt is not rt:
+                    continue
+                meta = ev.new.obj["metadata"]
+                key = (ev.namespace if rt.namespaced else "", meta["name"])
+                if ev.old is None:
+                    state.pop(key, None)
+                else:
+                    state[key] = ev.old
+        chosen = [s for (ns, _), s in state.items() if not namespace or ns == namespace]
+        chosen.sort(key=lambda s: (s.namespace, s.obj["metadata"]["name"]))
+        if pred is not None:
+            chosen = [s for s in chosen if pred(s.obj)]
+        return chosen
 
     def namespace_exists(self, name: str) -> bool:
         with self.cond:
