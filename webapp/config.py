@@ -144,9 +144,20 @@ def _from_environment() -> dict[str, Any]:
     return values
 
 
+def private_folder(path: str) -> None:
+    """The instance folder (database, secret key) is its owner's alone: created 0700, and
+    an existing one readable by others is narrowed when we own it."""
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    try:
+        if os.stat(path).st_mode & 0o077:
+            os.chmod(path, 0o700)
+    except OSError:
+        pass  # not ours (a mounted volume): its owner decides
+
+
 def _persistent_secret_key(folder: Path) -> str:
     """One key per installation, so sessions survive restarts and are shared by workers."""
-    folder.mkdir(parents=True, exist_ok=True)
+    private_folder(str(folder))
     path = folder / "secret_key"
     try:
         return path.read_text().strip()

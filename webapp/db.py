@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from typing import Any, cast
 
 from flask import Flask, current_app
-from sqlalchemy import create_engine, event
+from sqlalchemy import create_engine, event, make_url
 from sqlalchemy.engine import CursorResult, Engine, Result
 from sqlalchemy.orm import Session, scoped_session, sessionmaker
 
@@ -26,6 +26,7 @@ def normalize_url(url: str) -> str:
 def make_engine(url: str) -> Engine:
     url = normalize_url(url)
     if url.startswith("sqlite"):
+        _private_database_file(make_url(url).database)
         engine = create_engine(
             url, connect_args={"timeout": 30, "check_same_thread": False}, pool_size=20,
             max_overflow=20,
@@ -37,6 +38,25 @@ def make_engine(url: str) -> Engine:
         event.listen(engine, "begin", _sqlite_begin)
         return engine
     return create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+
+
+def _private_database_file(database: str | None) -> None:
+    """The database holds webhook secrets and token digests: only its owner may read it.
+    Created 0600 before SQLite opens it (SQLite gives its -wal and -shm files the
+    database's mode); an older, wider file is narrowed."""
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return
+    try:
+        os.close(os.open(database, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        return
+    except FileExistsError:
+        pass
+    except OSError:
+        return  # no folder yet, or not ours: SQLite will say so
+    for path in (database, f"{database}-wal", f"{database}-shm"):
+        with contextlib.suppress(OSError):
+            if os.stat(path).st_mode & 0o077:
+                os.chmod(path, 0o600)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

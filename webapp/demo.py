@@ -64,8 +64,10 @@ def _admin_password() -> str:
     if path.exists():
         return path.read_text().strip()
     password = os.environ.get("AGENTWATCH_PASSWORD") or secrets.token_urlsafe(12)
-    path.write_text(password)
-    path.chmod(0o600)
+    # Created 0600, never readable by others even for a moment.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(password)
     return password
 
 

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
-from .. import agents, auth, clock, feed
+from .. import agents, auth, clock, feed, users
 from ..clock import isoformat
 from ..errors import Invalid
 from ..models import Agent
@@ -16,7 +16,10 @@ bp = Blueprint("user_api", __name__, url_prefix="/api/v1")
 MAX_LIMIT = 200
 
 
-def agent_json(agent: Agent, counts: dict[str, int] | None = None) -> dict[str, object]:
+def agent_json(agent: Agent, counts: dict[str, int] | None = None,
+               show_paths: bool = False) -> dict[str, object]:
+    """show_paths: the kubeconfig's path on the server, for maintainers and admins only;
+    others see that one is used (`uses_kubeconfig`) and a null path."""
     status = agents.status(agent)
     return {
         "name": agent.name,
@@ -27,7 +30,8 @@ def agent_json(agent: Agent, counts: dict[str, int] | None = None) -> dict[str, 
         },
         "last_24h": counts or {"error": 0, "warning": 0},
         "cluster": {
-            "kubeconfig": agent.kubeconfig_path,
+            "kubeconfig": agent.kubeconfig_path if show_paths else None,
+            "uses_kubeconfig": agent.kubeconfig_path is not None,
             "context": agent.kube_context,
             "in_cluster": agent.in_cluster,
         },
@@ -36,17 +40,18 @@ def agent_json(agent: Agent, counts: dict[str, int] | None = None) -> dict[str, 
 
 @bp.get("/agents")
 def list_agents() -> Response:
-    auth.api_user()
+    show_paths = users.has_role(auth.api_user(), "maintainer")
     counts = feed.recent_problem_counts(clock.now() - timedelta(hours=24))
-    return jsonify({"agents": [agent_json(a, counts.get(a.id)) for a in agents.all_agents()]})
+    return jsonify({"agents": [agent_json(a, counts.get(a.id), show_paths)
+                               for a in agents.all_agents()]})
 
 
 @bp.get("/agents/<name>")
 def get_agent(name: str) -> Response:
-    auth.api_user()
+    show_paths = users.has_role(auth.api_user(), "maintainer")
     agent = agents.get(name)
     counts = feed.recent_problem_counts(clock.now() - timedelta(hours=24))
-    return jsonify(agent_json(agent, counts.get(agent.id)))
+    return jsonify(agent_json(agent, counts.get(agent.id), show_paths))
 
 
 @bp.get("/agents/<name>/events")

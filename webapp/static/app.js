@@ -71,6 +71,30 @@
     refreshTimes(el.parentNode || document);
   });
 
+  // Behaviour the templates ask for with data attributes: the Content-Security-Policy
+  // runs no inline handler (onsubmit=, onchange=, …).
+  // <form data-confirm="Question?">: submitted only once confirmed.
+  document.addEventListener("submit", (event) => {
+    const form = event.target;
+    if (form instanceof HTMLFormElement && form.dataset.confirm !== undefined
+        && !window.confirm(form.dataset.confirm)) {
+      event.preventDefault();
+      event.stopImmediatePropagation();
+    }
+  }, true);
+  // <select data-autosubmit>: a change submits its form.
+  document.addEventListener("change", (event) => {
+    const el = event.target;
+    if (el instanceof HTMLElement && el.matches("[data-autosubmit]") && el.form) {
+      el.form.requestSubmit();
+    }
+  });
+  // A token or secret shown once is selected whole on focus, ready to copy.
+  document.addEventListener("focusin", (event) => {
+    const el = event.target;
+    if (el instanceof HTMLInputElement && el.classList.contains("token-value")) el.select();
+  });
+
   document.addEventListener("DOMContentLoaded", () => refreshTimes(document));
   setInterval(() => refreshTimes(document), 30000);
 })();
