@@ -70,7 +70,8 @@ def signed_in(app: Flask, client: FlaskClient, h: Helpers) -> FlaskClient:
 
 def section(html: str, resource: str) -> str:
     """The HTML of one table's section."""
-    match = re.search(rf'<section class="k8s-section" id="{resource}".*?</section>', html, re.S)
+    match = re.search(rf'<section class="k8s-section[^"]*" id="{resource}".*?</section>', html,
+                      re.S)
     assert match, f"no {resource} table"
     return match.group(0)
 
@@ -85,6 +86,13 @@ def visible(html: str, row_class: str) -> bool:
     match = re.search(rf'<tr class="{row_class}"\s*(hidden)?>', html)
     assert match, f"no {row_class}"
     return match.group(1) is None
+
+
+def banner(html: str) -> str:
+    """The text of the page's banner, "" while it is hidden."""
+    match = re.search(r'<p id="cluster-banner"([^>]*)>(.*?)</p>', html, re.S)
+    assert match, "no banner"
+    return "" if " hidden" in match.group(1) else re.sub(r"<[^>]+>", "", match.group(2))
 
 
 def seed(sim: SimCluster) -> None:
@@ -185,7 +193,9 @@ def test_agent_without_a_cluster_says_so(app: Flask, signed_in: FlaskClient,
         assert visible(table, "error-row")
         assert "has no cluster connection" in table
     assert 'data-live="false"' in page.text
-    assert "Not connected" in page.text
+    assert re.search(r'id="watch-badge"[^>]*data-state="disconnected"', page.text)
+    assert '<span class="label">Disconnected</span>' in page.text
+    assert not banner(page.text)  # no outage: the cluster was never configured
 
 
 def test_unreachable_cluster_says_so(app: Flask, signed_in: FlaskClient, sim: SimCluster,
@@ -194,7 +204,14 @@ def test_unreachable_cluster_says_so(app: Flask, signed_in: FlaskClient, sim: Si
     sim.close()
     page = signed_in.get("/agents/prod/cluster")
     assert page.status_code == 200
-    assert "Cannot reach the cluster" in section(page.text, "pods")
+    # One banner for the page says so, readably; each table is marked stale, not failed.
+    assert banner(page.text).startswith("Cannot reach the cluster")
+    assert "HTTPConnectionPool" not in page.text and "Max retries" not in page.text
+    for resource in ("pods", "services", "kustomizations", "helmreleases"):
+        table = section(page.text, resource)
+        assert 'class="k8s-section is-stale"' in table
+        assert not visible(table, "error-row") and not visible(table, "empty-row")
+        assert visible(table, "stale-row")  # nothing known, rather than "No pods"
 
 
 def test_viewers_need_view_access(app: Flask, client: FlaskClient, h: Helpers,

@@ -301,7 +301,9 @@ def test_blocked_websocket_falls_back_to_http_streaming(cluster_page: Page,
     page.goto("/agents/prod/cluster")  # every namespace: rows carry a NAMESPACE cell
     badge = page.locator(BADGE)
     expect(badge).to_have_attribute("data-state", "connected", timeout=SLOW)
-    expect(badge).to_have_attribute("title", re.compile(r"live \(HTTP streaming\)"))
+    # The badge names the transport, and its title says why.
+    expect(badge.locator(".label")).to_have_text("Live (HTTP streaming)")
+    expect(badge).to_have_attribute("title", re.compile(r"HTTP streaming.*blocked by the test"))
     assert len(attempts) >= 3
 
     sim.add_pod("default", "streamed-1", state="Running")
@@ -333,7 +335,8 @@ def test_blocked_websocket_falls_back_to_http_streaming(cluster_page: Page,
     # back to one socket, and the streams close.
     blocked = False
     page.evaluate("window.agentwatchCluster.manager.retryWebSocket()")
-    expect(badge).to_have_attribute("title", "live", timeout=SLOW)
+    expect(badge.locator(".label")).to_have_text("Live", timeout=SLOW)
+    expect(badge).to_have_attribute("title", re.compile(r"WebSocket"))
     page.wait_for_function("window.agentwatchCluster.manager.source === null")
     sim.record_event(pod, "Socketed", "over the WebSocket again")
     expect(page.locator("#panel-events")).to_contain_text("over the WebSocket again",
@@ -353,8 +356,9 @@ def test_badge_follows_an_outage_and_a_click_reconnects(cluster_page: Page,
     server.stop()
     expect(badge).to_have_attribute("data-state", "disconnected", timeout=SLOW)
     expect(badge).to_have_attribute("title", re.compile(r"Cannot reach the cluster"))
-    error_row = page.locator("#pods-table tr.error-row")
-    expect(error_row).to_contain_text("Cannot reach the cluster")
+    banner = page.locator("#cluster-banner")
+    expect(banner).to_contain_text("Cannot reach the cluster")
+    expect(page.locator("#pods-table tr.error-row")).to_be_hidden()  # the banner says it once
 
     # Still down: a click reconnects the page, and the page still says the cluster is not.
     badge.click()
@@ -368,7 +372,7 @@ def test_badge_follows_an_outage_and_a_click_reconnects(cluster_page: Page,
         badge.click()  # reconnects every watch, no reload
         page.wait_for_timeout(300)
     expect(badge).to_have_attribute("data-state", "connected", timeout=SLOW)
-    expect(error_row).to_be_hidden()
+    expect(banner).to_be_hidden()
     sim.add_pod("default", "after-outage", state="Running")
     expect(row(page, "pods", "after-outage")).to_be_visible(timeout=SLOW)
     assert_not_reloaded(page)

@@ -14,6 +14,11 @@
   const WEBSOCKET_RETRY = 60000;        // while on HTTP streaming, try the WebSocket again
   const LOG_LIMIT = 5000;               // lines kept in the browser per log view
   const AGE_REFRESH = 5000;
+  const TICK = 1000;                    // "last updated … ago" and the retry countdown
+  const STALE_GRACE = 2000;             // a connection blip this short does not dim the tables
+  // Text of the Python libraries under the relay, never shown as is (the server cleans it
+  // too; this is the second line of defence).
+  const LIBRARY_TEXT = /HTTPS?ConnectionPool|Max retries|urllib3|\[Errno|NewConnectionError|Traceback/;
 
   function csrfToken() {
     const meta = document.querySelector('meta[name="csrf-token"]');
@@ -46,12 +51,44 @@
     return y + "y";
   }
 
+  // Ages of a stale table are frozen at the moment it was last live (they were true then,
+  // and nobody knows what is true now); without that moment they stay as rendered.
   function refreshAges(scope) {
     const now = Date.now();
     for (const el of (scope || document).querySelectorAll("time[data-age]")) {
+      const stale = el.closest(".is-stale");
+      const at = stale ? Date.parse(stale.dataset.staleSince || "") : now;
+      if (isNaN(at)) continue;
       const when = Date.parse(el.getAttribute("datetime"));
-      if (!isNaN(when)) el.textContent = humanDuration((now - when) / 1000);
+      if (!isNaN(when)) el.textContent = humanDuration((at - when) / 1000);
     }
+  }
+
+  // "40 s", "3 min", "2 h", "5 d": how long ago a table was last live.
+  function agoWords(seconds) {
+    seconds = Math.max(0, Math.floor(seconds));
+    if (seconds < 60) return seconds + " s";
+    if (seconds < 3600) return Math.floor(seconds / 60) + " min";
+    if (seconds < 2 * 86400) return Math.floor(seconds / 3600) + " h";
+    return Math.floor(seconds / 86400) + " d";
+  }
+
+  // What the page says about a problem: the server's sentence, or a plain one instead of
+  // a library's exception text.
+  function readableProblem(error) {
+    const text = String((error && (error.message || error.reason)) || "").trim();
+    return !text || LIBRARY_TEXT.test(text) ? "Cannot reach the cluster" : text;
+  }
+
+  // Connectivity problems make a table stale; a 403 or a 404 is an answer, shown in its table.
+  function isConnectivity(error) {
+    const code = Number(error && error.code) || 0;
+    return code === 0 || code >= 500;
+  }
+
+  function parseTime(value) {
+    const when = typeof value === "string" ? Date.parse(value) : NaN;
+    return isNaN(when) ? null : when;
   }
 
   // --- a table whose rows are patched by key, never re-rendered --------------------------
@@ -63,7 +100,12 @@
       this.errorRow = table.querySelector("tr.error-row");
       this.emptyRow = table.querySelector("tr.empty-row");
       this.filteredRow = table.querySelector("tr.filtered-row");
-      this.count = table.closest(".k8s-section")?.querySelector(".count") || null;
+      this.staleRow = table.querySelector("tr.stale-row");
+      this.section = table.closest(".k8s-section");
+      this.count = this.section?.querySelector(".count") || null;
+      this.note = this.section?.querySelector(".stale-note") || null;
+      this.stale = false;        // set by the watch (setStale), from the page's first render on
+      this.staleSince = "";
       this.filter = filter;
       this.query = "";
       this.byKey = new Map();  // data-key -> row: lookups stay cheap with thousands of rows
@@ -167,13 +209,13 @@
       if (row) { row.remove(); this.byKey.delete(key); this.scheduleRefresh(); }
     }
 
-    // Rows of a (re)started watch are stale until the new state names them again.
-    markStale() { for (const row of this.rows()) row.dataset.stale = "1"; }
+    // Rows of a (re)started watch are unconfirmed until the new state names them again.
+    markUnconfirmed() { for (const row of this.rows()) row.dataset.unconfirmed = "1"; }
 
-    unmark(key) { const row = this.find(key); if (row) delete row.dataset.stale; }
+    confirm(key) { const row = this.find(key); if (row) delete row.dataset.unconfirmed; }
 
-    sweepStale() {
-      for (const row of this.body.querySelectorAll("tr[data-stale]")) {
+    sweepUnconfirmed() {
+      for (const row of this.body.querySelectorAll("tr[data-unconfirmed]")) {
         row.remove();
         this.byKey.delete(row.dataset.key);
       }
@@ -189,6 +231,30 @@
 
     clearError() {
       if (this.errorRow && !this.errorRow.hidden) { this.errorRow.hidden = true; this.refresh(); }
+    }
+
+    // Not live (`since`: ISO time it was last live, "" when not known) or live again (null):
+    // rows dimmed, ages frozen, and the section says since when.
+    setStale(since) {
+      const stale = since !== null;
+      since = since || "";
+      if (stale !== this.stale || since !== this.staleSince) {
+        this.stale = stale;
+        this.staleSince = since;
+        for (const el of [this.table, this.section]) {
+          if (!el) continue;
+          el.classList.toggle("is-stale", stale);
+          if (stale && since) el.dataset.staleSince = since; else delete el.dataset.staleSince;
+        }
+        refreshAges(this.table);  // frozen at `since`, or counting again
+        this.refresh();
+      }
+      if (!this.note) return;
+      const when = Date.parse(since);
+      const text = !stale ? "" : isNaN(when) ? "Not live · last known state"
+        : "Not live · last updated " + agoWords((Date.now() - when) / 1000) + " ago";
+      if (this.note.textContent !== text) this.note.textContent = text;
+      this.note.hidden = !stale;
     }
 
     matchFilter(row) {
@@ -211,7 +277,9 @@
       const rows = this.rows();
       const shown = rows.filter((row) => !row.hidden).length;
       const failing = this.errorRow && !this.errorRow.hidden;
-      if (this.emptyRow) this.emptyRow.hidden = rows.length > 0 || failing;
+      // An empty stale table knows nothing: "No pods" would be a claim about now.
+      if (this.emptyRow) this.emptyRow.hidden = rows.length > 0 || failing || this.stale;
+      if (this.staleRow) this.staleRow.hidden = rows.length > 0 || failing || !this.stale;
       if (this.filteredRow) this.filteredRow.hidden = rows.length === 0 || shown > 0;
       if (this.count) this.count.textContent = this.query ? shown + " of " + rows.length : String(rows.length);
     }
@@ -220,30 +288,69 @@
   // What a watch does with its messages: rows into a table, plus optional hooks.
   class TableSink {
     constructor(table, hooks) { this.table = table; this.hooks = hooks || {}; }
-    start() { this.table.markStale(); }
+    start() { this.table.markUnconfirmed(); }
     event(event, html) {
       const obj = event.object || {};
       if (event.type === "DELETED") this.table.remove(objectKey(obj));
-      else if (html) { this.table.upsert(html); this.table.unmark(objectKey(obj)); }
+      else if (html) { this.table.upsert(html); this.table.confirm(objectKey(obj)); }
       if (this.hooks.object) this.hooks.object(event.type, obj);
     }
-    synced() { this.table.clearError(); this.table.sweepStale(); }
-    reset() { this.table.markStale(); }
-    error(error) { this.table.showError(error.message || error.reason || "Watch failed"); }
+    synced() { this.table.clearError(); this.table.sweepUnconfirmed(); }
+    reset() { this.table.markUnconfirmed(); }
+    // Connectivity problems go to the page's one banner; the table only turns stale.
+    error(error) {
+      if (isConnectivity(error)) this.table.clearError();
+      else this.table.showError(readableProblem(error));
+    }
+    stale(since) { this.table.setStale(since); }
   }
 
-  // --- the connection badge --------------------------------------------------------------
+  // --- the connection badge and the page's one banner -----------------------------------
 
+  // The badge names the cluster view's transport: Live (WebSocket), Live (HTTP streaming),
+  // Reconnecting, Disconnected; Connecting before the first answer.
   class Badge {
-    constructor(el) { this.el = el; }
-    show(state, title) {
+    constructor(el) {
+      this.el = el;
+      this.hint = document.getElementById("watch-hint");
+    }
+    show(state, label, title) {
       if (!this.el) return;
       this.el.dataset.state = state;
       this.el.title = title;
-      const label = { connecting: "Connecting", connected: "Live", disconnected: "Disconnected" }[state];
       this.el.querySelector(".label").textContent = label;
-      this.el.setAttribute("aria-label", label + ": " + title);
+      this.el.setAttribute("aria-label", "Cluster view: " + label + ". " + title);
+      // The agent's "Connected" in the header measures its own calls to agentwatch, not this
+      // view: when the two would read as a contradiction, say that they measure different things.
+      if (this.hint) {
+        const agentConnected = document.querySelector("#agent-status .status-connected") !== null;
+        this.hint.hidden = !agentConnected || (state !== "disconnected" && state !== "reconnecting");
+      }
     }
+  }
+
+  // What is wrong and when the next try is, once for the whole page (not once per table).
+  class Banner {
+    constructor(el) {
+      this.el = el;
+      this.message = el ? el.querySelector(".banner-message") : null;
+      this.retry = el ? el.querySelector(".banner-retry") : null;
+    }
+
+    // `retryAt`: local time of the next try, or null when not known.
+    show(message, retryAt) {
+      if (!this.el) return;
+      let retry = "";
+      if (retryAt !== null) {
+        const left = Math.ceil((retryAt - Date.now()) / 1000);
+        retry = left > 0 ? " — retrying in " + left + " s" : " — retrying now";
+      }
+      if (this.message.textContent !== message) this.message.textContent = message;
+      if (this.retry.textContent !== retry) this.retry.textContent = retry;
+      this.el.hidden = false;
+    }
+
+    hide() { if (this.el && !this.el.hidden) this.el.hidden = true; }
   }
 
   function describeClose(event) {
@@ -264,7 +371,11 @@
         ticket: el.dataset.ticketUrl, socket: el.dataset.socketPath, stream: el.dataset.streamUrl,
       };
       this.badge = new Badge(document.getElementById("watch-badge"));
-      this.watches = new Map();   // id -> {id, params, sink, problem}
+      this.banner = new Banner(document.getElementById("cluster-banner"));
+      // id -> {id, params, sink, within, problem, notLive, lastNotLive, liveAt}: `problem`,
+      // the cluster's {message, retryAt} while the relay cannot reach it; `notLive`,
+      // {since, at, atOnce} while the watch's table is not live (see markNotLive).
+      this.watches = new Map();
       this.nextId = 1;
       this.mode = "websocket";    // or "stream" (HTTP streaming fallback)
       this.ws = null;
@@ -275,24 +386,40 @@
       this.failures = [];         // times of recent WebSocket failures
       this.ticketRetried = false;
       this.down = null;           // why the transport is down, or null
+      this.transportWhy = "";     // why it is (re)connecting, for the badge
+      this.retryAt = null;        // when the page tries its own connection again
+      this.lostAt = null;         // when the page's connection was lost
+      this.streamClosed = false;  // the server ended the HTTP stream: a click starts again
+      this.everLive = false;      // once live, a lost connection is "Reconnecting"
+      this.renderTimer = 0;
       this.gotData = false;
       this.timer = null;
       this.attempt = 0;
       this.stopped = false;
       if (this.badge.el && this.badge.el.tagName === "BUTTON") {
-        this.badge.el.addEventListener("click", () => { if (this.badge.el.dataset.state === "disconnected") this.reconnect(); });
+        this.badge.el.addEventListener("click", () => {
+          if (["disconnected", "reconnecting"].includes(this.badge.el.dataset.state)) this.reconnect();
+        });
       }
       window.addEventListener("pagehide", () => this.stop());
+      setInterval(() => this.render(), TICK);  // "last updated … ago", the countdown
     }
 
     // `within`: {watchId, namespace, name} when another watch of the page already sees
     // this one's object: over HTTP streaming it rides along on that one's messages.
-    add(params, sink, within) {
+    // `initial`: {since, problem} for a table the server rendered while the cluster was down.
+    add(params, sink, within, initial) {
       const id = "w" + this.nextId++;
-      const watch = { id, params, sink, within: within || null, problem: null };
+      const watch = { id, params, sink, within: within || null, problem: null,
+        notLive: null, lastNotLive: null, liveAt: 0 };
+      if (initial) {
+        watch.notLive = { since: initial.since, at: Date.now(), atOnce: true };
+        watch.problem = initial.problem;
+      }
       this.watches.set(id, watch);
       if (this.mode === "websocket" && this.wsOpen) { sink.start(); this.send({ type: "watch", watchId: id, watchParams: params }); }
       else if (this.mode === "stream") this.streamWatch(watch);
+      this.scheduleRender();
       return id;
     }
 
@@ -323,7 +450,7 @@
       if (!this.watches.delete(id)) return;
       if (this.wsOpen) this.send({ type: "unwatch", watchId: id });
       if (this.mode === "stream") this.reopenStream();
-      this.updateBadge();
+      this.scheduleRender();
     }
 
     send(message) { if (this.ws && this.wsOpen) this.ws.send(JSON.stringify(message)); }
@@ -338,18 +465,21 @@
       this.closeSources();
     }
 
-    // A click on a disconnected badge: everything again, WebSocket first, no reload.
+    // A click on a disconnected badge: everything again, WebSocket first, no reload. What
+    // the cluster's problem was stays said until a watch is live again.
     reconnect() {
       clearTimeout(this.timer);
       this.attempt++;
       this.closeSocket();
       this.closeSources();
+      this.transportLost();
       this.failures = [];
       this.ticketRetried = false;
       this.mode = "websocket";
       this.down = null;
+      this.streamClosed = false;
+      this.transportWhy = "";
       this.gotData = false;
-      for (const watch of this.watches.values()) watch.problem = null;
       this.connectWebSocket();
     }
 
@@ -406,7 +536,8 @@
 
     connectWebSocket() {
       if (this.stopped) return;
-      this.showConnecting();
+      this.retryAt = null;
+      this.scheduleRender();
       this.openWebSocket((ws) => this.useWebSocket(ws), (event) => this.socketFailed(event, false));
     }
 
@@ -416,13 +547,22 @@
       this.mode = "websocket";
       this.ticketRetried = false;
       this.down = null;
+      this.transportWhy = "";
+      this.retryAt = null;
+      this.lostAt = null;
       ws.onmessage = (message) => this.dispatch(message.data);
-      ws.onclose = (event) => { if (this.ws === ws) { this.ws = null; this.wsOpen = false; this.socketFailed(event, true); } };
+      ws.onclose = (event) => {
+        if (this.ws !== ws) return;
+        this.ws = null;
+        this.wsOpen = false;
+        this.transportLost();
+        this.socketFailed(event, true);
+      };
       for (const watch of this.watches.values()) {
         watch.sink.start();
         this.send({ type: "watch", watchId: watch.id, watchParams: watch.params });
       }
-      this.updateBadge();
+      this.scheduleRender();
     }
 
     socketFailed(event, opened) {
@@ -446,9 +586,11 @@
         this.fallBack(why);
         return;
       }
-      this.showConnecting(why + "; retrying");
-      const delay = opened ? 500 : 500 * this.failures.length;
-      this.timer = setTimeout(() => this.connectWebSocket(), delay * (0.75 + Math.random() / 2));
+      const delay = (opened ? 500 : 500 * this.failures.length) * (0.75 + Math.random() / 2);
+      this.transportWhy = why;
+      this.retryAt = Date.now() + delay;
+      this.scheduleRender();
+      this.timer = setTimeout(() => this.connectWebSocket(), delay);
     }
 
     // --- HTTP streaming fallback ---
@@ -459,7 +601,10 @@
       this.fallbackReason = why;
       this.down = null;
       this.gotData = false;
-      this.showConnecting(why + "; switching to HTTP streaming");
+      this.transportWhy = why + "; switching to HTTP streaming";
+      this.retryAt = null;
+      this.transportLost();
+      this.scheduleRender();
       for (const watch of this.watches.values()) this.streamWatch(watch);
       this.scheduleWebSocketRetry();
     }
@@ -476,36 +621,34 @@
       if (this.mode !== "stream" || this.stopped) return;
       if (this.source) this.source.close();
       this.source = null;
+      this.streamClosed = false;
       const streamed = Array.from(this.watches.values()).filter((w) => !this.riding(w));
-      if (!streamed.length) { this.updateBadge(); return; }
+      if (!streamed.length) { this.scheduleRender(); return; }
       const query = new URLSearchParams({
         watches: JSON.stringify(streamed.map((w) => ({ watchId: w.id, watchParams: w.params }))),
       });
       if (this.lastEventId) query.set("lastEventId", this.lastEventId);
       const source = new EventSource(this.urls.stream + "?" + query.toString());
       this.source = source;
-      const setProblem = (problem) => {
-        for (const watch of streamed) if (this.watches.has(watch.id)) watch.problem = problem;
-        this.updateBadge();
-      };
       source.onmessage = (message) => {
         if (message.lastEventId) this.lastEventId = message.lastEventId;
         this.dispatch(message.data);
       };
       source.onerror = () => {
         if (this.source !== source) return;
+        this.transportLost();
         if (source.readyState === EventSource.CLOSED) {
           this.source = null;
-          setProblem("HTTP stream closed by the server");
+          this.streamClosed = true;
         } else {
-          setProblem("HTTP stream interrupted; resuming");  // EventSource retries by itself
+          this.transportWhy = "HTTP stream interrupted; resuming";  // EventSource retries by itself
         }
+        this.scheduleRender();
       };
       source.onopen = () => {
-        for (const watch of streamed) {
-          if (watch.problem && watch.problem.startsWith("HTTP stream")) watch.problem = null;
-        }
-        this.updateBadge();
+        this.transportWhy = "";
+        this.lostAt = null;
+        this.scheduleRender();
       };
     }
 
@@ -521,6 +664,7 @@
       this.openWebSocket((ws) => {
         if (this.mode !== "stream") { ws.close(1000); return; }
         this.closeSources();
+        this.transportLost();
         this.failures = [];
         this.useWebSocket(ws);
       }, () => this.scheduleWebSocketRetry());
@@ -536,7 +680,7 @@
       this.gotData = true;
       this.handle(watch, message);
       this.forward(message);
-      this.updateBadge();
+      this.scheduleRender();
     }
 
     handle(watch, message) {
@@ -544,8 +688,8 @@
         case "event":
           watch.sink.event(message.event || {}, message.html);
           break;
-        case "synced":
-          watch.problem = null;
+        case "synced":  // the initial state, or live again after an error
+          this.markLive(watch);
           watch.sink.synced();
           break;
         case "reset":
@@ -554,31 +698,117 @@
         case "error": {
           const error = message.error || {};
           watch.sink.error(error);
-          // Only connectivity problems turn the badge red; a 403 is an answer.
-          if (!error.code || error.code >= 500) watch.problem = error.message || "the cluster is unreachable";
+          if (isConnectivity(error)) this.markProblem(watch, error);
           break;
         }
       }
     }
 
-    // --- the badge ---
+    // --- whether each watch is live ---
 
-    setDown(why) { this.down = why; this.updateBadge(); }
-
-    showConnecting(title) {
-      this.badge.show("connecting", title || "Connecting to the cluster…");
+    // Not live since `since` (epoch ms; null: not known). `atOnce`: the server said so, so
+    // the table turns stale now, not after STALE_GRACE (a blip of the page's own connection
+    // would otherwise dim every table for a moment).
+    markNotLive(watch, since, atOnce) {
+      if (!watch.notLive) watch.notLive = { since, at: Date.now(), atOnce };
+      else if (atOnce) { watch.notLive.since = since; watch.notLive.atOnce = true; }
     }
 
-    updateBadge() {
-      if (this.down) { this.badge.show("disconnected", this.down + " — click to reconnect"); return; }
-      const problem = Array.from(this.watches.values()).find((w) => w.problem);
-      if (problem) { this.badge.show("disconnected", problem.problem + " — click to reconnect"); return; }
-      const open = this.mode === "websocket" ? this.wsOpen : this.source !== null;
-      if (open && this.gotData) {
-        this.badge.show("connected", this.mode === "websocket" ? "live"
-          : "live (HTTP streaming): " + (this.fallbackReason || "WebSocket unavailable"));
-      } else if (this.badge.el && this.badge.el.dataset.state !== "connecting") {
-        this.showConnecting();
+    markLive(watch) {
+      if (watch.notLive) { watch.lastNotLive = watch.notLive; watch.liveAt = Date.now(); }
+      watch.notLive = null;
+      watch.problem = null;
+    }
+
+    markProblem(watch, error) {
+      let since = parseTime(error.since);
+      if (since === null) {
+        // A subscription while the cluster is down gets the cached state and `synced`,
+        // then this error: that `synced` did not make it live, so keep when it last was.
+        const relapse = watch.lastNotLive && Date.now() - watch.liveAt < 1000 ? watch.lastNotLive : null;
+        const before = watch.notLive || relapse;
+        since = before ? before.since : Date.now();
+      }
+      this.markNotLive(watch, since, true);
+      const retryIn = error.retryInSeconds;
+      watch.problem = {
+        message: readableProblem(error),
+        retryAt: typeof retryIn === "number" && isFinite(retryIn) ? Date.now() + Math.max(0, retryIn) * 1000 : null,
+      };
+    }
+
+    // The page's connection dropped: nothing it shows is live until each watch syncs again.
+    transportLost() {
+      const now = Date.now();
+      if (this.lostAt === null) this.lostAt = now;
+      for (const watch of this.watches.values()) this.markNotLive(watch, now, false);
+    }
+
+    // --- the tables' stale marks, the banner, the badge ---
+
+    setDown(why) { this.down = why; this.scheduleRender(); }
+
+    // Thousands of events of a snapshot render once.
+    scheduleRender() {
+      if (!this.renderTimer) this.renderTimer = setTimeout(() => this.render(), 0);
+    }
+
+    render() {
+      clearTimeout(this.renderTimer);
+      this.renderTimer = 0;
+      const now = Date.now();
+      let problem = null;
+      const retries = [];
+      for (const watch of this.watches.values()) {
+        const off = watch.notLive;
+        const shown = off && (off.atOnce || now - off.at >= STALE_GRACE);
+        if (watch.sink.stale) watch.sink.stale(!shown ? null : off.since === null ? "" : new Date(off.since).toISOString());
+        if (watch.problem) {
+          problem = problem || watch.problem;
+          if (watch.problem.retryAt !== null) retries.push(watch.problem.retryAt);
+        }
+      }
+      this.updateBadge(problem);
+      if (this.down) {
+        this.banner.show("The cluster view is disconnected: " + this.down + ". Click the badge to reconnect.", null);
+      } else if (this.streamClosed) {
+        this.banner.show("The server ended the HTTP stream. Click the badge to reconnect.", null);
+      } else if (problem) {
+        // Every watch retries on its own schedule: the next try is the soonest one.
+        const upcoming = retries.filter((at) => at > now);
+        const next = upcoming.length ? Math.min(...upcoming) : retries.length ? now : null;
+        this.banner.show(problem.message, next);
+      } else if (this.lostAt !== null && now - this.lostAt >= STALE_GRACE) {
+        this.banner.show("Lost the connection to agentwatch", this.retryAt);
+      } else {
+        this.banner.hide();
+      }
+    }
+
+    updateBadge(problem) {
+      if (problem === undefined) problem = Array.from(this.watches.values()).find((w) => w.problem)?.problem || null;
+      if (this.down) { this.badge.show("disconnected", "Disconnected", this.down + ". Click to reconnect."); return; }
+      if (this.streamClosed) {
+        this.badge.show("disconnected", "Disconnected", "The server ended the HTTP stream. Click to reconnect.");
+        return;
+      }
+      const websocket = this.mode === "websocket";
+      const open = websocket ? this.wsOpen : this.source !== null && this.source.readyState === EventSource.OPEN;
+      if (!open || !this.gotData) {
+        const why = this.transportWhy ? this.transportWhy + ". " : "";
+        if (this.everLive) this.badge.show("reconnecting", "Reconnecting", why + "Reconnecting by itself; click to reconnect now.");
+        else this.badge.show("connecting", "Connecting", why + "Connecting to the cluster…");
+        return;
+      }
+      this.everLive = true;
+      if (problem) {
+        this.badge.show("disconnected", "Disconnected", "The cluster view is not live: " + problem.message +
+          ". agentwatch keeps trying by itself; click to reconnect now.");
+      } else if (websocket) {
+        this.badge.show("connected", "Live", "Live over a WebSocket: changes in the cluster show as they happen.");
+      } else {
+        this.badge.show("connected", "Live (HTTP streaming)", "Live over HTTP streaming (server-sent events): " +
+          (this.fallbackReason || "WebSocket unavailable") + ". The WebSocket is tried again every minute.");
       }
     }
   }
@@ -859,15 +1089,30 @@
 
   // --- the page --------------------------------------------------------------------------
 
+  // The problem the server rendered the page with (the banner), as a watch's `problem`.
+  function initialProblem() {
+    const banner = document.getElementById("cluster-banner");
+    if (!banner || banner.hidden) return null;
+    const retryIn = parseFloat(banner.dataset.retryIn || "");
+    return {
+      message: readableProblem({ message: banner.querySelector(".banner-message").textContent }),
+      retryAt: isNaN(retryIn) ? null : Date.now() + retryIn * 1000,
+    };
+  }
+
   function init() {
     const urls = { object: root.dataset.objectUrl, logs: root.dataset.logsUrl, actions: root.dataset.actionsUrl };
     const manager = new WatchManager(root);
     const panel = new Panel(document.getElementById("object-panel"), manager, urls);
     const live = root.dataset.live === "true";
+    const outage = initialProblem();
     for (const section of root.querySelectorAll(":scope > section.k8s-section")) {
       const table = new Table(section.querySelector("table"), section.querySelector(".table-filter"));
       const params = JSON.parse(section.dataset.watch);
-      const watchId = live ? manager.add(params, new TableSink(table)) : null;
+      // Rendered while the cluster was down: stale from the start.
+      const initial = section.classList.contains("is-stale")
+        ? { since: parseTime(section.dataset.staleSince), problem: outage } : null;
+      const watchId = live ? manager.add(params, new TableSink(table), null, initial) : null;
       section.addEventListener("click", (event) => {
         const row = event.target.closest("tbody.rows > tr");
         if (!row || event.target.closest("button, input, select")) return;
@@ -879,8 +1124,8 @@
     if (picker) picker.addEventListener("change", () => picker.form.submit());
     refreshAges(root);
     setInterval(() => refreshAges(root), AGE_REFRESH);
-    if (live) manager.start();
-    window.agentwatchCluster = { manager, panel, humanDuration, refreshAges };  // for debugging and tests
+    if (live) { manager.render(); manager.start(); }
+    window.agentwatchCluster = { manager, panel, humanDuration, refreshAges, readableProblem };  // for debugging and tests
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);

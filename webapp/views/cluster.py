@@ -17,10 +17,11 @@ from typing import Any
 from urllib.parse import urlencode
 
 import yaml
-from flask import Blueprint, Flask, current_app, g, render_template, request, url_for
+from flask import Blueprint, Flask, Response, current_app, g, render_template, request, url_for
 from markupsafe import Markup
 
 from .. import agents
+from ..api.errors import json_error
 from ..auth import login_required
 from ..errors import Invalid
 from ..models import Agent
@@ -65,12 +66,63 @@ class Table:
     params: WatchParams
     columns: tuple[rows.Column, ...]
     rows: list[Markup]
-    error: KubeError | None
+    error: KubeError | None  # an answer to show in the table (a 403), not an outage
+    stale: bool = False  # the cluster cannot be reached: rows are the last known state
+    stale_since: str | None = None  # when its watch was last live (ISO 8601), if known
 
     @property
     def sort_col(self) -> str:
         """As kubectl lists: by namespace then name when every namespace is shown."""
         return self.columns[0].key if self.columns else "name"
+
+
+@dataclass(frozen=True)
+class Outage:
+    """The page's one banner: the cluster cannot be reached now."""
+
+    message: str
+    retry_in_seconds: float | None
+    since: str | None
+
+
+# Text of the libraries under the relay: never shown as is (the relay cleans messages too).
+_LIBRARY_TEXT = ("HTTPConnectionPool", "HTTPSConnectionPool", "Max retries", "urllib3",
+                 "[Errno", "NewConnectionError", "Traceback")
+
+
+def _unreachable(error: KubeError | None) -> KubeError | None:
+    """The error when it is about connectivity (code 0, a 5xx, a timeout), not an answer
+    of the cluster (a 403)."""
+    return error if error is not None and (error.code == 0 or error.code >= 500) else None
+
+
+def _readable(message: str) -> str:
+    message = message.strip()
+    if not message or any(text in message for text in _LIBRARY_TEXT):
+        return "Cannot reach the cluster"
+    return message
+
+
+def _outage(error: KubeError) -> Outage:
+    fields = error.to_json()
+    retry = fields.get("retryInSeconds")
+    since = fields.get("since")
+    return Outage(_readable(str(fields.get("message") or "")),
+                  float(retry) if isinstance(retry, int | float) else None,
+                  str(since) if since else None)
+
+
+def _table(kind: Kind, params: WatchParams, snap: Snapshot, live: bool) -> Table:
+    """While the cluster is down, the cached rows are shown as the last known state, dimmed
+    and labelled (never as current): during an outage the first question is what was
+    running and failing just before, and hiding it would throw that away. With no cluster
+    connection at all (not `live`) the error is the table's whole answer."""
+    columns = rows.columns(params)
+    html = [Markup(r) for r in snap.rows]
+    down = _unreachable(snap.error) if live else None
+    if down is not None:
+        return Table(kind, params, columns, html, None, True, _outage(down).since)
+    return Table(kind, params, columns, html, snap.error)
 
 
 def _snapshots(agent: Agent, identity: Identity,
@@ -120,16 +172,19 @@ def page(name: str) -> str:
     except KubeError as exc:  # no cluster connection: every table says so, nothing is live
         snapshots = [Snapshot([], [], exc)] * (len(wanted) + 1)
         live = False
-    tables = [Table(kind, params, rows.columns(params), [Markup(r) for r in snap.rows],
-                    snap.error) for kind, params, snap in zip(KINDS, wanted, snapshots,
-                                                               strict=False)]
+    tables = [_table(kind, params, snap, live)
+              for kind, params, snap in zip(KINDS, wanted, snapshots, strict=False)]
+    down = [error for snap in snapshots[:-1] if live and (error := _unreachable(snap.error))]
+    outage = _outage(down[0]) if down else None
     names = snapshots[-1]
     namespaces = sorted(str((o.get("metadata") or {}).get("name") or "")
                         for o in names.objects)
     if namespace and namespace not in namespaces:
         namespaces = sorted([*namespaces, namespace])
     return render_template("cluster/page.html", namespace=namespace, namespaces=namespaces,
-                           namespaces_error=names.error, tables=tables, live=live,
+                           namespaces_error=_readable(names.error.message) if names.error
+                           else None, tables=tables, live=live,
+                           outage=outage,
                            can_act=access.can_act(g.user, agent), **context)
 
 
@@ -177,9 +232,12 @@ def _containers(obj: dict[str, Any]) -> list[str]:
 
 @bp.get("/agents/<name>/cluster/object")
 @login_required
-def object_panel(name: str) -> tuple[str, int]:
+def object_panel(name: str) -> tuple[str, int] | Response:
     agent, context = _agent_page(name)
-    params, object_name = _object_params()
+    try:
+        params, object_name = _object_params()
+    except Invalid as exc:  # a 422 naming the field, as the cluster endpoints answer
+        return json_error(exc.status, exc.code, exc.message, **exc.extra)
     identity = access.identity(g.user, agent)
     template = "cluster/_panel_details.html" if request.args.get("part") == "details" \
         else "cluster/_panel.html"
