@@ -58,7 +58,8 @@ def test_accepted_version_is_answered_and_recorded_once(client, h, app, clock):
     assert body == {
         "id": body["id"], "version": 1, "digest": digest(VALID), "commit": SHA,
         "source": "api", "created_by": "main", "created_at": "2026-12-02T12:00:00Z",
-        "in_force": True, "duplicate": False, "deprecations": []}
+        "in_force": True, "duplicate": False, "user_access_kept": False,
+        "deprecations": []}
     received = config_events(h)
     assert [(e.type, e.commit_sha, e.token_name) for e in received] == [
         ("config_commit_received", SHA, "main")]
@@ -242,13 +243,19 @@ def test_gitops_targets_and_important_from_a_full_config(client, h, app):
 
 # --- user_access <-> cluster access -------------------------------------------------------
 
-def test_user_access_in_the_config_becomes_the_cluster_access(client, h, app):
-    token = h.agent_with_token()
+def configure(app, text):
+    """A maintainer's path for a whole text (the CLI; the Settings tab shares the service)."""
+    with app.app_context():
+        return service.submit(agents.get("prod"), text, source="cli")
+
+
+def test_user_access_in_the_config_becomes_the_cluster_access(h, app):
+    h.agent()
     text = ("user_access:\n"
             "  access_as: user\n"
             "  view: {role: maintainer, users: [val]}\n"
             "  act: {role: null, users: [mia]}\n")
-    assert put(client, token, text).status_code == 200
+    configure(app, text)
     val, mia = h.user("val", "viewer"), h.user("mia", "viewer")
     with app.app_context():
         agent = agents.get("prod")
@@ -258,19 +265,20 @@ def test_user_access_in_the_config_becomes_the_cluster_access(client, h, app):
         assert access.can_view(val, agent) and not access.can_act(val, agent)
         assert access.can_act(mia, agent)
     # Omitted parts take the defaults; omitting the section gives the defaults back.
-    put(client, token, "user_access: {view: {users: [val]}}\n")
+    configure(app, "user_access: {view: {users: [val]}}\n")
     with app.app_context():
         assert access.for_agent(agents.get("prod")) == access.ClusterAccess(
             view=access.Allowed("viewer", ("val",)))
-    put(client, token, "gitops: {}\n")
+    configure(app, "gitops: {}\n")
     with app.app_context():
         assert agents.get("prod").cluster_access is None
 
 
-def test_invalid_config_leaves_the_cluster_access_alone(client, h, app):
-    token = h.agent_with_token()
-    put(client, token, "user_access: {access_as: user}\n")
-    assert put(client, token, "user_access: {access_as: root}\n").status_code == 422
+def test_invalid_config_leaves_the_cluster_access_alone(h, app):
+    h.agent()
+    configure(app, "user_access: {access_as: user}\n")
+    with app.app_context(), pytest.raises(service.ConfigInvalid):
+        service.submit(agents.get("prod"), "user_access: {access_as: root}\n", source="cli")
     with app.app_context():
         assert access.for_agent(agents.get("prod")).access_as == "user"
 

@@ -4,10 +4,11 @@ rest of the app reads from the version in force."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+import yaml
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -25,7 +26,7 @@ from .schema import (
     FLUX_RESOURCES,
     Deprecated,
 )
-from .validate import MAX_BYTES, Checked, Problem, check
+from .validate import MAX_BYTES, Checked, Problem, characters_problem, check
 
 SOURCES = ("ui", "cli", "api")
 
@@ -42,6 +43,22 @@ class ConfigInvalid(Invalid):
         self.problems = problems
 
 
+# Cluster access is decided by people: agents (and whoever holds their tokens) configure
+# what agentwatch observes and notifies, never who may see or act on the cluster.
+ACCESS_REFUSED = ("user_access can only be changed by a maintainer or admin (the Settings "
+                  "tab, or `agentwatch agents configure`)")
+
+
+class AccessChangeRefused(ConfigInvalid):
+    """An agent-submitted configuration whose `user_access` differs from the one in force."""
+
+    code = "access_change_forbidden"
+
+    def __init__(self, problems: tuple[Problem, ...]) -> None:
+        super().__init__(problems)
+        self.extra["field"] = "user_access"
+
+
 class ConfigTooLarge(AppError):
     status = 413
     code = "config_too_large"
@@ -54,6 +71,8 @@ class Accepted:
     duplicate: bool
     in_force: bool
     deprecations: tuple[Deprecated, ...] = ()
+    # An agent's text without `user_access`: the one in force was written into the version.
+    access_kept: bool = False
 
     def to_json(self) -> dict[str, Any]:
         v = self.version
@@ -61,7 +80,7 @@ class Accepted:
             "id": v.id, "version": v.number, "digest": v.digest, "commit": v.commit_sha,
             "source": v.source, "created_by": v.created_by,
             "created_at": clock.isoformat(v.created_at), "in_force": self.in_force,
-            "duplicate": self.duplicate,
+            "duplicate": self.duplicate, "user_access_kept": self.access_kept,
             "deprecations": [{"path": d.name, "message": d.message, "link": d.link}
                              for d in self.deprecations],
         }
@@ -76,9 +95,8 @@ def submit(agent: Agent, text: str, *, source: str, by: str | None = None,
     Raises ConfigInvalid (after recording `config_invalid`) when the text is refused; the
     version in force then stays as it was.
     """
-    if len(text.encode()) > MAX_BYTES:
-        raise ConfigTooLarge(f"The configuration is larger than {MAX_BYTES} bytes")
-    return _submit(agent, lambda _current: text, source=source, by=by, commit=commit,
+    _check_size(text)
+    return _submit(agent, lambda _current, _access: text, source=source, by=by, commit=commit,
                    token=token)
 
 
@@ -87,7 +105,7 @@ def set_user_access(agent: Agent, access: ClusterAccess, by: str | None,
     """A new version whose `user_access` is `access`, everything else kept as written."""
     section = user_access_section(access)
 
-    def rewrite(current: ConfigVersion | None) -> str:
+    def rewrite(current: ConfigVersion | None, _access: ClusterAccess) -> str:
         return edit.replace_section(current.text if current else "", "user_access", section)
 
     return _submit(agent, rewrite, source=source, by=by, commit=None, token=None)
@@ -106,12 +124,21 @@ def check_commit(value: str) -> str:
 
 def check_text(text: str) -> Checked:
     """Validation only, nothing recorded (the editor's "Check" button)."""
-    if len(text.encode()) > MAX_BYTES:
-        raise ConfigTooLarge(f"The configuration is larger than {MAX_BYTES} bytes")
+    _check_size(text)
     return check(text)
 
 
-def _submit(agent: Agent, make_text: Callable[[ConfigVersion | None], str], *, source: str,
+def _check_size(text: str) -> None:
+    # Characters first: a lone surrogate cannot even be measured in UTF-8 bytes.
+    why = characters_problem(text)
+    if why:
+        raise Invalid(why, code="invalid_characters", field="config")
+    if len(text.encode()) > MAX_BYTES:
+        raise ConfigTooLarge(f"The configuration is larger than {MAX_BYTES} bytes")
+
+
+def _submit(agent: Agent, make_text: Callable[[ConfigVersion | None, ClusterAccess], str], *,
+            source: str,
             by: str | None, commit: str | None, token: AgentToken | None) -> Accepted:
     if source not in SOURCES:
         raise ValueError(f"unknown source {source!r}")
@@ -124,7 +151,13 @@ def _submit(agent: Agent, make_text: Callable[[ConfigVersion | None], str], *, s
         # find each other's version. (SQLite: the write transaction already is exclusive.)
         session.execute(select(Agent.id).where(Agent.id == agent.id).with_for_update())
         current = _latest(session, agent.id)
-        checked = check(make_text(current))
+        target = session.get(Agent, agent.id)
+        assert target is not None
+        access = for_agent(target)
+        checked = check(make_text(current, access))
+        access_kept = refused = False
+        if token is not None and checked.ok:
+            checked, access_kept, refused = _agent_access(checked, access)
         key = commit or checked.digest
         if not checked.ok:
             record(session, agent.id, _by([NewEvent(
@@ -135,14 +168,15 @@ def _submit(agent: Agent, make_text: Callable[[ConfigVersion | None], str], *, s
             same = _same_version(session, agent.id, current, checked.digest, commit)
             if same is not None:
                 result = Accepted(same, True, current is not None and same.id == current.id,
-                                  checked.deprecations)
+                                  checked.deprecations, access_kept)
             else:
-                result = _store(session, agent, current, checked, source,
-                                by=token.name if token else by, commit=commit, now=now)
+                result = _store(session, target, current, checked, source,
+                                by=token.name if token else by, commit=commit, now=now,
+                                access_kept=access_kept)
                 record(session, agent.id,
                        _by(_accepted_events(result, checked, key), by, token), now)
     if result is None:
-        raise ConfigInvalid(checked.problems)
+        raise (AccessChangeRefused if refused else ConfigInvalid)(checked.problems)
     if not result.duplicate:
         # Which events are important may have changed: this process recounts at once.
         from ..notify.important import forget_cached_rules
@@ -169,7 +203,8 @@ def _same_version(session: Session, agent_id: int, current: ConfigVersion | None
 
 
 def _store(session: Session, agent: Agent, current: ConfigVersion | None, checked: Checked,
-           source: str, by: str | None, commit: str | None, now: datetime) -> Accepted:
+           source: str, by: str | None, commit: str | None, now: datetime,
+           access_kept: bool) -> Accepted:
     document = checked.document or {}
     version = ConfigVersion(
         agent_id=agent.id, number=(current.number if current else 0) + 1, text=checked.text,
@@ -177,12 +212,50 @@ def _store(session: Session, agent: Agent, current: ConfigVersion | None, checke
         created_at=now, document=document)
     session.add(version)
     # The YAML is the truth for cluster access: the Cluster tab reads it from the agent.
-    target = session.get(Agent, agent.id)
-    assert target is not None
     access = access_from(document)
-    target.cluster_access = access.to_json() if access is not None else None
+    agent.cluster_access = access.to_json() if access is not None else None
     session.flush()
-    return Accepted(version, False, True, checked.deprecations)
+    return Accepted(version, False, True, checked.deprecations, access_kept)
+
+
+def _agent_access(checked: Checked, in_force: ClusterAccess) -> tuple[Checked, bool, bool]:
+    """An agent's valid text under the access rule: (checked, access kept, refused).
+
+    Without `user_access` the access in force is written into the text (so the version
+    says what applies and omitting the section can never reset it to the defaults); with
+    a `user_access` that differs from the one in force, the text is refused.
+    """
+    document = checked.document or {}
+    if not document.get("user_access"):
+        if _same_access(None, in_force):
+            return checked, False, False
+        text = edit.replace_section(checked.text, "user_access", user_access_section(in_force))
+        kept = check(text)
+        assert kept.ok, kept.problems  # the access in force was valid when it was stored
+        return kept, True, False
+    if _same_access(access_from(document), in_force):
+        return checked, False, False
+    problem = Problem("user_access", *_key_position(checked.text, "user_access"),
+                      message=ACCESS_REFUSED)
+    return replace(checked, document=None, problems=(problem,)), False, True
+
+
+def _same_access(written: ClusterAccess | None, in_force: ClusterAccess) -> bool:
+    def normal(access: ClusterAccess) -> dict[str, Any]:
+        out = access.to_json()
+        for part in ("view", "act"):
+            out[part]["users"] = sorted(out[part]["users"])
+        return out
+    return normal(written or ClusterAccess()) == normal(in_force)
+
+
+def _key_position(text: str, key: str) -> tuple[int | None, int | None]:
+    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    if isinstance(root, yaml.MappingNode):
+        for key_node, _ in root.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.value == key:
+                return key_node.start_mark.line + 1, key_node.start_mark.column + 1
+    return None, None
 
 
 def _accepted_events(result: Accepted, checked: Checked, key: str) -> list[NewEvent]:

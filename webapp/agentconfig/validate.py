@@ -19,11 +19,15 @@ import yaml
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
 
+from ..storable import first_bad_text, text_problem
 from .schema import DEPRECATED, SCHEMA, Deprecated
 
 MAX_BYTES = 64 * 1024
 # Aliases can make a small text expand exponentially; nothing real comes near this.
 MAX_NODES = 20_000
+# PyYAML composes and constructs recursively: a deep text would exhaust the stack. The
+# schema needs 5 levels; this leaves room for any real file.
+MAX_DEPTH = 32
 
 Path = tuple[str | int, ...]
 
@@ -72,6 +76,9 @@ def check(raw: str) -> Checked:
     text = normalize(raw)
     sha = digest(text)
     try:
+        too_deep = _too_deep(text)
+        if too_deep is not None:
+            return Checked(text, sha, problems=(too_deep,))
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
     except yaml.MarkedYAMLError as exc:
@@ -89,10 +96,17 @@ def check(raw: str) -> Checked:
             f"(over {MAX_NODES} values)"),))
     problems = list(nodes.duplicates)
     problems += _schema_problems(data, nodes)
+    problems += _text_problems(data, nodes)
     if problems:
         return Checked(text, sha, problems=tuple(_ordered(problems)))
     document: dict[str, Any] = data or {}
     return Checked(text, sha, document=document, deprecations=tuple(deprecated_in(document)))
+
+
+def characters_problem(text: str) -> str | None:
+    """Why a text cannot even be checked (nor stored, nor recorded), or None."""
+    why = text_problem(text)
+    return f"The configuration {why}" if why else None
 
 
 def deprecated_in(document: dict[str, Any]) -> Iterator[Deprecated]:
@@ -166,6 +180,36 @@ class _NodeMap:
     def key_position(self, path: Path) -> tuple[int | None, int | None]:
         node = self.keys.get(path)
         return _position(node) if node is not None else self.value_position(path[:-1])
+
+
+def _too_deep(text: str) -> Problem | None:
+    """The first collection nested deeper than MAX_DEPTH, found from the event stream
+    (which PyYAML produces without recursion) before anything is composed."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                mark = event.start_mark
+                line, column = (mark.line + 1, mark.column + 1) if mark else (None, None)
+                return Problem("", line, column,
+                               f"the configuration nests deeper than {MAX_DEPTH} levels"
+                               f"{_where(line, column)}")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+    return None
+
+
+def _text_problems(data: Any, nodes: _NodeMap) -> list[Problem]:
+    # Escapes ("\0", "\ud800") spell characters the text itself may not hold.
+    found = first_bad_text(data)
+    if found is None:
+        return []
+    path, why = found
+    line, column = nodes.value_position(path)
+    subject = f"field {format_path(path)}" if path else "the configuration"
+    return [Problem(format_path(path), line, column,
+                    f"{subject} {why}{_where(line, column)}")]
 
 
 def _position(node: yaml.Node) -> tuple[int, int]:

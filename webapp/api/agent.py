@@ -59,7 +59,7 @@ def post_events() -> tuple[Response, int]:
     now = clock.now()
     rules = EventRules(now, config["RETENTION_DAYS"], config["CLOCK_SKEW_SECONDS"],
                        config["MAX_BATCH_EVENTS"])
-    new_events, is_batch = parse_events(json_body(), rules)
+    new_events, is_batch = parse_events(json_body(batch_key="events"), rules)
     cred = g.credential
     for new in new_events:
         new.token_id, new.token_name = cred.token_id, cred.token_name

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlparse
@@ -13,6 +12,7 @@ from .. import events
 from ..clock import to_utc_naive
 from ..errors import AppError, Invalid
 from ..recorder import NewEvent
+from . import jsonbody
 
 
 class UnsupportedMediaType(AppError):
@@ -25,16 +25,14 @@ class PayloadTooLarge(AppError):
     code = "payload_too_large"
 
 
-def json_body() -> Any:
+def json_body(batch_key: str | None = None) -> Any:
+    """The request's JSON body, parsed strictly (see jsonbody): every JSON endpoint reads
+    its body here."""
     if not request.is_json:
         raise UnsupportedMediaType(
             f"Send JSON with 'Content-Type: application/json' (got "
             f"{request.mimetype or 'no content type'!r})")
-    raw = request.get_data(cache=False)
-    try:
-        return json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise AppError(f"Body is not valid JSON: {exc}", code="invalid_json") from None
+    return jsonbody.loads(request.get_data(cache=False), batch_key=batch_key)
 
 
 _EVENT_FIELDS = {"type", "commit", "project", "message", "link", "happened_at", "details"}
@@ -146,7 +144,12 @@ def _happened_at(value: Any, rules: EventRules) -> datetime:
     if parsed.tzinfo is None:
         raise Invalid(f"'happened_at' {value!r} has no time zone; add 'Z' or an offset",
                       code="invalid_value", field="happened_at")
-    when = to_utc_naive(parsed)
+    try:
+        when = to_utc_naive(parsed)
+    except OverflowError:
+        # e.g. 0001-01-01T00:00:00+14:00: a valid text whose UTC time has no year.
+        raise Invalid(f"'happened_at' {value!r} is out of range once converted to UTC",
+                      code="invalid_value", field="happened_at") from None
     if when > rules.newest:
         raise Invalid(f"'happened_at' {value!r} is in the future", code="invalid_value",
                       field="happened_at")
