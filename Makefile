@@ -11,12 +11,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-# setup.py builds webapp/watch/_fanout.c: a change to either reinstalls.
-$(VENV)/.installed: pyproject.toml setup.py webapp/watch/_fanout.c | $(BIN)/python
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e .
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml setup.py webapp/watch/_fanout.c | $(BIN)/python
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[test]'
 	touch $@ $(VENV)/.installed
 

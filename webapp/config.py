@@ -84,6 +84,16 @@ DEFAULTS: dict[str, Any] = {
     # Where the lease holder sends: "process" (a child process, so sending never competes
     # with requests for the interpreter lock) or "thread" (inside the server process).
     "WEBHOOK_SENDER": "process",
+    # The live relay's limits per user and server process (docs/security.md, "Limits"):
+    # open WebSockets, open long-lived streams (watch fallback, log follow), distinct
+    # upstream watches. Long-lived connections together leave RESERVED_THREADS of each
+    # worker's threads to agents and pages.
+    "MAX_SOCKETS_PER_USER": 8,
+    "MAX_STREAMS_PER_USER": 4,
+    "MAX_WATCHES_PER_USER": 64,
+    "RESERVED_THREADS": 8,
+    # An open WebSocket or stream re-checks its user's sign-in and access this often.
+    "RECHECK_SECONDS": 5,
 }
 
 # Environment variables read as integers; any other AGENTWATCH_* is taken as text.

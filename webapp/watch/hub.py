@@ -13,13 +13,12 @@ import json
 import logging
 import random
 import threading
-import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from . import direct, rawjson
+from . import rawjson
 from .kube import ClusterClient, KubeError, WatchStream
 from .resources import Identity, WatchParams
 
@@ -28,42 +27,6 @@ JSON = dict[str, Any]
 
 
 RowRenderer = Callable[[WatchParams, JSON], "str | None"]
-
-
-class _Pace:
-    """Whether a watch's events are written at once (direct.py) or queued for the sender.
-
-    At once is fastest while the thread keeps up. When it is busy nearly all the time (a
-    busy machine; readers on its own cores preempting it on every write it wakes them
-    with), it falls behind and the events pile up in the upstream stream; queued, they cost
-    the thread less and the sender gathers them into fewer, larger writes. So: queued for
-    QUEUE_SECONDS once the thread's busy share of recent time passes BUSY_SHARE. Time,
-    not events, is averaged: events that arrive in pairs are each "already waiting" for
-    the second, and say nothing about how much time is left.
-    """
-
-    BUSY_SHARE = 0.9
-    KEEP = 0.9  # of the running sums at each event: about the last 10 events count
-    QUEUE_SECONDS = 5.0
-
-    def __init__(self) -> None:
-        self.busy = 0.0  # decayed sums of time spent on events, and of all time
-        self.total = 0.0
-        self.waited = 0.0
-        self.read_at = 0.0
-        self.queue_until = 0.0
-
-    def at_once(self, waited: float, now: float) -> bool:
-        self.waited = waited
-        self.read_at = now
-        return now >= self.queue_until
-
-    def done(self, now: float) -> None:
-        spent = now - self.read_at
-        self.busy = self.busy * self.KEEP + spent
-        self.total = self.total * self.KEEP + spent + self.waited
-        if self.busy > self.BUSY_SHARE * self.total and now >= self.queue_until:
-            self.queue_until = now + self.QUEUE_SECONDS
 
 
 def no_rows(_params: WatchParams, _obj: JSON) -> str | None:
@@ -95,12 +58,23 @@ class WatchKey:
     params: WatchParams
 
 
+class Owner(Protocol):
+    """Whom a subscription counts against (limits.WatchOwner): acquire refuses a watch
+    over the user's cap (limits.LimitReached)."""
+
+    def acquire(self, key: Hashable) -> None: ...
+
+    def release(self, key: Hashable) -> None: ...
+
+
 @dataclass(eq=False)
 class Subscription:
     watch_id: str
     sink: Sink
     upstream: UpstreamWatch | None = None
+    owner: Owner | None = None
     prefix: bytes = field(init=False)
+    held: WatchKey | None = field(default=None, init=False)  # counted against `owner`
 
     def __post_init__(self) -> None:
         self.prefix = b'{"type":"event","watchId":' + json.dumps(self.watch_id).encode() + \
@@ -110,6 +84,9 @@ class Subscription:
         if self.upstream is not None:
             self.upstream.unsubscribe(self)
             self.upstream = None
+        if self.owner is not None and self.held is not None:
+            self.owner.release(self.held)
+            self.held = None
 
 
 def message(kind: str, watch_id: str, **fields: Any) -> bytes:
@@ -295,14 +272,10 @@ class UpstreamWatch:
             self._subscribers.remove(subscription)
         subscription.upstream = None
 
-    def _broadcast_event(self, line: bytes, suffix: bytes, position: str | None = None,
-                         at_once: bool = False) -> None:
-        """`at_once`: write it now to every socket that can take it (direct.py); the others,
-        and every subscriber when not at once, get it through their outbox."""
+    def _broadcast_event(self, line: bytes, suffix: bytes, position: str | None = None) -> None:
+        """Into every subscriber's outbox; the sender thread writes the sockets."""
         body = line + suffix
         subscriptions = list(self._subscribers)
-        if at_once:
-            subscriptions = direct.send_now(subscriptions, body)
         # Subscribers with the same watchId (every tab of the same page) share the bytes.
         built: dict[bytes, bytes] = {}
         for subscription in subscriptions:
@@ -437,17 +410,8 @@ class UpstreamWatch:
             if self._error is not None:  # the stream is open again: tell the page
                 self._error = None
                 self._broadcast("synced", self.resource_version)
-        events = stream.events()
-        pace = _Pace()
         try:
-            while True:
-                started = time.perf_counter()
-                item = next(events, None)
-                if item is None:
-                    break
-                read_at = time.perf_counter()
-                at_once = pace.at_once(read_at - started, read_at)
-                kind, obj, line = item
+            for kind, obj, line in stream.events():
                 meta = obj.get("metadata") or {}
                 if kind == "ERROR":
                     code = int(obj.get("code") or 0)
@@ -471,8 +435,7 @@ class UpstreamWatch:
                     if len(self._history) == self._history.maxlen:
                         self._history_base = None  # its oldest entry falls off now
                     self._history.append((self.resource_version, line, suffix))
-                    self._broadcast_event(line, suffix, self.resource_version, at_once)
-                pace.done(time.perf_counter())
+                    self._broadcast_event(line, suffix, self.resource_version)
         finally:
             with self._lock:
                 self._stream = None
@@ -504,11 +467,18 @@ class Hub:
     def subscribe(self, agent: str, identity: Identity, params: WatchParams,
                   subscription: Subscription, resume_from: str | None = None) -> Subscription:
         key = WatchKey(agent, identity, params)
-        while True:
-            upstream = self._upstream(key)
-            if upstream.subscribe(subscription, resume_from):
-                return subscription
-            self._forget(upstream)  # it was stopping: start a new one
+        if subscription.owner is not None:
+            subscription.owner.acquire(key)  # limits.LimitReached: over the user's cap
+            subscription.held = key
+        try:
+            while True:
+                upstream = self._upstream(key)
+                if upstream.subscribe(subscription, resume_from):
+                    return subscription
+                self._forget(upstream)  # it was stopping: start a new one
+        except BaseException:
+            subscription.cancel()
+            raise
 
     def snapshot(self, agent: str, identity: Identity, params: WatchParams,
                  timeout: float = 10.0, objects: bool = True) -> Snapshot:

@@ -6,10 +6,6 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .sender import Connection
 
 Item = tuple[bytes, "str | None"]  # message, resume position
 
@@ -34,8 +30,6 @@ class Outbox:
         self.on_ready: Callable[[], None] = on_ready or self._notify
         self.overflowed = False
         self.closed = False
-        # The WebSocket connection this outbox feeds, if any (set by sender.Connection).
-        self.connection: Connection | None = None
 
     def send(self, message: bytes, position: str | None = None) -> bool:
         if self.closed or self.overflowed:

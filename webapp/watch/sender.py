@@ -2,28 +2,25 @@
 
 Producers (the hub's watch threads) only append to a connection's outbox. The first
 message into an empty outbox puts the connection on the ready set and wakes the sender
-once; the sender frames everything queued and writes it without blocking. A socket that
-cannot take it all is watched for EPOLLOUT and its unsent bytes wait. So no producer waits
-on a slow browser, and no thread per connection wakes up (and takes the GIL) per message:
-with one writer thread per socket, waking those threads was most of the relay's CPU.
+once; the sender frames everything queued and writes it without blocking, through the
+connection's `OwnedSocket` (owned.py), under its lock. Bytes a socket cannot take yet wait
+there and are retried every RETRY_SECONDS. So no producer waits on a slow browser, and no
+thread per connection wakes up (and takes the GIL) per message: with one writer thread per
+socket, waking those threads was most of the relay's CPU.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
-import select
-import socket
-import struct
-import termios
 import threading
 import time
 from collections import deque
 from typing import Any
 
 from .outbox import Outbox
+from .owned import OwnedSocket
 
 log = logging.getLogger(__name__)
 
@@ -38,11 +35,11 @@ STALL_SECONDS = 3.0
 # sockets times hundreds of events per second would otherwise be as many system calls
 # (each costing more than the message). Invisible on a page; bounds the write rate.
 # Only while busy (the last pass ended less than BUSY_SECONDS ago): when messages come
-# seldom, waiting only adds latency. At 500 events/s x 200 subscribers the relay's p99
-# was 16.9 ms with no wait, 11.7-11.9 with 1 ms, 11.4 with 2 ms and 16.9 with 5 ms; with
-# the lean per-socket write, 12.2 with no wait, 9.5 with 0.5 ms and 8.0-8.5 with 1 ms.
+# seldom, waiting only adds latency.
 COALESCE_SECONDS = 0.001
 BUSY_SECONDS = 0.005
+# How soon bytes a socket could not take are offered again.
+RETRY_SECONDS = 0.005
 MAX_ITEMS_PER_WRITE = 2000
 
 
@@ -53,11 +50,6 @@ def frame_header(length: int, opcode: int = 0x1) -> bytes:
     if length < 65536:
         return bytes((0x80 | opcode, 126)) + length.to_bytes(2, "big")
     return bytes((0x80 | opcode, 127)) + length.to_bytes(8, "big")
-
-
-def frame_length(payload: int) -> int:
-    """Bytes on the wire of an unfragmented server frame with a payload this long."""
-    return payload + (2 if payload < 126 else 4 if payload < 65536 else 10)
 
 
 def frame(payload: bytes, opcode: int = 0x1) -> bytes:
@@ -91,12 +83,8 @@ class Sender:
         self._ready: deque[Connection] = deque()
         self._conns: set[Connection] = set()
         self._signaled = False
-        self._wake_r, self._wake_w = os.pipe()
-        os.set_blocking(self._wake_r, False)
-        os.set_blocking(self._wake_w, False)
-        self._epoll = select.epoll()
-        self._epoll.register(self._wake_r, select.EPOLLIN)
-        self._waiting: dict[int, Connection] = {}  # fd -> connection waiting for EPOLLOUT
+        self._wakeup = threading.Event()
+        self._blocked: set[Connection] = set()  # bytes wait in their sockets
         self._thread = threading.Thread(target=self._run, daemon=True, name="ws-sender")
         self._thread.start()
 
@@ -107,119 +95,66 @@ class Sender:
     def remove(self, conn: Connection) -> None:
         with self._lock:
             self._conns.discard(conn)
-        self.wake(conn)  # the sender drops its EPOLLOUT registration
+        self.wake(conn)  # the sender forgets it
 
     def wake(self, conn: Connection) -> None:
-        # No lock: a deque append is atomic, and `_signaled` is cleared by the sender
-        # before it drains, so a connection appended after the drain writes the pipe again
-        # (the Outbox's armed flag, one level up). An extra wake-up is harmless.
+        # No lock: a deque append is atomic, and the sender clears the event, then
+        # `_signaled`, before it drains, so a connection appended after the drain sets the
+        # event again (the Outbox's armed flag, one level up). An extra wake-up is harmless.
         self._ready.append(conn)
         if not self._signaled:
             self._signaled = True
-            with contextlib.suppress(BlockingIOError):
-                os.write(self._wake_w, b"\0")
+            self._wakeup.set()
 
     def _run(self) -> None:
         last_ping_check = time.monotonic()
         last_pass_end = 0.0
         queued = self._ready
         while True:
-            events = self._epoll.poll(1.0)
-            if events and time.monotonic() - last_pass_end < BUSY_SECONDS:
+            woken = self._wakeup.wait(RETRY_SECONDS if self._blocked else 1.0)
+            if woken and time.monotonic() - last_pass_end < BUSY_SECONDS:
                 time.sleep(COALESCE_SECONDS)
-            with contextlib.suppress(BlockingIOError):
-                os.read(self._wake_r, 65536)
+            self._wakeup.clear()
             self._signaled = False
             ready = {queued.popleft() for _ in range(len(queued))}
+            ready |= self._blocked
             with self._lock:
                 alive = set(self._conns)
-            for fd, _ in events:
-                if fd != self._wake_r and fd in self._waiting:
-                    ready.add(self._waiting[fd])
             now = time.monotonic()
             if now - last_ping_check >= 1.0:
                 last_ping_check = now
                 for conn in alive:
-                    if not conn.pending and now - conn.last_write > PING_SECONDS:
+                    if now - conn.owned.last_write > PING_SECONDS:
                         conn.ping = True
                         ready.add(conn)
             for conn in ready:
                 try:
-                    if conn in alive:
-                        self._flush(conn, now)
+                    if conn in alive and conn.flush():
+                        self._blocked.add(conn)
                     else:
-                        self._forget(conn)
+                        self._blocked.discard(conn)
                 except Exception:
                     # One broken connection must not stop the thread every socket needs.
                     log.exception("WebSocket sender: dropping a connection")
                     conn.failed = True
-                    with contextlib.suppress(Exception):
-                        self._forget(conn)
+                    self._blocked.discard(conn)
             last_pass_end = time.monotonic()
-
-    def _forget(self, conn: Connection) -> None:
-        if self._waiting.get(conn.fd) is conn:
-            del self._waiting[conn.fd]
-            with contextlib.suppress(OSError, ValueError):
-                self._epoll.unregister(conn.fd)
-
-    def _flush(self, conn: Connection, now: float) -> None:
-        """Write what the connection has, at most one batch: more is woken for again.
-
-        Lean on purpose, one call per socket per pass: trimmed, a pass over 200 sockets
-        went from 1.1 to 0.8 ms (bench/sender_pass.py; 200 bare send() calls: 0.6-0.8)."""
-        with conn.lock:
-            if conn.closing or conn.failed:
-                self._forget(conn)
-                return
-            pending = conn.pending or conn.next_batch()
-            if not pending:
-                self._forget(conn)
-                return
-            try:
-                sent = conn.sock.send(pending, socket.MSG_DONTWAIT)
-            except (BlockingIOError, InterruptedError):
-                sent = 0
-            except OSError:
-                conn.failed = True
-                self._forget(conn)
-                return
-            if sent:
-                conn.last_write = now
-                conn.written += sent
-            if sent < len(pending):
-                conn.pending = memoryview(pending)[sent:]
-                if conn.fd not in self._waiting:
-                    self._waiting[conn.fd] = conn
-                    self._epoll.register(conn.fd, select.EPOLLOUT)
-                return
-            conn.pending = b""
-            if self._waiting:
-                self._forget(conn)
-            if len(conn.outbox):  # more than one batch was queued
-                self.wake(conn)
 
 
 class Connection:
-    """One WebSocket's side of the sender: its outbox, unsent bytes and stall clock."""
+    """One WebSocket's side of the sender: its outbox, its socket and stall clock."""
 
-    def __init__(self, ws: Any, outbox: Outbox) -> None:
-        self.ws = ws
-        self.sock: socket.socket = ws.sock
-        self.fd = self.sock.fileno()
+    def __init__(self, owned: OwnedSocket, outbox: Outbox) -> None:
+        self.owned = owned
         self.outbox = outbox
         self.failed = False
         self.closing = False
         self.ping = False
-        self.pending: memoryview | bytes = b""
-        self.last_write = time.monotonic()
-        self.written = 0  # bytes the kernel took; minus its send queue, what the peer acked
         self._acked = 0
         self._progress_at = time.monotonic()
-        self.lock = threading.Lock()  # held while flushing: closing waits for a whole send
         self._sender = Sender.get()
         outbox.on_ready = lambda: self._sender.wake(self)
-        outbox.connection = self  # lets direct.send_now write to an idle socket itself
+        owned.on_pending = outbox.on_ready
 
     def start(self) -> None:
         self._sender.add(self)
@@ -230,22 +165,31 @@ class Connection:
         self.closing = True
         self._sender.remove(self)
 
-    def idle(self) -> bool:
-        """Nothing queued, nothing half-sent, open: a new message may be written at once.
-        Only meaningful under `lock`, which the sender holds while it writes."""
-        return not self.pending and not len(self.outbox) and not self.closing \
-            and not self.failed and not self.outbox.overflowed
+    def flush(self) -> bool:
+        """Write what is half-sent, then (at most one batch of) what is queued, without
+        blocking. True when bytes are left waiting for the socket.
 
-    def wrote(self, sent: int, now: float) -> None:
-        """Account for bytes written outside the sender (under `lock`)."""
-        self.written += sent
-        self.last_write = now
-
-    def keep_unsent(self, payload: bytes, sent: int) -> None:
-        """The kernel took only `sent` bytes of `payload`'s frame (under `lock`): the rest
-        goes out before anything else, from the sender."""
-        self.pending = memoryview(frame(payload))[sent:]
-        self._sender.wake(self)
+        Lean on purpose, one write per socket per pass (bench/sender_pass.py)."""
+        owned = self.owned
+        with owned.lock:
+            if owned.closed or owned.broken:
+                self.failed = self.failed or owned.broken
+                return False
+            if not owned.flush_locked():
+                return True
+            if self.closing:
+                return False
+            batch = self.next_batch()
+            if batch:
+                owned.write_locked(batch)
+            if owned.broken:
+                self.failed = True
+                return False
+            if owned.pending:
+                return True
+        if len(self.outbox):  # more than one batch was queued
+            self._sender.wake(self)
+        return False
 
     def next_batch(self) -> bytes:
         """Everything queued (up to a bound), framed as text messages, in one buffer."""
@@ -263,32 +207,39 @@ class Connection:
             self.ping = False
         return b"".join(parts)
 
-    def close(self, code: int, reason: str, close: Any) -> None:
-        """Close cleanly if the peer reads; cut the socket if it does not."""
-        with self.lock:
+    def close(self, ws: Any, code: int, reason: str, wait: float = 1.0) -> None:
+        """Close cleanly if the peer reads: the close frame goes out after any half-sent
+        frame, and nothing of ours after it. A peer that does not read is cut off."""
+        owned = self.owned
+        with owned.lock:
             self.closing = True
-            if self.pending:
-                # Half a frame is out: a close frame now would corrupt the stream.
-                with contextlib.suppress(OSError):
-                    self.sock.shutdown(socket.SHUT_RDWR)
-                return
-            with contextlib.suppress(OSError):
-                self.sock.settimeout(2.0)
-            close(self.ws, code, reason)
+            cut = bool(owned.pending) and code == 4429
+        if not cut:
+            with contextlib.suppress(Exception):
+                ws.close(code, reason)
+            deadline = time.monotonic() + wait
+            while time.monotonic() < deadline:
+                with owned.lock:
+                    if owned.flush_locked():
+                        break
+                time.sleep(0.01)
+        owned.close()
 
     def stalled(self) -> bool:
         """The peer acknowledged nothing for STALL_SECONDS while bytes wait for it.
 
         Progress is what the peer acknowledged (bytes written minus the kernel's send
-        queue, SIOCOUTQ), not whether our write blocks: the kernel buffers megabytes, so a
+        queue), not whether our write blocks: the kernel buffers megabytes, so a
         write-blocked clock would start seconds after the peer stopped reading."""
         now = time.monotonic()
-        try:
-            queued = struct.unpack("i", fcntl.ioctl(self.fd, termios.TIOCOUTQ, b"\0" * 4))[0]
-        except OSError:
-            return False
-        acked = self.written - queued
-        if acked > self._acked or (queued == 0 and not self.pending):
+        owned = self.owned
+        with owned.lock:
+            queued = owned.unsent_in_kernel()
+            if queued is None:
+                return False
+            acked = owned.written - queued
+            waiting = bool(owned.pending)
+        if acked > self._acked or (queued == 0 and not waiting):
             self._acked = acked
             self._progress_at = now
             return False

@@ -3,13 +3,21 @@
 Refusals are close codes, sent right after the handshake, because browsers hide the
 HTTP status of a refused upgrade from the page while they do show it a close code:
 4400 bad message, 4401 no valid ticket or token, 4403 origin or access refused,
-4404 unknown agent, 4429 too slow to read (docs/watch-protocol.md).
+4404 unknown agent, 4429 too slow to read or too many open (docs/watch-protocol.md). An
+open socket closes the same way when its user's sign-in or access ends (recheck.py).
+
+The socket belongs to its connection (owned.py): simple_websocket's reader thread and our
+sender write it through the same lock, and once the connection is unsubscribed from every
+watch, the socket is closed before the handler returns, so nothing of this connection is
+written after that, whatever the server then does with the descriptor.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import threading
+from collections.abc import Callable
 from typing import Any
 
 from flask import Flask, current_app, request
@@ -19,8 +27,11 @@ from simple_websocket import ConnectionClosed
 from .. import agents, auth, credentials
 from ..errors import AppError
 from ..models import Agent, User
-from . import access, tickets
+from . import access, limits, tickets
+from .limits import LimitReached
 from .outbox import Outbox
+from .owned import OwnedSocket
+from .recheck import Recheck
 from .sender import Connection
 from .session import ProtocolError, WatchSession
 
@@ -54,9 +65,19 @@ def init_app(app: Flask) -> None:
         # Pings come from our sender (see sender.py): one thread writes to a socket.
         "ping_interval": None,
         "max_message_size": 64 * 1024,
+        "thread_class": _owning_reader,
     })
+    limits.init_app(app)
     sock = Sock(app)
     sock.route("/agents/<name>/watch")(watch_socket)
+
+
+def _owning_reader(target: Callable[[], None]) -> threading.Thread:
+    """simple_websocket's reader thread, made right after the handshake: the moment the
+    socket passes into its connection's hands, before that thread first touches it."""
+    ws = target.__self__  # type: ignore[attr-defined]
+    ws.sock = OwnedSocket(ws.sock)
+    return threading.Thread(target=target, daemon=True)
 
 
 def offered_ticket() -> str | None:
@@ -99,6 +120,7 @@ def authenticate(agent: Agent) -> User:
 
 
 def watch_socket(ws: Any, name: str) -> None:
+    owned: OwnedSocket = ws.sock
     try:
         _serve(ws, name)
     except ConnectionClosed:
@@ -108,6 +130,8 @@ def watch_socket(ws: Any, name: str) -> None:
         # close it properly instead, with the code for a server error.
         log.exception("watch socket of %s failed", name)
         _quiet_close(ws, CLOSE_INTERNAL_ERROR, "internal error")
+    finally:
+        owned.close()  # waits for a write in progress; none after it
 
 
 def _serve(ws: Any, name: str) -> None:
@@ -122,37 +146,48 @@ def _serve(ws: Any, name: str) -> None:
         if not access.can_view(user, agent):
             raise Refused(CLOSE_FORBIDDEN, f"{user.name} may not view the cluster of {name}")
         identity = access.identity(user, agent)
+        try:
+            lease = limits.current().open_socket(user.id)
+        except LimitReached as exc:
+            raise Refused(CLOSE_TOO_SLOW, exc.message) from None
+        recheck = Recheck(credentials.current(), agent.name, identity)
     except Refused as refusal:
-        ws.close(refusal.code, refusal.reason[:120])
+        _quiet_close(ws, refusal.code, refusal.reason[:120])
         return
     finally:
         # The connection may live for hours: give its database session back now.
         current_app.extensions["db_session"].remove()
 
     outbox = Outbox(OUTBOX_LIMIT)
-    conn = Connection(ws, outbox)
-    session = WatchSession(current_app.extensions["watch_hub"], agent.name, identity, outbox)
+    conn = Connection(ws.sock, outbox)
+    session = WatchSession(current_app.extensions["watch_hub"], agent.name, identity, outbox,
+                           owner=limits.current().owner(user.id))
     conn.start()
     try:
         while ws.connected and not conn.failed:
             if outbox.overflowed or conn.stalled():
-                conn.close(CLOSE_TOO_SLOW, "too slow: messages were not read in time",
-                           _quiet_close)
+                conn.close(ws, CLOSE_TOO_SLOW, "too slow: messages were not read in time")
                 return
-            data = ws.receive(timeout=0.5)
+            ended = recheck.ended()
+            if ended is not None:
+                conn.close(ws, ended.code, ended.reason[:120])
+                return
+            data = ws.receive(timeout=min(0.5, recheck.due() or 0.5))
             if data is None:
                 continue
             try:
                 session.handle(data)
             except ProtocolError as exc:
-                conn.close(CLOSE_BAD_MESSAGE, str(exc)[:120], _quiet_close)
+                conn.close(ws, CLOSE_BAD_MESSAGE, str(exc)[:120])
                 return
     except ConnectionClosed:
         pass
     finally:
+        # Unsubscribed from every watch before the socket is given back.
         session.close()
         outbox.close()
         conn.stop()
+        lease.release()
 
 
 def _quiet_close(ws: Any, code: int, reason: str) -> None:

@@ -1,3 +1,0 @@
-# Types of the compiled module built from _fanout.c (see that file).
-
-def send_text(fds: list[int], prefixes: list[bytes], body: bytes, /) -> list[int]: ...

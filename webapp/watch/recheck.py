@@ -1,0 +1,69 @@
+"""Whether an open WebSocket or stream may stay open: its user re-read every
+RECHECK_SECONDS, through the credential that opened it (webapp/credentials.py), and the
+agent's access rules applied to that user again."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from flask import Flask, current_app
+
+from .. import agents, credentials
+from ..credentials import Credential
+from ..errors import AppError
+from . import access
+from .resources import Identity
+
+SIGNED_OUT = 4401
+FORBIDDEN = 4403
+GONE = 4404
+RECONNECT = 1012  # still allowed, but as another cluster identity: the page reconnects
+
+
+@dataclass(frozen=True)
+class Ended:
+    code: int  # a WebSocket close code
+    reason: str
+
+
+class Recheck:
+    def __init__(self, credential: Credential | None, agent: str, identity: Identity) -> None:
+        self._app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]
+        self._credential = credential
+        self._agent = agent
+        self._identity = identity
+        self.interval = float(self._app.config["RECHECK_SECONDS"])
+        self._next = time.monotonic() + self.interval
+
+    def due(self) -> float:
+        """Seconds until the next check (0: now)."""
+        return max(0.0, self._next - time.monotonic())
+
+    def ended(self) -> Ended | None:
+        """None while the connection may stay open; otherwise why it must close. Checks
+        only when due; reads on a database session given back at once."""
+        if self.due() > 0:
+            return None
+        self._next = time.monotonic() + self.interval
+        with self._app.app_context():
+            try:
+                return self._verdict()
+            finally:
+                self._app.extensions["db_session"].remove()
+
+    def _verdict(self) -> Ended | None:
+        if self._credential is None:
+            return Ended(SIGNED_OUT, "no credential to re-check: sign in again")
+        user = credentials.still_valid(self._credential)
+        if user is None:
+            return Ended(SIGNED_OUT, "signed out, session ended or token revoked")
+        try:
+            agent = agents.get(self._agent)
+        except AppError:
+            return Ended(GONE, f"agent {self._agent} no longer exists")
+        if not access.can_view(user, agent):
+            return Ended(FORBIDDEN, f"{user.name} may no longer view this cluster")
+        if access.identity(user, agent) != self._identity:
+            return Ended(RECONNECT, "your cluster access changed: reconnect")
+        return None
