@@ -1,7 +1,8 @@
 """What the webhook tests share: an independent receiver on loopback and set-up steps.
 
-The receiver is a real `http.server` in a thread. It checks each signature itself, with
-hashlib and hmac and the secret it was given, not with any agentwatch code.
+The receiver is a real `http.server` in a thread. It checks each signature itself, as
+docs/webhooks.md tells receivers to (HMAC-SHA256 of "<t>.<delivery id>.<body>" with the
+secret it was given), with hashlib and hmac, not with any agentwatch code.
 """
 
 from __future__ import annotations
@@ -25,6 +26,18 @@ from webapp.recorder import NewEvent, record
 
 SECRET = "receiver-shared-secret-0123456789"
 LOOPBACK = "127.0.0.1/32"
+
+
+def signature_parts(header: str) -> dict[str, str]:
+    return dict(part.split("=", 1) for part in header.split(",") if "=" in part)
+
+
+def verify(secret: str, header: str, delivery: str, body: bytes) -> bool:
+    """The receiver's check: v1 is the HMAC of "<t>.<delivery id>.<body>"."""
+    parts = signature_parts(header)
+    signed = f"{parts.get('t', '')}.{delivery}.".encode() + body
+    expected = hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(parts.get("v1", ""), expected)
 
 
 @dataclass
@@ -66,13 +79,11 @@ class Receiver:
             def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
                 length = int(self.headers.get("Content-Length", "0"))
                 body = self.rfile.read(length)
-                sent = self.headers.get("X-Agentwatch-Signature-256", "")
-                expected = "sha256=" + hmac.new(receiver.secret.encode(), body,
-                                                hashlib.sha256).hexdigest()
+                ok = verify(receiver.secret, self.headers.get("X-Agentwatch-Signature", ""),
+                            self.headers.get("X-Agentwatch-Delivery", ""), body)
                 with receiver.lock:
                     receiver.received.append(Received(
-                        self.path, dict(self.headers.items()), body,
-                        hmac.compare_digest(sent, expected)))
+                        self.path, dict(self.headers.items()), body, ok))
                     reply = receiver.replies.pop(0) if receiver.replies else receiver.reply
                     receiver.arrived.notify_all()
                 if reply.delay:

@@ -63,7 +63,9 @@ def test_signed_delivery_verified_by_an_independent_receiver(app, client, h, rec
     h.user()
     h.login(client)
     [shown] = client.get("/api/v1/agents/prod/events?category=gitops").get_json()["events"]
-    assert got.json == {"event": shown, "agent": {"name": "prod"}}
+    delivery_id = got.headers["X-Agentwatch-Delivery"]
+    assert got.json == {"event": shown, "agent": {"name": "prod"},
+                        "delivery": {"id": delivery_id}}
     [row] = deliveries(app)
     assert (row.status, row.attempts, row.next_attempt_at) == ("succeeded", 1, None)
     [attempt] = attempts(app)
@@ -327,10 +329,12 @@ def test_the_sender_loop_runs_in_a_thread_until_stopped(app, h, receiver):
     assert {r.signature_ok for r in receiver.received} == {True}
 
 
-def test_the_secret_signs_exactly_the_body_sent():
+def test_the_secret_signs_the_time_the_delivery_id_and_exactly_the_body_sent():
     body = b'{"event":{"id":1}}'
-    assert hook_delivery.sign(SECRET, body) == (
-        "sha256=" + __import__("hmac").new(SECRET.encode(), body, "sha256").hexdigest())
+    signed = b"1796212800.d-1." + body
+    assert hook_delivery.sign(SECRET, 1796212800, "d-1", body) == (
+        "t=1796212800,v1="
+        + __import__("hmac").new(SECRET.encode(), signed, "sha256").hexdigest())
 
 
 def test_per_hook_caps_share_the_pool_and_one_run_sends_everything(app, h, receiver):

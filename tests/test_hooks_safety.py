@@ -143,7 +143,7 @@ def test_send_time_refuses_a_name_that_now_resolves_inside(app, h, receiver, mon
     run_webhooks(app)
     [attempt] = attempts(app)
     assert attempt.error == ("Refused: receiver.test resolves to 10.0.0.5 (private): not "
-                             "allowed unless WEBHOOK_ALLOWLIST permits it")
+                             "allowed unless AGENTWATCH_WEBHOOK_ALLOWLIST permits it")
     assert receiver.received == []
 
 

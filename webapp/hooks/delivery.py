@@ -9,6 +9,7 @@ arrive twice (at-least-once), never zero times; receivers dedupe on X-Agentwatch
 
 from __future__ import annotations
 
+import calendar
 import hashlib
 import hmac
 import json
@@ -49,6 +50,8 @@ class Settings:
     per_hook: int
     poll_seconds: float
     secret_key: str
+    # A request body larger than this is not sent (the delivery fails, saying why).
+    max_body_bytes: int = 8 * 1024 * 1024
 
     @classmethod
     def of(cls, app: Flask) -> Settings:
@@ -69,7 +72,9 @@ class Settings:
             concurrency=max(1, int(c["WEBHOOK_CONCURRENCY"])),
             per_hook=max(1, int(c["WEBHOOK_CONCURRENCY_PER_HOOK"])),
             poll_seconds=max(0.05, float(c["WEBHOOK_POLL_SECONDS"])),
-            secret_key=str(c["SECRET_KEY"]))
+            secret_key=str(c["SECRET_KEY"]),
+            # Twice what one API request may carry: any event the API accepted fits.
+            max_body_bytes=max(2 * int(c.get("MAX_CONTENT_LENGTH") or 0), 1024 * 1024))
 
 
 @dataclass(frozen=True)
@@ -106,12 +111,41 @@ def delivery_uid(secret_key: str, delivery_id: int, created_at: datetime) -> str
     return str(uuid.UUID(bytes=mac[:16], version=4))
 
 
-def sign(secret: str, body: bytes) -> str:
-    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+SIGNATURE_HEADER = "X-Agentwatch-Signature"
+DELIVERY_HEADER = "X-Agentwatch-Delivery"
+
+
+def signed_content(timestamp: int, uid: str, body: bytes) -> bytes:
+    """What the signature covers: "<t>.<delivery id>.<body>". The time lets receivers
+    refuse old requests and the delivery id lets them refuse repeats, so a captured
+    request cannot be replayed later, nor its body under another delivery id."""
+    return f"{timestamp}.{uid}.".encode() + body
+
+
+def sign(secret: str, timestamp: int, uid: str, body: bytes) -> str:
+    """The X-Agentwatch-Signature header: "t=<unix seconds>,v1=<hex HMAC-SHA256>", in the
+    manner of Stripe's and GitHub's; "v1" names the scheme so another can come beside it."""
+    mac = hmac.new(secret.encode(), signed_content(timestamp, uid, body), hashlib.sha256)
+    return f"t={timestamp},v1={mac.hexdigest()}"
+
+
+class Unsendable(Exception):
+    """This delivery can never be sent as it is; the message says why."""
 
 
 def encode(payload: Mapping[str, Any]) -> bytes:
-    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+    """Compact UTF-8 JSON. Refuses what a receiver could not parse faithfully (NaN and
+    infinities, text that is not Unicode such as a lone surrogate) instead of sending it."""
+    try:
+        return json.dumps(payload, separators=(",", ":"), ensure_ascii=False,
+                          allow_nan=False).encode()
+    except UnicodeEncodeError as exc:
+        raise Unsendable("The event holds text that is not valid Unicode (a lone "
+                         f"surrogate {exc.object[exc.start:exc.end]!a})") from None
+    except ValueError as exc:
+        raise Unsendable(f"The event cannot be written as JSON: {exc}") from None
+    except TypeError as exc:
+        raise Unsendable(f"The event holds a value JSON cannot carry: {exc}") from None
 
 
 def event_payload(event: Event, agent_name: str) -> dict[str, Any]:
@@ -152,6 +186,7 @@ _DUE = (select(_D.c.id)
 _EVENTS = (select(_E, Agent.name.label("agent_name"))
            .join(Agent, Agent.id == _E.c.agent_id)
            .where(_E.c.id.in_(bindparam("ids", expanding=True))))
+_EVENT = _EVENTS.where(_E.c.id == bindparam("one_id"))
 _CLAIMS = select(_D.c.id, _D.c.claim).where(_D.c.id.in_(bindparam("ids", expanding=True)))
 _COUNTERS = (select(_H.c.id, _H.c.consecutive_failures, _H.c.enabled, _H.c.agent_id, _H.c.url)
              .where(_H.c.id.in_(bindparam("ids", expanding=True))))
@@ -165,10 +200,26 @@ def settle(settings: Settings, results: list[tuple[Claimed, sender.Outcome]], ro
     now = clock.now()
     if not results and (room <= 0 or not _anything_due(now)):
         return []  # idle polls read without taking the write lock
-    with db.write_transaction() as session:
-        if results:
-            _record(session, settings, results, now)
-        return _claim(session, settings, room, busy, now) if room > 0 else []
+    try:
+        with db.write_transaction() as session:
+            if results:
+                _record(session, settings, results, now)
+            return _claim(session, settings, room, busy, now) if room > 0 else []
+    except Exception:
+        if len(results) <= 1:
+            raise  # the database itself is in trouble: the caller retries
+        log.exception("recording %d webhook results together failed; recording them one "
+                      "by one", len(results))
+    # One result that cannot be written must not lose the others'. One that still fails
+    # keeps its claim, which expires: the delivery is then sent again.
+    for result in results:
+        try:
+            with db.write_transaction() as session:
+                _record(session, settings, [result], now)
+        except Exception:
+            log.exception("webhook delivery %s: recording its result failed",
+                          result[0].delivery_id)
+    return []
 
 
 _ANY_DUE = (select(_D.c.id).where(
@@ -254,42 +305,117 @@ _MARK_DUE: dict[bool, Any] = {}
 
 def _prepare(conn: Connection, settings: Settings, hooks: Mapping[int, Any],
              rows: list[Any], now: datetime) -> list[Claimed]:
-    """Build each claimed row's request; rows whose event is gone are skipped."""
+    """Build each claimed row's request; rows whose event is gone are skipped.
+
+    A row whose request cannot be built (an event that cannot be read back or written as
+    JSON, a body over the limit) fails on its own, with the reason in the hook's log; the
+    other rows of the claim go on as if it were not there.
+    """
     event_ids = [r.event_id for r in rows if r.event_id is not None]
-    events: dict[int, Any] = {}
-    for start in range(0, len(event_ids), 500):
-        for row in conn.execute(_EVENTS, {"ids": event_ids[start:start + 500]}):
-            events[row.id] = row
+    events, unreadable = _load_events(conn, event_ids)
     claimed: list[Claimed] = []
     gone: list[int] = []
+    poisoned: list[tuple[Any, str]] = []
     for row in rows:
-        hook = hooks[row.hook_id]
-        agent_id: int | None = None
-        if row.kind == "ping":
-            payload = row.payload or {}
-            type_name = "ping"
-        elif row.event_id in events:
-            event = events[row.event_id]
-            # A row reads like the model (attribute access), which is all to_json needs.
-            payload = event_payload(cast(Event, event), event.agent_name)
-            type_name, agent_id = event.type, event.agent_id
-        else:
+        if row.event_id in unreadable and row.kind != "ping":
+            poisoned.append((row, unreadable[row.event_id]))
+            continue
+        if row.kind != "ping" and row.event_id not in events:
             gone.append(row.id)
             continue
-        body = encode(payload)
-        headers = {
-            "Content-Type": "application/json",
-            "User-Agent": USER_AGENT,
-            "X-Agentwatch-Event": type_name,
-            "X-Agentwatch-Delivery": delivery_uid(settings.secret_key, row.id, row.created_at),
-            "X-Agentwatch-Signature-256": sign(hook.secret, body),
-        }
-        claimed.append(Claimed(row.id, hook.id, row.claim, row.attempts, row.kind, hook.url,
-                               body, headers, agent_id, now))
+        try:
+            claimed.append(_request(settings, hooks[row.hook_id], row,
+                                    events.get(row.event_id), now))
+        except Unsendable as exc:
+            poisoned.append((row, str(exc)))
+        except Exception as exc:  # a bug in building one request must not stop the rest
+            log.exception("webhook delivery %s: building the request failed", row.id)
+            poisoned.append((row, f"Internal error building the request: {exc!r}"))
     if gone:
         conn.execute(update(_D).where(_D.c.id.in_(gone))
                      .values(status="skipped", next_attempt_at=None, claim=None))
+    if poisoned:
+        _fail_unsendable(conn, poisoned, now)
     return claimed
+
+
+def _load_events(conn: Connection, ids: list[int]) -> tuple[dict[int, Any], dict[int, str]]:
+    """The events by id, and why each unreadable one could not be read (text that is not
+    UTF-8, details that are not JSON): such a row must not take its neighbours with it."""
+    events: dict[int, Any] = {}
+    unreadable: dict[int, str] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        try:
+            events.update((row.id, row) for row in conn.execute(_EVENTS, {"ids": chunk}))
+            continue
+        except Exception:  # noqa: BLE001 - find the row at fault, one by one
+            pass
+        for event_id in chunk:
+            try:
+                row = conn.execute(_EVENT, {"ids": [event_id], "one_id": event_id}).first()
+            except Exception as exc:  # noqa: BLE001 - that row is the fault
+                unreadable[event_id] = f"The event cannot be read back: {exc}"
+                continue
+            if row is not None:
+                events[row.id] = row
+    return events, unreadable
+
+
+def _request(settings: Settings, hook: Any, row: Any, event: Any,
+             now: datetime) -> Claimed:
+    agent_id: int | None = None
+    if row.kind == "ping":
+        payload = dict(row.payload or {})
+        type_name = "ping"
+    else:
+        # A row reads like the model (attribute access), which is all to_json needs.
+        payload = event_payload(cast(Event, event), event.agent_name)
+        type_name, agent_id = event.type, event.agent_id
+    uid = delivery_uid(settings.secret_key, row.id, row.created_at)
+    # In the body too: it is signed there, and stays with the event once headers are gone.
+    payload["delivery"] = {"id": uid}
+    body = encode(payload)
+    if len(body) > settings.max_body_bytes:
+        raise Unsendable(f"The request body would be {len(body)} bytes, over the limit of "
+                         f"{settings.max_body_bytes} bytes")
+    timestamp = calendar.timegm(now.timetuple())
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": USER_AGENT,
+        "X-Agentwatch-Event": type_name,
+        DELIVERY_HEADER: uid,
+        SIGNATURE_HEADER: sign(hook.secret, timestamp, uid, body),
+    }
+    return Claimed(row.id, hook.id, row.claim, row.attempts, row.kind, hook.url, body,
+                   headers, agent_id, now)
+
+
+def _fail_unsendable(conn: Connection, poisoned: list[tuple[Any, str]],
+                     now: datetime) -> None:
+    """Finish deliveries that can never be sent: failed, with the reason as their attempt's
+    error. Logged once (they are never claimed again); they do not count towards disabling
+    the hook, which is not at fault."""
+    for row, reason in poisoned:
+        log.warning("webhook delivery %s (event %s) failed without sending: %s",
+                    row.id, row.event_id, storable(reason))
+    conn.execute(update(_D).where(_D.c.id.in_([row.id for row, _ in poisoned]))
+                 .values(status="failed", next_attempt_at=None, claim=None))
+    conn.execute(insert(_A), [{
+        "hook_id": row.hook_id, "delivery_id": row.id, "attempt": row.attempts,
+        "started_at": now, "ok": False, "status_code": None, "duration_ms": 0,
+        "response": None, "error": storable(reason), "outcome": "failed", "retry_at": None}
+        for row, reason in poisoned])
+
+
+def storable(text: str | None, limit: int = 4000) -> str | None:
+    """Text any database takes: valid UTF-8 (a lone surrogate becomes U+FFFD), no NUL
+    (PostgreSQL refuses it), bounded. For what receivers and exceptions say."""
+    if text is None:
+        return None
+    clean = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    clean = clean.replace("\x00", "\ufffd")
+    return clean if len(clean) <= limit else clean[:limit - 1] + "…"
 
 
 def send(settings: Settings, item: Claimed) -> sender.Outcome:
@@ -359,7 +485,8 @@ def _record(session: Session, settings: Settings,
             "hook_id": item.hook_id, "delivery_id": item.delivery_id,
             "attempt": item.attempt, "started_at": item.started_at, "ok": outcome.ok,
             "status_code": outcome.status_code, "duration_ms": outcome.duration_ms,
-            "response": outcome.response, "error": outcome.error, "outcome": result,
+            "response": storable(outcome.response), "error": storable(outcome.error),
+            "outcome": result,
             "retry_at": retry_at})
     if finished:
         conn.execute(_FINISH, finished)

@@ -3,7 +3,8 @@
 Hooks are configured by users but requested by the server, so a URL could reach what only
 the server can: the cloud metadata service, a database on localhost, the pod network.
 Private, loopback, link-local, multicast, reserved and unspecified addresses (IPv4 and
-IPv6, and IPv4 hidden inside IPv6) are refused unless WEBHOOK_ALLOWLIST permits them.
+IPv6, and IPv4 hidden inside IPv6) are refused unless AGENTWATCH_WEBHOOK_ALLOWLIST permits
+them.
 The check runs when a hook is created and again before every request, and the request
 then connects to exactly the address that was checked (see sender.py), so a DNS answer
 that changes between the check and the connection (rebinding) cannot redirect it.
@@ -12,9 +13,12 @@ that changes between the check and the connection (rebinding) cannot redirect it
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 from dataclasses import dataclass
-from urllib.parse import SplitResult, urlsplit
+from urllib.parse import SplitResult, quote, urlsplit
+
+import idna
 
 from ..errors import Invalid
 
@@ -22,6 +26,14 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 MAX_URL_LENGTH = 2048
+# Spaces and control characters (C0, DEL, C1): never part of a URL, and CR/LF would split
+# the request line.
+_UNSAFE = re.compile(r"[\x00-\x20\x7f-\x9f]")
+# What stays as it is in a path or query; everything else (non-ASCII included, as UTF-8)
+# is percent-encoded. "%" stays when it starts an escape, so encoding twice changes nothing.
+_PATH_SAFE = "/:@!$&'()*+,;=-._~%"
+_QUERY_SAFE = _PATH_SAFE + "?"
+_STRAY_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 # NAT64's well-known prefix carries an IPv4 address in its last 32 bits.
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 
@@ -37,7 +49,12 @@ class Target:
     scheme: str
     host: str  # without brackets for IPv6 literals, lower case
     port: int
-    path: str  # path and query, at least "/"
+    path: str  # path and query, at least "/", ASCII (percent-encoded)
+
+    @property
+    def url(self) -> str:
+        """The URL as it is stored and requested: ASCII host, encoded path, no fragment."""
+        return f"{self.scheme}://{self.host_header}{self.path}"
 
     @property
     def host_header(self) -> str:
@@ -75,34 +92,61 @@ class Allowlist:
         return any(address.version == n.version and address in n for n in self.networks)
 
 
+def _invalid(message: str) -> Invalid:
+    return Invalid(message, code="invalid_url", field="url")
+
+
 def parse_url(url: str) -> Target:
-    """Syntax only: http or https, a host, no credentials. Raises Invalid."""
+    """Syntax only: http or https, a host, no credentials; the host in ASCII (IDNA) and
+    the path and query percent-encoded, so that what is accepted can always be requested.
+    Raises Invalid."""
     url = (url or "").strip()
     if not url:
-        raise Invalid("The URL is required", code="invalid_url")
+        raise _invalid("The URL is required")
     if len(url) > MAX_URL_LENGTH:
-        raise Invalid(f"The URL is longer than {MAX_URL_LENGTH} characters", code="invalid_url")
+        raise _invalid(f"The URL is longer than {MAX_URL_LENGTH} characters")
+    if _UNSAFE.search(url):
+        raise _invalid("The URL must not contain spaces, line breaks or other control "
+                       "characters")
     try:
         parts: SplitResult = urlsplit(url)
         port = parts.port
     except ValueError as exc:
-        raise Invalid(f"The URL is malformed: {exc}", code="invalid_url") from None
+        raise _invalid(f"The URL is malformed: {exc}") from None
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):
-        raise Invalid("The URL must start with http:// or https://", code="invalid_url")
+        raise _invalid("The URL must start with http:// or https://")
     if parts.username is not None or parts.password is not None:
         # They would travel in clear in the hook list; the secret authenticates instead.
-        raise Invalid("The URL must not contain a user name or password",
-                      code="invalid_url")
-    host = (parts.hostname or "").lower()
-    if not host:
-        raise Invalid("The URL has no host", code="invalid_url")
-    if any(c.isspace() for c in url):
-        raise Invalid("The URL must not contain spaces", code="invalid_url")
-    path = parts.path or "/"
+        raise _invalid("The URL must not contain a user name or password")
+    host = _ascii_host(parts.hostname or "")
+    path = _encoded(parts.path or "/", _PATH_SAFE)
     if parts.query:
-        path += "?" + parts.query
+        path += "?" + _encoded(parts.query, _QUERY_SAFE)
     return Target(scheme, host, port or (443 if scheme == "https" else 80), path)
+
+
+def _ascii_host(host: str) -> str:
+    """Lower case; an internationalised name in its IDNA (punycode) form, as DNS, TLS and
+    the Host header need it."""
+    host = host.lower()
+    if not host:
+        raise _invalid("The URL has no host")
+    if host.isascii():
+        return host
+    try:
+        return idna.encode(host, uts46=True).decode("ascii")
+    except (idna.IDNAError, UnicodeError) as exc:
+        raise _invalid(f"The URL's host {host!r} is not a valid domain name: {exc}") from None
+
+
+def _encoded(text: str, safe: str) -> str:
+    return quote(_STRAY_PERCENT.sub("%25", text), safe=safe)
+
+
+def normalize(url: str) -> str:
+    """The URL as it will be requested (see parse_url). Raises Invalid."""
+    return parse_url(url).url
 
 
 def refusal(address: IPAddress) -> str | None:
@@ -174,7 +218,7 @@ def resolve(target: Target, allowlist: Allowlist) -> list[IPAddress]:
     if not allowed:
         where = (f"{reasons[0]} is" if literal is not None
                  else f"{target.host} resolves to {', '.join(reasons)}:")
-        raise Refused(f"{where} not allowed unless WEBHOOK_ALLOWLIST permits it")
+        raise Refused(f"{where} not allowed unless AGENTWATCH_WEBHOOK_ALLOWLIST permits it")
     return allowed
 
 
@@ -184,7 +228,7 @@ def check(url: str, allowlist: Allowlist) -> Target:
     try:
         resolve(target, allowlist)
     except Refused as exc:
-        raise Invalid(f"This URL is refused: {exc}", code="url_refused") from None
+        raise Invalid(f"This URL is refused: {exc}", code="url_refused", field="url") from None
     return target
 
 

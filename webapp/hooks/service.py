@@ -30,9 +30,9 @@ class Filters:
     @classmethod
     def parse(cls, categories: Iterable[str], levels: Iterable[str],
               types: Iterable[str]) -> Filters:
-        return cls(_checked(categories, events.CATEGORIES, "category"),
-                   _checked(levels, events.LEVELS, "level"),
-                   _checked(types, tuple(events.CATALOG), "event type"))
+        return cls(_checked(categories, events.CATEGORIES, "category", "category"),
+                   _checked(levels, events.LEVELS, "level", "level"),
+                   _checked(types, tuple(events.CATALOG), "event type", "type"))
 
     def describe(self) -> str:
         parts = [", ".join(values) for values in (self.categories, self.levels, self.types)
@@ -40,10 +40,11 @@ class Filters:
         return " and ".join(parts) if parts else "every event"
 
 
-def _checked(values: Iterable[str], allowed: tuple[str, ...], what: str) -> list[str]:
+def _checked(values: Iterable[str], allowed: tuple[str, ...], what: str,
+             field: str) -> list[str]:
     found = {v.strip() for v in values if v and v.strip()}
     for value in sorted(found - set(allowed)):
-        raise Invalid(f"Unknown {what} {value!r}", code="invalid_filter")
+        raise Invalid(f"Unknown {what} {value!r}", code="invalid_filter", field=field)
     return [value for value in allowed if value in found]  # in the catalog's order
 
 
@@ -57,14 +58,17 @@ def allowlist() -> safety.Allowlist:
 
 def create(agent: Agent | None, url: str, secret: str | None, filters: Filters,
            by_user: str | None) -> tuple[Hook, str]:
-    """A new enabled hook; returns it with its secret (the only time it is shown)."""
-    url = url.strip()
-    safety.check(url, allowlist())
+    """A new enabled hook; returns it with its secret (the only time it is shown).
+
+    The URL is stored as it will be requested (ASCII host, percent-encoded path and
+    query); one that cannot be put in that form is refused here rather than failing at
+    every delivery."""
+    url = safety.check(url, allowlist()).url
     secret = (secret or "").strip() or secrets.token_urlsafe(32)
     if not MIN_SECRET <= len(secret) <= MAX_SECRET or not secret.isprintable():
         raise Invalid(f"The secret must be {MIN_SECRET} to {MAX_SECRET} printable "
                       "characters; leave it empty to have one generated",
-                      code="invalid_secret")
+                      code="invalid_secret", field="secret")
     hook = Hook(agent_id=agent.id if agent else None, url=url, secret=secret,
                 categories=filters.categories or None, levels=filters.levels or None,
                 types=filters.types or None, enabled=True, consecutive_failures=0,
