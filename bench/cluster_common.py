@@ -664,9 +664,8 @@ def fanout_clients_main(conn: Any, port: int, token: str, n: int, namespace: str
     try:
         if batch_policy:
             os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
-        if mode in ("raw", "c"):
-            _raw_clients(conn, port, token, n, namespace, first_seq, socket_time,
-                         compiled=mode == "c")
+        if mode == "raw":
+            _raw_clients(conn, port, token, n, namespace, first_seq, socket_time)
         else:
             _simple_clients(conn, port, token, n, namespace, first_seq)
     except Exception:  # noqa: BLE001 - reported to the parent
@@ -696,10 +695,7 @@ def _socket_time(ancillary: list[tuple[int, int, bytes]]) -> int:
 
 
 def _raw_clients(conn: Any, port: int, token: str, n: int, namespace: str,
-                 first_seq: int, socket_time: bool = False, compiled: bool = False) -> None:
-    """`compiled`: once every subscriber is synced, the reading during the run is done by
-    bench/fanout_reader.c (same frames, same stamps, same checks) instead of this loop."""
-    read_loop = c_reader() if compiled else None
+                 first_seq: int, socket_time: bool = False) -> None:
     subs = []
     ancillary_size = socket.CMSG_SPACE(_TIMESPEC.size)
     for _ in range(n):
@@ -780,11 +776,6 @@ def _raw_clients(conn: Any, port: int, token: str, n: int, namespace: str,
             return
         if conn.poll():
             msg = conn.recv()
-            if msg[0] == "go" and read_loop is not None:
-                conn.send(("done", _compiled_run(read_loop, conn, subs, socket_time, msg[1])))
-                for sub in subs:
-                    sub.conn.close()
-                return
             if msg[0] == "go":
                 state["running"] = True
                 cpu0 = _cpu_self()
@@ -799,82 +790,6 @@ def _raw_clients(conn: Any, port: int, token: str, n: int, namespace: str,
                 for sub in subs:
                     sub.conn.close()
                 return
-
-
-def c_reader() -> Callable[..., int]:
-    """bench/fanout_reader.c's `read_loop`, built once per source version with `cc`."""
-    import ctypes
-    import hashlib
-    import subprocess
-    import tempfile
-    source = Path(__file__).with_name("fanout_reader.c")
-    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
-    lib = Path(tempfile.gettempdir()) / f"agentwatch-bench-reader-{digest}.so"
-    if not lib.exists():
-        partial = lib.with_suffix(f".{os.getpid()}.tmp")
-        try:
-            subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(partial), str(source)],
-                           check=True, capture_output=True, text=True)
-        except FileNotFoundError:
-            raise SystemExit("--client c needs a C compiler (cc): apt-get install gcc") from None
-        except subprocess.CalledProcessError as exc:
-            raise SystemExit(f"building {source.name} failed:\n{exc.stderr}") from None
-        partial.replace(lib)
-    fn = ctypes.CDLL(str(lib)).read_loop  # CDLL: the call runs without the GIL
-    fn.restype = ctypes.c_long
-    return fn  # type: ignore[no-any-return]
-
-
-def _compiled_run(read_loop: Callable[..., int], conn: Any, subs: list[_Sub],
-                  socket_time: bool, max_events: int) -> dict[str, Any]:
-    """Read until the parent says stop; the result as `_raw_clients` reports it."""
-    import ctypes
-    n = len(subs)
-    for sub in subs:  # whatever came before the run was read by the Python loop
-        if sub.conn.buf:
-            raise RuntimeError("unparsed bytes before the run")
-    max_events += 1000
-    fds = (ctypes.c_int * n)(*[sub.conn.fileno() for sub in subs])
-    first = (ctypes.c_int64 * n)(*[sub.expected for sub in subs])
-    stop = ctypes.c_int(0)
-    lat = (ctypes.c_int64 * (n * max_events))()
-    lat_sock = (ctypes.c_int64 * (n * max_events if socket_time else 1))()
-    stats = (ctypes.c_int64 * (n * 6))()
-    busy_ns = ctypes.c_int64(0)
-
-    def wait_stop() -> None:
-        while conn.recv()[0] != "stop":
-            pass
-        stop.value = 1
-
-    waiter = threading.Thread(target=wait_stop, daemon=True)
-    waiter.start()
-    cpu0 = _cpu_self()
-    t_go = time.monotonic()
-    reads = read_loop(n, fds, first, ctypes.byref(stop), max_events, int(socket_time), lat,
-                      lat_sock, stats, ctypes.byref(busy_ns))
-    wall = time.monotonic() - t_go
-    cpu = _cpu_self() - cpu0
-    if reads < 0:
-        raise OSError(-reads, os.strerror(-reads))
-    lat_view = memoryview(lat).cast("B").cast("q")
-    sock_view = memoryview(lat_sock).cast("B").cast("q")
-    for i, sub in enumerate(subs):
-        # Events the Python loop read before it saw "go" are kept, the run's are added.
-        count, sub.expected, missing, dups, others, close_code = stats[i * 6:i * 6 + 6]
-        sub.count += count
-        sub.missing += missing
-        sub.dups += dups
-        kept = min(count, max_events)
-        sub.lat.extend(array("l", lat_view[i * max_events:i * max_events + kept]))
-        if socket_time:
-            sub.lat_socket.extend(array("l", sock_view[i * max_events:i * max_events + kept]))
-        sub.close_code = close_code or None
-        if others:
-            sub.others.append(f"{others} other text messages".encode())
-    return {"subs": [s.result() for s in subs], "cpu_cores": cpu / wall,
-            "busy_fraction": busy_ns.value / 1e9 / wall, "reads": reads, "full_reads": 0,
-            "wall": wall}
 
 
 def _simple_clients(conn: Any, port: int, token: str, n: int, namespace: str,

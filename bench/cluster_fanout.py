@@ -5,7 +5,6 @@ for any subscriber; exactly one upstream watch.
 
     .venv/bin/python bench/cluster_fanout.py              # full size: 200 subs, 500/s, 20 s
     .venv/bin/python bench/cluster_fanout.py --small      # 20 subs, 100/s, 5 s
-    .venv/bin/python bench/cluster_fanout.py --client raw      # Python readers
     .venv/bin/python bench/cluster_fanout.py --client simple   # simple_websocket.Client readers
     options: --subscribers N --rate R --seconds S --procs P --pods K --json PATH
              --socket-time (also time reads at the kernel's receive timestamp)
@@ -14,10 +13,9 @@ for any subscriber; exactly one upstream watch.
 Layout (2 cores shared by everything): the simulator (SimCluster + emitter thread) runs in
 its own process; `agentwatch serve --threads 300` (gunicorn gthread, 1 worker); the direct
 watcher in its own process; subscribers spread over P processes (default 2). Subscribers
-connect, authenticate and watch in Python (raw sockets); during the run they read with epoll
-in compiled code (bench/fanout_reader.c, built with `cc`): real browsers are on other
-machines, and the Python loop (`--client raw`) used 0.85 of the 2 cores, more than the
-server it measures. `--client simple` uses simple_websocket.Client threads. Every
+connect, authenticate, watch and read in Python (raw sockets, epoll); they share the 2
+cores with the server (real browsers are on other machines: `--batch-subscribers` keeps
+them from preempting it). `--client simple` uses simple_websocket.Client threads. Every
 event carries "<seq>:<time_ns>" in the annotation bench.agentwatch/stamp, written inside the
 simulator's store lock; receivers take the time when the bytes come off the socket.
 Client-side health is reported too (client CPU, fraction of time busy), so a slow reader
@@ -64,9 +62,9 @@ def options(argv: list[str] | None = None, description: str = __doc__) -> argpar
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--procs", type=int, default=2, help="subscriber processes")
     ap.add_argument("--pods", type=int, default=10, help="pods the events rotate over")
-    ap.add_argument("--client", choices=("c", "raw", "simple"), default="c",
-                    help="subscribers: compiled readers, bench/fanout_reader.c (c); lean "
-                         "Python readers (raw); simple_websocket.Client threads (simple)")
+    ap.add_argument("--client", choices=("raw", "simple"), default="raw",
+                    help="subscribers: lean Python readers (raw); simple_websocket.Client "
+                         "threads (simple)")
     ap.add_argument("--socket-time", action="store_true",
                     help="readers (c, raw) also report latency to the kernel's receive "
                          "timestamp (the bytes reached the socket), beside the read time")
