@@ -200,7 +200,8 @@ def _object_params() -> tuple[WatchParams, str]:
         raise Invalid(f"{params.resource} have no panel", code="invalid_params",
                       field="resource")
     if params.namespace is None and RESOURCES[(params.group, params.version, params.resource)]:
-        raise Invalid("namespace is required", code="invalid_params", field="namespace")
+        raise Invalid(f"namespace: {params.resource} live in a namespace; it is required",
+                      code="invalid_params", field="namespace")
     return params, names.object_name(params.resource, args.get("name", ""))
 
 

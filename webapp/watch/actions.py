@@ -47,7 +47,8 @@ def target_name(action: str, params: WatchParams, name: Any) -> str:
         raise Invalid(f"{action} applies to Flux Kustomizations and HelmReleases",
                       code="invalid_action", field="resource")
     if not params.namespace:
-        raise Invalid("namespace is required", code="invalid_action", field="namespace")
+        raise Invalid("namespace: the object's namespace is required", code="invalid_action",
+                      field="namespace")
     return names.object_name(params.resource, name)
 
 

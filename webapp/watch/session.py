@@ -40,9 +40,10 @@ def parse_message(raw: str | bytes) -> tuple[str, str, Any]:
     if unknown:
         raise ProtocolError(f"unknown field {unknown[0][:40]!r} in a {kind} message")
     watch_id = msg.get("watchId")
-    if not isinstance(watch_id, str) or not watch_id or len(watch_id) > MAX_WATCH_ID:
+    if not isinstance(watch_id, str) or not watch_id or len(watch_id) > MAX_WATCH_ID \
+            or not watch_id.isprintable():
         raise ProtocolError(f"watchId must be a non-empty string of at most {MAX_WATCH_ID} "
-                            "characters")
+                            "printable characters")
     return kind, watch_id, msg.get("watchParams")
 
 
