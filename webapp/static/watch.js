@@ -279,7 +279,12 @@
       const failing = this.errorRow && !this.errorRow.hidden;
       // An empty stale table knows nothing: "No pods" would be a claim about now.
       if (this.emptyRow) this.emptyRow.hidden = rows.length > 0 || failing || this.stale;
-      if (this.staleRow) this.staleRow.hidden = rows.length > 0 || failing || !this.stale;
+      if (this.staleRow) {
+        this.staleRow.hidden = rows.length > 0 || failing || !this.stale;
+        const text = this.staleSince ? "Nothing here when last updated." : "Nothing known: the cluster view is not live.";
+        const cell = this.staleRow.firstElementChild;
+        if (cell && cell.textContent !== text) cell.textContent = text;
+      }
       if (this.filteredRow) this.filteredRow.hidden = rows.length === 0 || shown > 0;
       if (this.count) this.count.textContent = this.query ? shown + " of " + rows.length : String(rows.length);
     }
