@@ -7,6 +7,11 @@ A user's batch is sent once its oldest event is EMAIL_BATCH_SECONDS old, so a bu
 errors within that window becomes one mail. The watermark moves before sending (a second
 runner then finds nothing to send) and moves back when sending fails (the next run retries).
 
+One user's batch never holds up the others': a mail that cannot be composed, or that the
+server refuses for good, fails alone (logged once with the reason, the watermark past it, so
+it is not retried every tick); only a server that is down or refuses every mail makes
+everyone wait for the next run.
+
 Like the live activity poll, this relies on event ids growing in recording order.
 """
 
@@ -36,6 +41,8 @@ class Batch:
     old: int  # the watermark now
     new: int  # the watermark once this is sent
     message: EmailMessage | None  # None: nothing to send, only the watermark moves
+    # Why this user's mail cannot be sent (it is then skipped, not retried).
+    failure: str | None = None
 
 
 def run(app: Flask) -> int:
@@ -61,21 +68,30 @@ def collect(app: Flask, settings: mailer.SmtpSettings) -> list[Batch]:
     batches: list[Batch] = []
     for recipient in recipients:
         assert recipient.email is not None
-        pending = service.pending_mail(recipient, active, up_to, limit)
-        if pending.items and now - pending.items[0].event.recorded_at < window:
-            continue  # the burst may go on: wait for the window to close
-        message = (compose(app, settings, recipient.email, names.get(recipient.user_id, ""),
-                           pending) if pending.items else None)
+        try:
+            pending = service.pending_mail(recipient, active, up_to, limit)
+            if pending.items and now - pending.items[0].event.recorded_at < window:
+                continue  # the burst may go on: wait for the window to close
+            message = (compose(app, settings, recipient.email,
+                               names.get(recipient.user_id, ""), pending)
+                       if pending.items else None)
+        except Exception as exc:  # this user's mail only: the others' go on
+            log.exception("email to user %s cannot be composed", recipient.user_id)
+            batches.append(Batch(recipient.user_id, recipient.email, recipient.mailed_up_to,
+                                 up_to, None, f"cannot be composed: {exc!r}"))
+            continue
         batches.append(Batch(recipient.user_id, recipient.email, recipient.mailed_up_to,
                              up_to, message))
     return batches
 
 
 def subject(pending: service.Pending) -> str:
+    """One line (mailer.message cleans and cuts it again: an event's text may hold line
+    breaks, which in a header would start another one)."""
     if pending.total == 1:
         only = pending.items[0]
-        line = f"[agentwatch] {only.agent_name}: {events.describe(only.event)}"
-        return line if len(line) <= 150 else line[:149] + "…"
+        return mailer.header_line(
+            f"[agentwatch] {only.agent_name}: {events.describe(only.event)}")
     levels = Counter(n.event.level for n in pending.items)
     parts = [f"{levels[level]} {level}{'s' if levels[level] != 1 else ''}"
              for level in ("error", "warning", "success", "info") if levels[level]]
@@ -105,6 +121,9 @@ def send(settings: mailer.SmtpSettings, batches: list[Batch]) -> int:
         for batch in batches:
             if not service.claim_mail(batch.user_id, batch.old, batch.new):
                 continue  # another runner got there first
+            if batch.failure is not None:
+                failed(batch, batch.failure)
+                continue
             if batch.message is None:
                 continue
             try:
@@ -115,8 +134,14 @@ def send(settings: mailer.SmtpSettings, batches: list[Batch]) -> int:
             except smtplib.SMTPRecipientsRefused as exc:
                 if all(code >= 500 for code, _ in exc.recipients.values()):
                     # Refused for good: retrying every run would not help.
-                    log.warning("email to user %s refused, dropped: %s", batch.user_id,
-                                exc.recipients)
+                    failed(batch, f"refused by the server: {exc.recipients}")
+                else:
+                    service.release_mail(batch.user_id, batch.old, batch.new)
+            except (smtplib.SMTPDataError, smtplib.SMTPNotSupportedError) as exc:
+                # This message, not the server: the next user's mail may well go.
+                if getattr(exc, "smtp_code", 0) >= 500 or \
+                        isinstance(exc, smtplib.SMTPNotSupportedError):
+                    failed(batch, f"refused by the server: {exc}")
                 else:
                     service.release_mail(batch.user_id, batch.old, batch.new)
             except (smtplib.SMTPException, OSError):
@@ -124,7 +149,16 @@ def send(settings: mailer.SmtpSettings, batches: list[Batch]) -> int:
                 log.exception("sending email through %s:%s failed; the next run retries",
                               settings.host, settings.port)
                 break  # the server is in trouble: the others wait for the next run too
+            except Exception as exc:  # this message cannot be sent; the others can
+                failed(batch, f"cannot be sent: {exc!r}")
     finally:
         if client is not None:
             mailer.close(client)
     return sent
+
+
+def failed(batch: Batch, reason: str) -> None:
+    """A mail that will never go: logged once, with the reason; its watermark stays moved
+    (it was claimed), so it is not retried every run."""
+    log.warning("email to user %s (events up to %s) not sent: %s", batch.user_id, batch.new,
+                mailer.header_line(reason, 1000))

@@ -8,6 +8,7 @@ its own. Nothing is written when an event is recorded.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -216,8 +217,32 @@ class Notification:
 
 
 def _rows(stmt: Select[Any]) -> list[Notification]:
-    return [Notification(event, name, bool(read))
+    return [Notification(readable(event), name, bool(read))
             for event, name, read in db.session().execute(stmt)]
+
+
+_EVENT_COLUMNS = tuple(column.key for column in Event.__table__.columns)
+
+
+def readable(event: Event) -> Event:
+    """The event as pages, the nav's poll and mails can always show it: a detached copy
+    whose text is valid Unicode without NUL. A row stored before ingest refused such text
+    (or written by another path) must not break the badge or the mail of every user who
+    would see it. The copy belongs to no session, so nothing of it is ever written."""
+    return Event(**{key: _clean(getattr(event, key)) for key in _EVENT_COLUMNS})
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace") \
+            .replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {_clean(str(k)): _clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(item) for item in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # NaN and infinities are not JSON: shown as nothing
+    return value
 
 
 def _with_read_state(user_id: int, active: Rules, unread_only: bool) -> Select[Any]:
