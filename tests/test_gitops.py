@@ -1,5 +1,5 @@
 """GitOps events derived from Flux objects: each transition exactly once, across restarts
-and relists, through the shared watches and the real kubernetes client."""
+and relists, through the real kubernetes client."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from webapp import agents
 from webapp.gitops import derive
 from webapp.gitops.observer import GitOpsObserver
+from webapp.gitops.reflector import Timing
 from webapp.simcluster import SimCluster, inventory_entry
-from webapp.watch.hub import Hub, Timing
 from webapp.watch.kube import ClusterClient, Connection
 
 KS = ("kustomize.toolkit.fluxcd.io", "v1", "kustomizations", "flux-system", None)
@@ -45,23 +45,21 @@ def observed(app, cluster, tmp_path):
     def start():
         client = ClusterClient.connect(Connection(str(tmp_path / "kubeconfig"), "sim"))
         clients.append(client)
-        hub = Hub(lambda _name: client, Timing(grace_seconds=0.1, backoff_initial=0.05))
-        observer = GitOpsObserver(app, hub)
+        observer = GitOpsObserver(app, lambda _name: client, Timing(backoff_initial=0.05))
         with app.app_context():
             observer.sync({"prod": [KS, HR]})
-        return observer, hub
+        return observer
 
     running = []
 
     def make():
-        observer, hub = start()
-        running.append((observer, hub))
+        observer = start()
+        running.append(observer)
         return observer
 
     yield make
-    for observer, hub in running:
+    for observer in running:
         observer.stop()
-        hub.shutdown()
     for client in clients:
         client.close()
 
@@ -140,7 +138,7 @@ def test_restart_and_relist_record_nothing_twice(observed, cluster, h):
     first.wait_idle(5)
     before = gitops_events(h)
     first.stop()
-    # The app comes back (a new process: new hub, new observer) and relists.
+    # The app comes back (a new process: a new observer) and relists.
     second = observed()
     second.wait_idle(10)
     cluster.expire_history()  # and its watch falls out of history: relist again

@@ -64,6 +64,45 @@ def applied_revision(status: JSON) -> str | None:
     return None
 
 
+def problem(obj: Any) -> str | None:
+    """Why an object cannot be read as a Flux object (None: it can). A missing status is
+    fine (not reconciled yet: it implies nothing); a status of the wrong shape is not."""
+    if not isinstance(obj, dict):
+        return "not a JSON object"
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return "metadata is not an object"
+    if not isinstance(meta.get("name"), str) or not meta.get("name"):
+        return "metadata.name is missing or not a string"
+    if not isinstance(meta.get("namespace", ""), str):
+        return "metadata.namespace is not a string"
+    if not isinstance(obj.get("kind", ""), str):
+        return "kind is not a string"
+    for field in ("spec", "status"):
+        if obj.get(field) is not None and not isinstance(obj[field], dict):
+            return f"{field} is not an object"
+    spec = obj.get("spec") or {}
+    chart = spec.get("chart")
+    if chart is not None and not (isinstance(chart, dict)
+                                  and isinstance(chart.get("spec") or {}, dict)):
+        return "spec.chart is not an object"
+    for ref in (spec.get("sourceRef"), ((chart or {}).get("spec") or {}).get("sourceRef")):
+        if ref is not None and not isinstance(ref, dict):
+            return "sourceRef is not an object"
+    status = obj.get("status") or {}
+    for field in ("lastAttemptedRevision", "lastAppliedRevision"):
+        if status.get(field) is not None and not isinstance(status[field], str):
+            return f"status.{field} is not a string"
+    for field in ("conditions", "history"):
+        if status.get(field) is not None and not isinstance(status[field], list):
+            return f"status.{field} is not a list"
+    inventory = status.get("inventory")
+    if inventory is not None and not (isinstance(inventory, dict) and isinstance(
+            inventory.get("entries") or [], list)):
+        return "status.inventory is not an object with a list of entries"
+    return None
+
+
 def events_for(obj: JSON) -> list[NewEvent]:
     meta = obj.get("metadata") or {}
     status = obj.get("status") or {}

@@ -1,20 +1,31 @@
 """The `gitops` job: keep this process's observer in step with the agents' configurations.
 
 It runs in the lease holder only, so one process records GitOps events; a process that
-loses the lease stops observing (see jobs.run_if_leader).
+loses the lease stops observing (see jobs.run_if_leader), and starts again, relisting
+everything, when it holds the lease again. Each run also restarts whatever stopped.
 """
 
 from __future__ import annotations
 
 from flask import Flask
 
+from .. import agents
 from ..agentconfig import service
+from ..watch.kube import ClusterClient
 from .observer import GitOpsObserver, agents_with_clusters
+from .reflector import Timing
 
 
 def observer(app: Flask) -> GitOpsObserver:
     if "gitops_observer" not in app.extensions:
-        app.extensions["gitops_observer"] = GitOpsObserver(app, app.extensions["watch_hub"])
+        clusters = app.extensions["clusters"]
+
+        def client_for(agent_name: str) -> ClusterClient:
+            # Looked up at every (re)connection: a changed kubeconfig is picked up.
+            return clusters.client(agents.get(agent_name))
+
+        timing = Timing(**app.config.get("GITOPS_TIMING", {}))
+        app.extensions["gitops_observer"] = GitOpsObserver(app, client_for, timing)
     found: GitOpsObserver = app.extensions["gitops_observer"]
     return found
 

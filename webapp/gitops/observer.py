@@ -1,18 +1,19 @@
 """Watches the Flux objects each agent's configuration names and records what they imply.
 
-It subscribes to the hub like a page does, so the Cluster tab and GitOps events share
-upstream watches. Hub threads must never wait on the database, so messages go to a queue
-that one worker drains into the recorder.
+Each target has its own list-then-watch loop (``reflector``), apart from the Cluster tab's
+relay: GitOps events must keep coming whatever happens to pages and their watches, and a
+loop of its own can be made to never stop for good (backoff, relist after any failure).
+Watch threads never wait on the database: objects go to a queue that one worker drains
+into the recorder. One bad object is skipped with a logged reason; the others go on.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import queue
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,15 +23,17 @@ from sqlalchemy import or_, select
 from .. import db
 from ..models import Agent
 from ..recorder import NewEvent, record
-from ..watch.hub import Hub, Subscription
-from ..watch.resources import AGENT, WatchParams
-from .derive import events_for
+from ..watch.kube import ClusterClient
+from ..watch.resources import WatchParams
+from .derive import events_for, problem
+from .reflector import Reflector, Timing
 
 log = logging.getLogger(__name__)
 QUEUE_LIMIT = 20_000
 BATCH = 500
 
 Target = tuple[str, str, str, str, "str | None"]  # group, version, resource, namespace, name
+JSON = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -39,37 +42,61 @@ class _Watch:
     params: WatchParams
 
 
-class _Inbox:
-    """The hub-facing end: never blocks; when full, the subscription is dropped and the
-    next sync subscribes again, whose snapshot re-derives everything missed."""
+class _Reachability:
+    """Whether each agent's cluster answers, logged once per change, with the reason."""
 
-    def __init__(self, observer: GitOpsObserver, watch: _Watch) -> None:
-        self.observer = observer
-        self.watch = watch
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._down_since: dict[str, float] = {}
+        self._reason: dict[str, str] = {}
 
-    def send(self, message: bytes, position: str | None = None) -> bool:
-        try:
-            self.observer.inbox.put_nowait((self.watch, message))
-            return True
-        except queue.Full:
-            return False
+    def report(self, agent: str, reason: str | None, retry_in: float) -> None:
+        with self._lock:
+            if reason is None:
+                since = self._down_since.pop(agent, None)
+                self._reason.pop(agent, None)
+                if since is not None:
+                    log.warning("gitops: the cluster of agent %s is reachable again "
+                                "(unreachable for %.0f s)", agent, time.monotonic() - since)
+                return
+            if agent not in self._down_since:
+                self._down_since[agent] = time.monotonic()
+                log.warning("gitops: cannot reach the cluster of agent %s: %s; retrying in "
+                            "%.0f s, and on until it answers", agent, reason, retry_in)
+            elif self._reason.get(agent) != reason:
+                log.warning("gitops: the cluster of agent %s is still unreachable: %s",
+                            agent, reason)
+            else:
+                log.debug("gitops: cluster of agent %s still unreachable: %s", agent, reason)
+            self._reason[agent] = reason
+
+    def unreachable(self) -> dict[str, str]:
+        with self._lock:
+            return dict(self._reason)
 
 
 class GitOpsObserver:
-    def __init__(self, app: Flask, hub: Hub) -> None:
+    def __init__(self, app: Flask, client_for: Callable[[str], ClusterClient],
+                 timing: Timing | None = None) -> None:
         self.app = app
-        self.hub = hub
-        self.inbox: queue.Queue[tuple[_Watch, bytes] | None] = queue.Queue(QUEUE_LIMIT)
+        self._client_for = client_for
+        self.timing = timing or Timing()
+        self.inbox: queue.Queue[tuple[_Watch, JSON] | None] = queue.Queue(QUEUE_LIMIT)
         self._names: dict[_Watch, set[str] | None] = {}
-        self._subscriptions: dict[_Watch, Subscription] = {}
+        self._reflectors: dict[_Watch, Reflector] = {}
         self._lock = threading.Lock()
         self._worker: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self.reachability = _Reachability()
         self.recorded = 0
+        self.skipped = 0  # objects that could not be read or recorded (logged each)
+        self._skipped_seen: set[tuple[str, str, str]] = set()
 
     # --- what to watch ------------------------------------------------------------------
 
     def sync(self, targets_by_agent: dict[str, Iterable[Target]]) -> int:
-        """Subscribe to what the configurations name now; drop what they no longer do."""
+        """Watch what the configurations name now; stop what they no longer do. Also
+        restarts whatever stopped (a lost and regained lease stops everything)."""
         wanted: dict[_Watch, set[str] | None] = {}
         for agent, targets in targets_by_agent.items():
             for group, version, resource, namespace, name in targets:
@@ -80,41 +107,61 @@ class GitOpsObserver:
                     current = wanted.setdefault(watch, set())
                     assert current is not None
                     current.add(name)
+        self._stopping.clear()
         self._ensure_worker()
         with self._lock:
             self._names = wanted
-            for watch in list(self._subscriptions):
-                subscription = self._subscriptions[watch]
-                if watch not in wanted or subscription.upstream is None:
-                    subscription.cancel()  # gone from the config, or dropped by the hub
-                    del self._subscriptions[watch]
+            for watch in list(self._reflectors):
+                reflector = self._reflectors[watch]
+                if watch not in wanted or not reflector.alive:
+                    reflector.stop()
+                    del self._reflectors[watch]
             for watch in wanted:
-                if watch not in self._subscriptions:
-                    try:
-                        self._subscriptions[watch] = self.hub.subscribe(
-                            watch.agent, AGENT, watch.params,
-                            Subscription(f"gitops:{watch.params.resource}", _Inbox(self, watch)))
-                    except Exception as exc:  # no connection yet: the next sync retries
-                        log.warning("gitops: cannot watch %s for %s: %s", watch.params.resource,
-                                    watch.agent, exc)
-            return len(self._subscriptions)
+                if watch not in self._reflectors:
+                    self._reflectors[watch] = Reflector(
+                        watch.agent, watch.params, self._client_in_app,
+                        self._deliverer(watch), self.reachability.report, self.timing).start()
+            return len(self._reflectors)
+
+    def _client_in_app(self, agent: str) -> ClusterClient:
+        with self.app.app_context():
+            return self._client_for(agent)
+
+    def _deliverer(self, watch: _Watch) -> Callable[[JSON], None]:
+        def deliver(obj: JSON) -> None:
+            # Blocks while the worker catches up (these are our own threads, not a page's),
+            # but never past a stop.
+            while not self._stopping.is_set():
+                try:
+                    self.inbox.put((watch, obj), timeout=0.5)
+                    return
+                except queue.Full:
+                    continue
+        return deliver
 
     def wait_idle(self, timeout: float) -> None:
-        """Until every subscription has its first state and the queue is drained."""
+        """Until every watch has listed once and the queue is drained."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with self._lock:
-                synced = all(s.upstream is not None and s.upstream.is_synced
-                             for s in self._subscriptions.values())
+                synced = all(r.synced.is_set() for r in self._reflectors.values())
             if synced and self.inbox.unfinished_tasks == 0:
                 return
             time.sleep(0.05)
 
-    def stop(self) -> None:
+    def reflectors(self) -> list[Reflector]:
         with self._lock:
-            for subscription in self._subscriptions.values():
-                subscription.cancel()
-            self._subscriptions.clear()
+            return list(self._reflectors.values())
+
+    def stop(self) -> None:
+        self._stopping.set()
+        with self._lock:
+            reflectors = list(self._reflectors.values())
+            self._reflectors.clear()
+        for reflector in reflectors:
+            reflector.stop()
+        for reflector in reflectors:
+            reflector.join(5)
         if self._worker is not None:
             self.inbox.put(None)
             self._worker.join(5)
@@ -141,7 +188,7 @@ class GitOpsObserver:
             try:
                 if items:
                     self._handle(items)
-            except Exception:  # one bad batch must not stop GitOps events
+            except Exception:  # never let the worker die: the next batch goes on
                 log.exception("gitops: cannot record events")
             finally:
                 for _ in batch:
@@ -149,35 +196,81 @@ class GitOpsObserver:
             if batch[-1] is None:
                 return
 
-    def _handle(self, items: list[tuple[_Watch, bytes]]) -> None:
-        with self.app.app_context():
-            by_agent: dict[str, list[NewEvent]] = {}
-            for watch, raw in items:
-                obj = self._object(watch, raw)
-                if obj is not None:
-                    by_agent.setdefault(watch.agent, []).extend(events_for(obj))
-            if not any(by_agent.values()):
+    def _handle(self, items: list[tuple[_Watch, JSON]]) -> None:
+        with self.app.app_context():  # the clock and the database live in the app
+            found: list[tuple[str, str, list[NewEvent]]] = []  # (agent, object, its events)
+            for watch, obj in items:
+                new_events = self._events(watch, obj)
+                if new_events:
+                    found.append((watch.agent, _describe(obj), new_events))
+            if not found:
                 return
-            with db.write_transaction() as session:
-                for agent, new_events in by_agent.items():
-                    agent_id = session.scalar(select(Agent.id).where(Agent.name == agent))
-                    if agent_id is None or not new_events:
-                        continue
-                    results = record(session, agent_id, new_events, new_events[0].happened_at)
-                    self.recorded += sum(not r.duplicate for r in results)
+            try:
+                self._record(found)
+            except Exception:
+                # One object's events spoil the shared transaction: record each alone, so
+                # only the bad one is lost.
+                log.warning("gitops: a batch of %d objects could not be recorded; recording "
+                            "them one by one", len(found), exc_info=True)
+                for one in found:
+                    try:
+                        self._record([one])
+                    except Exception as exc:
+                        self._skip(one[0], one[1], f"cannot be recorded: {exc!r}"[:300])
 
-    def _object(self, watch: _Watch, raw: bytes) -> dict[str, Any] | None:
-        message = json.loads(raw)
-        if message.get("type") != "event":
-            return None
-        event = message.get("event") or {}
-        if event.get("type") not in ("ADDED", "MODIFIED"):
-            return None
-        obj: dict[str, Any] = event.get("object") or {}
+    def _record(self, found: list[tuple[str, str, list[NewEvent]]]) -> None:
+        with db.write_transaction() as session:
+            ids: dict[str, int | None] = {}
+            for agent, _, new_events in found:
+                if agent not in ids:
+                    ids[agent] = session.scalar(select(Agent.id).where(Agent.name == agent))
+                agent_id = ids[agent]
+                if agent_id is None:
+                    continue
+                results = record(session, agent_id, new_events, new_events[0].happened_at)
+                self.recorded += sum(not r.duplicate for r in results)
+
+    def _events(self, watch: _Watch, obj: JSON) -> list[NewEvent]:
+        """What one object implies; nothing (with a logged reason) for one that cannot be
+        read. Objects the configuration does not name imply nothing."""
+        meta = obj.get("metadata") if isinstance(obj, dict) else None
         names = self._names.get(watch)
-        if names is not None and (obj.get("metadata") or {}).get("name") not in names:
-            return None
-        return obj
+        if names is not None and (not isinstance(meta, dict) or meta.get("name") not in names):
+            return []
+        reason = problem(obj)
+        if reason is not None:
+            self._skip(watch.agent, _describe(obj), reason, _version(obj))
+            return []
+        try:
+            return events_for(obj)
+        except Exception as exc:  # derive met a shape problem() did not foresee
+            self._skip(watch.agent, _describe(obj), f"cannot be read: {exc!r}"[:300],
+                       _version(obj))
+            return []
+
+    def _skip(self, agent: str, what: str, reason: str, version: str = "") -> None:
+        self.skipped += 1
+        key = (agent, what, version)
+        if version and key in self._skipped_seen:
+            return  # the same bad version again (a relist): said already
+        if len(self._skipped_seen) > 10_000:
+            self._skipped_seen.clear()
+        self._skipped_seen.add(key)
+        log.warning("gitops: skipped %s of agent %s: %s", what, agent, reason)
+
+
+def _describe(obj: Any) -> str:
+    if not isinstance(obj, dict):
+        return "an object that is not a JSON object"
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    return f"{str(obj.get('kind') or 'object')[:64]} " \
+        f"{str(meta.get('namespace') or '')[:253]}/{str(meta.get('name') or '?')[:253]}"
+
+
+def _version(obj: Any) -> str:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    return str(meta.get("resourceVersion") or "") if isinstance(meta, dict) else ""
 
 
 def agents_with_clusters() -> list[Agent]:
