@@ -354,8 +354,11 @@ class Rig:
                  bookmark_interval: float = 5.0, keep: bool = False,
                  webapp: str | None = None) -> None:
         self.instance = Instance(keep=keep, prefix="aw-cluster-bench-")
-        if config:
-            Path(self.instance.path, "config.py").write_text(config)
+        # One user's token plays every browser of a run: its per-user caps are lifted
+        # (the process's cap on long-lived connections, threads minus reserved, stays).
+        Path(self.instance.path, "config.py").write_text(
+            "MAX_SOCKETS_PER_USER = 100_000\nMAX_STREAMS_PER_USER = 100_000\n"
+            "MAX_WATCHES_PER_USER = 100_000\n" + config)
         self.instance.create_user()
         out = self.instance.cli("users", "token", "bench")
         self.token = out.strip().splitlines()[-1].strip()

@@ -17,7 +17,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from flask import Flask, current_app
+from flask import Flask, Response, current_app, jsonify
 
 
 class LimitReached(Exception):
@@ -127,6 +127,14 @@ class Limits:
             setattr(use, kind, getattr(use, kind) + 1)
             self.long_lived += 1
         return Lease(self, user_id, kind)
+
+
+def refusal(exc: LimitReached, code: str = "too_many_streams") -> Response:
+    """The HTTP answer to a stream over a limit: 429, JSON, and when to try again."""
+    response = jsonify({"error": {"code": code, "message": exc.message}})
+    response.status_code = 429
+    response.headers["Retry-After"] = str(exc.retry_after)
+    return response
 
 
 def init_app(app: Flask) -> None:

@@ -9,7 +9,7 @@ from flask import Blueprint, Response, current_app, jsonify, request
 from .. import agents, auth, credentials
 from ..errors import Invalid
 from ..models import Agent
-from . import access, actions, logs, names, stream, tickets
+from . import access, actions, limits, logs, names, stream, tickets
 from .kube import ClusterClient, KubeError
 from .resources import WatchParams
 from .ws import SUBPROTOCOL
@@ -52,13 +52,19 @@ def pod_logs(name: str) -> Response:
         client = clusters_client(agent)
     except KubeError as exc:
         return _sse_error(exc)
+    try:  # a followed log holds a server thread: it counts as one of the user's streams
+        lease = limits.current().open_stream(user.id)
+    except limits.LimitReached as exc:
+        return limits.refusal(exc)
     current_app.extensions["db_session"].remove()
     body = logs.stream(client, identity, namespace, pod, container=container,
                        follow=_flag(args.get("follow"), True), tail_lines=tail_lines,
                        timestamps=_flag(args.get("timestamps"), False),
                        previous=_flag(args.get("previous"), False))
-    return Response(body, mimetype="text/event-stream",
-                    headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    response = Response(body, mimetype="text/event-stream",
+                        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    response.call_on_close(lease.release)
+    return response
 
 
 @bp.post("/agents/<name>/cluster/actions")

@@ -193,13 +193,13 @@ class Connection:
 
     def next_batch(self) -> bytes:
         """Everything queued (up to a bound), framed as text messages, in one buffer."""
-        items = self.outbox.take_nowait(MAX_ITEMS_PER_WRITE)
+        items = self.outbox.take_messages(MAX_ITEMS_PER_WRITE)
         if len(items) == 1 and not self.ping:  # the usual case: no join, one copy
-            data = items[0][0]
+            data = items[0]
             return _header(len(data)) + data
         parts: list[bytes] = []
         append = parts.append
-        for data, _ in items:
+        for data in items:
             append(_header(len(data)))
             append(data)
         if self.ping:

@@ -8,22 +8,30 @@ Two forms of `GET /agents/NAME/watch/stream`:
   (JSON); each message's id holds every watch's position (`w1=123&w2=456`), so one
   Last-Event-ID resumes them all. Browsers allow six HTTP/1.1 connections per host: a
   page whose every watch took one would leave none for its logs and actions.
+
+A stream holds a server thread while it is open: it counts against its user's streams and
+the process's long-lived connections (limits.py; 429 with Retry-After beyond them), and
+re-checks its user every RECHECK_SECONDS, ending with an `error` message (401 or 403)
+once the sign-in or the access is gone (recheck.py).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import parse_qsl, quote
 
 from flask import Response, current_app, request
 
-from .. import agents, auth
+from .. import agents, auth, credentials
 from ..errors import Invalid
-from . import access
+from . import access, limits
 from .hub import Subscription
+from .limits import LimitReached
 from .outbox import Outbox
+from .recheck import FORBIDDEN, GONE, SIGNED_OUT, Recheck
 from .resources import WatchParams
 
 OUTBOX_LIMIT = 5000
@@ -58,23 +66,41 @@ def watch_stream(name: str) -> Response:
     positions = _positions(last_event_id, [watch_id for watch_id, _ in requested]) \
         if multiplexed else {requested[0][0]: last_event_id or ""}
     hub = current_app.extensions["watch_hub"]
+    try:
+        lease = limits.current().open_stream(user.id)
+    except LimitReached as exc:
+        return limits.refusal(exc)
+    owner = limits.current().owner(user.id)
+    recheck = Recheck(credentials.current(), agent.name, identity)
     outbox = Outbox(OUTBOX_LIMIT)
     subscriptions: list[Subscription] = []
+
+    def release() -> None:  # once the response is closed, whether or not it was read
+        for subscription in subscriptions:
+            subscription.cancel()
+        outbox.close()
+        lease.release()
+
     try:
         for watch_id, params in requested:
             sink = _Tagged(outbox, watch_id) if multiplexed else outbox
             subscriptions.append(hub.subscribe(agent.name, identity, params,
-                                               Subscription(watch_id, sink),
+                                               Subscription(watch_id, sink, owner=owner),
                                                positions.get(watch_id) or None))
+    except LimitReached as exc:
+        release()
+        return limits.refusal(exc, "too_many_watches")
     except BaseException:
-        for subscription in subscriptions:  # no watch left behind a failed request
-            subscription.cancel()
+        release()  # no watch left behind a failed request
         raise
     current_app.extensions["db_session"].remove()  # a stream may last for hours
     known = {quote(watch_id, safe=""): quote(position, safe="")
              for watch_id, position in positions.items() if position} if multiplexed else None
-    return Response(_events(outbox, subscriptions, known), mimetype="text/event-stream",
-                    headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    response = Response(_events(outbox, known, recheck, release),
+                        mimetype="text/event-stream",
+                        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    response.call_on_close(release)
+    return response
 
 
 def _query_watch() -> tuple[str, WatchParams]:
@@ -143,17 +169,32 @@ def _positions(last_event_id: str | None, watch_ids: list[str]) -> dict[str, str
     return {watch_id: given[watch_id] for watch_id in watch_ids if given.get(watch_id)}
 
 
-def _events(outbox: Outbox, subscriptions: list[Subscription],
-            known: dict[str, str] | None) -> Iterator[bytes]:
+_HTTP_STATUS = {SIGNED_OUT: (401, "Unauthorized"), FORBIDDEN: (403, "Forbidden"),
+                GONE: (404, "NotFound")}
+
+
+def _events(outbox: Outbox, known: dict[str, str] | None, recheck: Recheck,
+            release: Callable[[], None]) -> Iterator[bytes]:
     """`known`: a multiplexed stream's positions (quoted watchId -> quoted position)."""
     try:
         yield b"retry: 2000\n\n"
+        quiet_since = time.monotonic()
         while not outbox.closed:
-            items = outbox.take(timeout=KEEPALIVE_SECONDS)
+            items = outbox.take(timeout=min(KEEPALIVE_SECONDS, recheck.due() or 0.5))
+            ended = recheck.ended()
+            if ended is not None:
+                status = _HTTP_STATUS.get(ended.code)
+                if status is not None:
+                    yield b"data: " + json.dumps({"type": "error", "error": {
+                        "code": status[0], "reason": status[1], "message": ended.reason}},
+                        separators=(",", ":")).encode() + b"\n\n"
+                return  # another identity (1012): the browser reconnects as it
             if not items:
                 if outbox.overflowed:
                     return  # too slow: the browser reconnects and resumes from its last id
-                yield b": keepalive\n\n"  # also how a vanished client is noticed
+                if time.monotonic() - quiet_since >= KEEPALIVE_SECONDS:
+                    quiet_since = time.monotonic()
+                    yield b": keepalive\n\n"  # also how a vanished client is noticed
                 continue
             chunk = []
             for data, position in items:
@@ -164,8 +205,7 @@ def _events(outbox: Outbox, subscriptions: list[Subscription],
                 if position:
                     chunk.append(b"id: " + position.encode() + b"\n")
                 chunk.append(b"data: " + data + b"\n\n")
+            quiet_since = time.monotonic()
             yield b"".join(chunk)
     finally:
-        for subscription in subscriptions:
-            subscription.cancel()
-        outbox.close()
+        release()

@@ -158,7 +158,7 @@ def _serve(ws: Any, name: str) -> None:
         # The connection may live for hours: give its database session back now.
         current_app.extensions["db_session"].remove()
 
-    outbox = Outbox(OUTBOX_LIMIT)
+    outbox = Outbox(OUTBOX_LIMIT, positions=False)  # a WebSocket does not resume
     conn = Connection(ws.sock, outbox)
     session = WatchSession(current_app.extensions["watch_hub"], agent.name, identity, outbox,
                            owner=limits.current().owner(user.id))

@@ -1,0 +1,124 @@
+"""Limits on what one user holds open: long-lived streams cannot take the server threads
+agents and pages need, and a user cannot open upstream watches without bound."""
+
+from __future__ import annotations
+
+import http.client
+import json
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlencode
+
+from watch.conftest import SSE, Live
+
+from . import served
+from .served import Served
+
+app_config, database_url, live, serve, sim, watch_timing = (  # fixtures
+    served.app_config, served.database_url, served.live, served.serve, served.sim,
+    served.watch_timing)
+
+STREAM = "/agents/prod/watch/stream?" + urlencode({"version": "v1", "resource": "pods",
+                                                  "namespace": "default"})
+
+
+def _agent_token(live: Live) -> str:
+    from webapp import agents, tokens
+    with live.app.app_context():
+        _, raw = tokens.create(agents.get("prod"), "main", "alice")
+    return raw
+
+
+def _heartbeat(server: Served, token: str) -> int:
+    conn = http.client.HTTPConnection(server.host, server.port, timeout=10)
+    try:
+        conn.request("POST", "/api/v1/agent/heartbeat",
+                     headers={"Authorization": f"Bearer {token}"})
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+def _open(server: Served, token: str) -> SSE:
+    return SSE(server.base_url, STREAM, {"Authorization": f"Bearer {token}"})
+
+
+def test_a_viewers_streams_leave_threads_for_agents(live: Live,
+                                                   serve: Callable[..., Served]) -> None:
+    live.user("alice", "admin")
+    live.user("vera", "viewer")
+    live.agent("prod")
+    viewer, agent = live.token("vera"), _agent_token(live)
+    # 8 threads, 4 kept from long-lived connections; vera's own cap out of the way.
+    server = serve(threads=8, RESERVED_THREADS=4, MAX_STREAMS_PER_USER=8)
+    streams = [_open(server, viewer) for _ in range(8)]
+    try:
+        answered = [s for s in streams if s.status == 200]
+        refused = [s for s in streams if s.status != 200]
+        assert len(answered) == 4
+        for stream in refused:
+            assert stream.status == 429
+            assert int(stream.response.getheader("Retry-After", "0")) > 0
+            body = json.loads(stream.response.read())
+            assert body["error"]["code"] == "too_many_streams"
+        for stream in answered:
+            assert stream.until(lambda m: m.data["type"] == "synced")
+        # The agent still gets through while the streams are open.
+        assert _heartbeat(server, agent) == 204
+        assert _heartbeat(server, agent) == 204
+    finally:
+        for stream in streams:
+            stream.close()
+
+
+def test_a_user_has_at_most_so_many_streams(live: Live, serve: Callable[..., Served]) -> None:
+    live.user("vera", "viewer")
+    live.user("walt", "viewer")
+    live.agent("prod")
+    vera, walt = live.token("vera"), live.token("walt")
+    server = serve(threads=16, RESERVED_THREADS=4, MAX_STREAMS_PER_USER=2)
+    streams = [_open(server, vera) for _ in range(3)] + [_open(server, walt)]
+    try:
+        assert [s.status for s in streams] == [200, 200, 429, 200]  # per user
+        assert "at most 2" in json.loads(streams[2].response.read())["error"]["message"]
+    finally:
+        for stream in streams:
+            stream.close()
+
+
+def test_sockets_cannot_open_upstream_watches_without_bound(live: Live) -> None:
+    live.user("alice", "viewer")
+    live.agent("prod")
+    token = live.token("alice")
+    sockets = [live.ws(token=token) for _ in range(3)]
+    accepted = 0
+    refused: list[dict[str, Any]] = []
+    for k, ws in enumerate(sockets):
+        for i in range(64):
+            ws.watch(f"w{i}", namespace="default", labelSelector=f"socket={k},n={i}")
+        for _ in range(64):
+            message = ws.recv_until(lambda m: m["type"] in ("synced", "error"))[-1]
+            if message["type"] == "synced":
+                accepted += 1
+            else:
+                refused.append(message)
+    assert accepted == 64  # AGENTWATCH_MAX_WATCHES_PER_USER's default
+    assert len(refused) == 128
+    assert {m["error"]["code"] for m in refused} == {429}
+    assert all("different watches per user" in m["error"]["message"] for m in refused)
+    assert len(live.hub_watches()) <= 64
+    # An unwatch gives a place back.
+    sockets[0].unwatch("w0")
+    sockets[2].watch("again", namespace="default", labelSelector="socket=0,n=1")
+    assert sockets[2].synced("again")  # the same watch as one held: no new place needed
+    sockets[2].watch("new", namespace="default", labelSelector="fresh=1")
+    assert sockets[2].synced("new")
+
+
+def test_a_user_has_at_most_so_many_sockets(live: Live) -> None:
+    live.user("alice", "viewer")
+    live.agent("prod")
+    token = live.token("alice")
+    for _ in range(8):  # AGENTWATCH_MAX_SOCKETS_PER_USER's default
+        live.ws(token=token)
+    assert live.refusal(token=token) == 4429
