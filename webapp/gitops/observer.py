@@ -57,12 +57,12 @@ class _Reachability:
                 self._reason.pop(agent, None)
                 if since is not None:
                     log.warning("gitops: the cluster of agent %s is reachable again "
-                                "(unreachable for %.0f s)", agent, time.monotonic() - since)
+                                "(unreachable for %s)", agent, _seconds(time.monotonic() - since))
                 return
             if agent not in self._down_since:
                 self._down_since[agent] = time.monotonic()
                 log.warning("gitops: cannot reach the cluster of agent %s: %s; retrying in "
-                            "%.0f s, and on until it answers", agent, reason, retry_in)
+                            "%s, and on until it answers", agent, reason, _seconds(retry_in))
             elif self._reason.get(agent) != reason:
                 log.warning("gitops: the cluster of agent %s is still unreachable: %s",
                             agent, reason)
@@ -257,6 +257,10 @@ class GitOpsObserver:
             self._skipped_seen.clear()
         self._skipped_seen.add(key)
         log.warning("gitops: skipped %s of agent %s: %s", what, agent, reason)
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.1f} s" if value < 10 else f"{value:.0f} s"
 
 
 def _describe(obj: Any) -> str:

@@ -126,8 +126,8 @@ class Reflector:
                     backoff = self.timing.backoff_initial
                 else:
                     version = ""  # cut, or perhaps never to be answered: relist
-                    if outcome == "cut at once":
-                        backoff = self._pause("watch cut as soon as it opened", backoff)
+                    if outcome == "cut at once":  # not unreachable; but do not spin
+                        backoff = self._pause(None, backoff)
             except KubeError as exc:
                 if self._stopping.is_set():
                     break
@@ -145,9 +145,11 @@ class Reflector:
                 version = ""
                 backoff = self._pause(f"unexpected error: {type(exc).__name__}", backoff)
 
-    def _pause(self, reason: str, backoff: float) -> float:
+    def _pause(self, reason: str | None, backoff: float) -> float:
+        """Wait the jittered backoff; report the cluster unreachable when ``reason``."""
         delay = min(backoff * random.uniform(0.5, 1.5), self.timing.backoff_max)
-        self._report(self.agent, reason, delay)
+        if reason is not None:
+            self._report(self.agent, reason, delay)
         self._stopping.wait(delay)
         return min(backoff * 2, self.timing.backoff_max)
 

@@ -185,7 +185,9 @@ class SimCluster:
         # Take over fresh's parts; fresh itself is dropped, never closed.
         self.store, self.logs, self.scheduler = fresh.store, fresh.logs, fresh.scheduler
         self.events, self.flux = fresh.events, fresh.flux
-        self.store._listeners = [self._on_event]
+        # Its controllers stay subscribed to its store; its own kubelet hook becomes ours.
+        self.store._listeners = [self._on_event if fn == fresh._on_event else fn
+                                 for fn in self.store._listeners]
         self._background.extend(fresh._background)
         self.replacements += 1
         for server in self._servers:
