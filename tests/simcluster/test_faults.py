@@ -85,7 +85,10 @@ def test_after_replace_a_watch_at_the_old_version_is_silent(cluster, http, url) 
 
 def test_replace_keeps_serving_the_python_api_and_flux(cluster) -> None:  # type: ignore[no-untyped-def]
     cluster.add_kustomization("flux-system", "apps")
-    cluster.replace(lambda c: c.add_kustomization("flux-system", "apps"))
+    cluster.replace()
+    cluster.add_kustomization("flux-system", "apps")  # the new cluster's Flux reconciles it
+    cluster.wait_for(lambda: cluster.get("kustomizations", "apps", "flux-system")
+                     .get("status", {}).get("lastAppliedRevision"))
     revision = cluster.flux.set_source_revision("flux-system", "flux-system")
     cluster.wait_for(lambda: cluster.get("kustomizations", "apps", "flux-system")
                      .get("status", {}).get("lastAppliedRevision") == revision)
