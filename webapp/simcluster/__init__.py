@@ -2,14 +2,18 @@
 
 For tests, benchmarks and demos of code that uses the real ``kubernetes`` client: pods,
 services, events, namespaces and the Flux Kustomization/HelmRelease/GitRepository kinds,
-with LIST/WATCH (resourceVersion, selectors, bookmarks, 410 Gone), CRUD and PATCH, pod
+with LIST/WATCH (resourceVersion, selectors, bookmarks, 410 Gone, and versions ahead of
+the store as the watch cache answers them: reads wait ``block_timeout`` (3 s) then 504
+"Too large resource version", a watch-list gets that in-stream, a plain watch stays
+silent), Exact lists, ListOptions validation, CRUD and PATCH, pod
 logs (follow/tail/timestamps/previous), a small Flux controller, impersonation + RBAC,
 and request counters.  Stdlib + PyYAML only.
 
 Python API (all in ``SimCluster`` unless noted)::
 
     cluster = SimCluster(history_size=1000, bookmark_interval=5.0, *, token=None,
-                         flux_delay=0.2, log_max_lines=50_000)
+                         flux_delay=0.2, log_max_lines=50_000, block_timeout=3.0,
+                         start_rv=1)
     server = cluster.serve(host="127.0.0.1", port=0)   # SimServer: .url .port .stop()
     cluster.write_kubeconfig(path, context="sim", *, namespace="default", token=None)
     cluster.close()                                    # also: with SimCluster() as cluster
@@ -53,16 +57,23 @@ Python API (all in ``SimCluster`` unless noted)::
     cluster.rbac             # allow(users=, groups=, verbs=, resources=, namespaces=),
                              # add_token(token, user, groups), clear()
     cluster.expire_history(changes=None) -> new resourceVersion
+    cluster.expire_watches()                 # open watches: in-stream 410, versions stay valid
+    cluster.faults.fail_next(verb, error=410, times=1, resource=None)   # injected Status
+    cluster.replace(populate=None, start_rv=1) -> rv   # recreated behind the same address:
+                             # versions restart lower, new objects, connections cut
+    server.cut_streams() / cut_connections()   # closed mid-stream, no final chunk
+    server.go_down() / come_back() / outage(seconds)   # connection refused, same port
     cluster.wait_for(predicate, timeout=5.0)
     cluster.errors           # exceptions from background callbacks (should stay [])
     demo = cluster.seed_demo(seed=0)
     Churn(cluster, demo=None, *, rate=2.0, log_rate=20.0, seed=None).start() / .stop()
 
-CLI: ``python -m webapp.simcluster --port 8001 --kubeconfig PATH [--demo] [--churn]``.
+CLI: ``python -m webapp.simcluster --port 8001 --kubeconfig PATH [--demo] [--churn]``;
+SIGHUP replaces the cluster, SIGUSR1 is an outage, SIGUSR2 cuts every stream.
 
 Modules: ``cluster`` (Python API), ``http`` (server/routing), ``store`` (objects, RV,
 watch history), ``selectors``, ``patch``, ``pods`` (object builders, kubectl states),
-``events``, ``logs``, ``flux``, ``rbac``, ``stats``, ``scheduler``, ``resources``,
+``events``, ``logs``, ``flux``, ``rbac``, ``stats``, ``scheduler``, ``resources``, ``faults``,
 ``errors``, ``demo`` (seed data + churn), ``__main__`` (CLI).
 """
 
