@@ -34,9 +34,10 @@ DEFAULTS: dict[str, Any] = {
     # Kubeconfig users whose credentials come from a command (`exec:` plugins, auth-provider
     # `cmd-path`) are refused unless this is on: loading them runs that command here.
     "KUBECONFIG_ALLOW_EXEC": False,
-    # Login throttling (webapp/throttle.py): failures allowed per account and per client
-    # address before each further one locks it, first for LOGIN_LOCKOUT_SECONDS, doubling
-    # up to LOGIN_LOCKOUT_MAX_SECONDS (also how long failures are remembered).
+    # Login throttling (webapp/throttle.py): after this many failed password checks of an
+    # account, or from one client address, it is locked for LOGIN_LOCKOUT_SECONDS, twice as
+    # long at each further failure, up to LOGIN_LOCKOUT_MAX_SECONDS (also how long failures
+    # are remembered).
     "LOGIN_MAX_FAILURES": 5,
     "LOGIN_MAX_FAILURES_PER_ADDRESS": 20,
     "LOGIN_LOCKOUT_SECONDS": 30,

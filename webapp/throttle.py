@@ -1,8 +1,8 @@
 """Login throttling: failed password checks slow down one account and one client address.
 
-Each account and each address may fail a few times freely (LOGIN_MAX_FAILURES,
-LOGIN_MAX_FAILURES_PER_ADDRESS); every failure beyond locks it for LOGIN_LOCKOUT_SECONDS,
-doubled with each further failure up to LOGIN_LOCKOUT_MAX_SECONDS. While locked, even the
+The failure that brings an account to LOGIN_MAX_FAILURES (an address to
+LOGIN_MAX_FAILURES_PER_ADDRESS) locks it for LOGIN_LOCKOUT_SECONDS; each further one (after
+the lockout ran out) locks it twice as long, up to LOGIN_LOCKOUT_MAX_SECONDS. While locked, even the
 right password is refused (429 with Retry-After): a guesser learns nothing from trying.
 Failures are forgotten once LOGIN_LOCKOUT_MAX_SECONDS pass without one, and an account's
 on a successful sign-in. Counted in the database, so every worker and container agree.
@@ -97,9 +97,9 @@ def _count_failure(key: str, free: int, now: datetime) -> None:
             row.failures = 0  # quiet long enough: a fresh start
         row.failures += 1
         row.last_failure_at = now
-        beyond = row.failures - free
-        if beyond > 0:
-            row.locked_until = now + min(first * 2 ** min(beyond - 1, 30), longest)
+        beyond = row.failures - free  # 0 at the failure that reaches the limit
+        if beyond >= 0:
+            row.locked_until = now + min(first * 2 ** min(beyond, 30), longest)
         # Old rows of others go while we hold the write lock anyway.
         session.execute(delete(LoginThrottle).where(
             LoginThrottle.last_failure_at < now - longest,
