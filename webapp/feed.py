@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -14,6 +15,10 @@ from .errors import Invalid, NotFound
 from .models import Event
 
 _EPOCH = datetime(1970, 1, 1)
+# Row ids are 64-bit signed on SQLite and PostgreSQL (bigint): a larger number in a cursor
+# or an address is refused before it reaches the database, which would fail on it.
+MAX_ID = 2**63 - 1
+_CURSOR = re.compile(r"([0-9]{1,19})-([0-9]{1,19})")
 
 
 @dataclass(frozen=True)
@@ -29,12 +34,12 @@ class Filters:
         for level in lv:
             if level not in events.LEVELS:
                 raise Invalid(f"Unknown level {level!r}; use one of {', '.join(events.LEVELS)}",
-                              code="invalid_filter")
+                              code="invalid_filter", field="level")
         for cat in cats:
             if cat not in events.CATEGORIES:
                 raise Invalid(
                     f"Unknown category {cat!r}; use one of {', '.join(events.CATEGORIES)}",
-                    code="invalid_filter")
+                    code="invalid_filter", field="category")
         return cls(tuple(lv), tuple(cats))
 
     def apply(self, stmt: Select[Any]) -> Select[Any]:
@@ -73,12 +78,14 @@ class Cursor:
 
     @classmethod
     def decode(cls, raw: str) -> Cursor:
+        match = _CURSOR.fullmatch(raw)
         try:
-            micros, event_id = raw.split("-", 1)
-            return cls(_EPOCH + timedelta(microseconds=int(micros)), int(event_id))
+            if match is None or int(match[2]) > MAX_ID:
+                raise ValueError(raw)
+            return cls(_EPOCH + timedelta(microseconds=int(match[1])), int(match[2]))
         except (ValueError, OverflowError):
-            raise Invalid(f"Malformed cursor {raw!r}: pass the value a previous page returned",
-                          code="invalid_cursor") from None
+            raise Invalid(f"Malformed cursor {raw[:80]!r}: pass the value a previous page "
+                          "returned", code="invalid_cursor", field="before") from None
 
     @classmethod
     def after(cls, event: Event) -> Cursor:
@@ -117,6 +124,7 @@ def newer_than(agent_id: int, after_id: int, filters: Filters, limit: int = 500)
     Ids grow with recording order, so a range on ix_events_agent_id (agent_id, id)
     holds exactly this agent's rows recorded since: nothing new costs one index probe.
     """
+    after_id = min(max(after_id, 0), MAX_ID)  # nothing is newer than the largest id
     rows: list[Event] = list(db.session().scalars(
         filters.apply(_NEWER_THAN), {"agent_id": agent_id, "after": after_id, "limit": limit}))
     rows.sort(key=lambda e: (e.happened_at, e.id), reverse=True)
@@ -128,7 +136,7 @@ def latest_id() -> int:
 
 
 def get(agent_id: int, event_id: int) -> Event:
-    event = db.session().get(Event, event_id)
+    event = db.session().get(Event, event_id) if 0 < event_id <= MAX_ID else None
     if event is None or event.agent_id != agent_id:
         raise NotFound(f"No event {event_id} for this agent", code="event_not_found")
     return event
