@@ -37,7 +37,7 @@ class _ChunkedLimit:
                 environ["CONTENT_LENGTH"] = str(len(body))
                 environ.pop("HTTP_TRANSFER_ENCODING", None)
                 environ["wsgi.input_terminated"] = False
-        return self.wsgi_app(environ, start_response)  # type: ignore[no-any-return]
+        return self.wsgi_app(environ, start_response)
 
 
 def init_app(app: Flask) -> None:
