@@ -413,7 +413,7 @@ def storable(text: str | None, limit: int = 4000) -> str | None:
     (PostgreSQL refuses it), bounded. For what receivers and exceptions say."""
     if text is None:
         return None
-    clean = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    clean = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     clean = clean.replace("\x00", "\ufffd")
     return clean if len(clean) <= limit else clean[:limit - 1] + "…"
 

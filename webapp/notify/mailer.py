@@ -29,7 +29,7 @@ _CONTROL_IN_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 def unicode_text(text: str) -> str:
     """Text that can be encoded: a lone surrogate becomes U+FFFD."""
-    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def header_line(text: str, limit: int = MAX_SUBJECT) -> str:

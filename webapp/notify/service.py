@@ -234,7 +234,7 @@ def readable(event: Event) -> Event:
 
 def _clean(value: Any) -> Any:
     if isinstance(value, str):
-        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace") \
+        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace") \
             .replace("\x00", "\ufffd")
     if isinstance(value, dict):
         return {_clean(str(k)): _clean(v) for k, v in value.items()}
