@@ -3,7 +3,7 @@
 200 loopback TCP connections, read by 2 processes with epoll (the fan-out benchmark's reader
 layout). Every 2 ms (500 passes/s) one 2,000-byte message goes to each connection, alternately
 with a bare loop of `socket.send` and through the app's own `Outbox` and the sender's
-per-socket write (`Sender._flush`, called in this thread). Pass durations are reported.
+per-socket write (`Connection.flush`, called in this thread). Pass durations are reported.
 
     .venv/bin/python bench/sender_pass.py
     options: --connections N --size BYTES --passes N
@@ -26,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cluster_common import fmt_ms, summary_ms  # noqa: E402
 
 from webapp.watch.outbox import Outbox  # noqa: E402
-from webapp.watch.sender import Connection, Sender  # noqa: E402
+from webapp.watch.owned import OwnedSocket  # noqa: E402
+from webapp.watch.sender import Connection  # noqa: E402
 
 GAP_SECONDS = 0.002
 
@@ -47,13 +48,6 @@ def _reader(port: int, count: int) -> None:
                     del by_fd[fd]
             except BlockingIOError:
                 continue
-
-
-class _Ws:
-    """What Connection needs of a WebSocket: its socket."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
 
 
 def main() -> None:
@@ -77,11 +71,10 @@ def main() -> None:
     conns = [listener.accept()[0] for _ in range(args.connections)]
     data = b"x" * args.size
 
-    sender = Sender.get()
     wrapped: list[Any] = []
     for sock in conns:
-        outbox = Outbox(5000)
-        conn = Connection(_Ws(sock), outbox)
+        outbox = Outbox(5000, positions=False)
+        conn = Connection(OwnedSocket(sock), outbox)
         outbox.on_ready = lambda: None  # this thread writes, not the sender thread
         wrapped.append(conn)
     # The two kinds of pass alternate, so both see the same machine.
@@ -94,16 +87,15 @@ def main() -> None:
         bare.append(time.perf_counter() - t0)
         time.sleep(GAP_SECONDS)
         for conn in wrapped:
-            conn.outbox.send(data, "1")
+            conn.outbox.send(data)
         t0 = time.perf_counter()
-        now = time.monotonic()
         for conn in wrapped:
-            sender._flush(conn, now)
+            conn.flush()
         flushed.append(time.perf_counter() - t0)
         time.sleep(GAP_SECONDS)
 
     print(f"{args.connections} connections, {args.size} B, {1 / GAP_SECONDS:.0f} passes/s")
-    for name, seconds in (("bare send() loop", bare), ("Sender._flush   ", flushed)):
+    for name, seconds in (("bare send() loop", bare), ("Connection.flush", flushed)):
         print(f"{name}: pass {fmt_ms(summary_ms(s * 1e6 for s in seconds))}")
     for sock in conns:
         sock.close()
