@@ -9,9 +9,12 @@ status through the status subresource, nothing garbage-collects, and pod logs ar
 from __future__ import annotations
 
 import base64
+import contextlib
+import ctypes
 import json
 import os
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
@@ -150,6 +153,13 @@ def make_certificates(directory: Path) -> None:
     _openssl("pkey", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=directory)
 
 
+def _die_with_parent() -> None:
+    """Linux: the child is killed when the test process dies, even by SIGKILL, so no apiserver
+    outlives an interrupted run (its data is throwaway: no graceful shutdown needed)."""
+    with contextlib.suppress(OSError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 class RealCluster:
     """etcd + kube-apiserver in ``workdir``; ``start()`` returns once both serve and the RBAC and
     CRDs are in place; ``stop()`` ends both processes."""
@@ -198,7 +208,8 @@ class RealCluster:
     def _spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
         log = (self.workdir / f"{name}.log").open("wb")
         proc = subprocess.Popen([str(self.bin_dir / name), *args], stdout=log,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                preexec_fn=_die_with_parent)
         log.close()
         self._procs.append(proc)
         return proc
