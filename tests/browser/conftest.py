@@ -162,8 +162,9 @@ class PageProblems:
 def page(browser: Browser, live_server: str) -> Iterator[Page]:
     """A fresh context (cookies, storage) per test on the live server.
 
-    Uncaught script errors and failed requests (4xx/5xx, favicon aside) fail the test:
-    a broken poll shows nowhere on the page until much later.
+    Uncaught script errors, failed requests (4xx/5xx, favicon aside) and anything the
+    Content-Security-Policy blocks fail the test: a broken poll shows nowhere on the page
+    until much later.
     """
     context = browser.new_context(base_url=live_server, viewport={"width": 1200, "height": 900},
                                   timezone_id="UTC", locale="en-GB")
@@ -173,6 +174,10 @@ def page(browser: Browser, live_server: str) -> Iterator[Page]:
     tab.on("pageerror", lambda exc: problems.errors.append(f"script error: {exc}"))
     tab.on("response", lambda r: problems.errors.append(f"HTTP {r.status} for {r.url}")
            if r.status >= 400 and not r.url.endswith("/favicon.ico") else None)
+    # The Content-Security-Policy forbids inline script and style: anything it blocks is
+    # a page feature silently gone.
+    tab.on("console", lambda m: problems.errors.append(f"blocked by the CSP: {m.text}")
+           if m.type == "error" and "Content Security Policy" in m.text else None)
     try:
         yield tab
     finally:

@@ -123,7 +123,7 @@ def test_browser_notifications_are_asked_for_on_a_click_and_shown_live(
 
     event_id = agent_client.post_event(token, type="gitops_sync_failed", commit=SHA,
                                        message="API server timeout")
-    page.wait_for_function("window.__notify.shown.length > 0", timeout=LIVE)
+    page.wait_for_function("() => window.__notify.shown.length > 0", timeout=LIVE)
     shown = page.evaluate("window.__notify.shown")
     assert shown == [{"title": "Error on prod",
                       "body": "Sync of commit abcd1234 failed: API server timeout",
