@@ -175,7 +175,8 @@ class ChildSender:
     """The sender loop in a child process (see the module's docstring)."""
 
     # What the child needs to reach the same database and behave the same.
-    PASSED = ("DATABASE_URL", "SECRET_KEY", "RETENTION_DAYS", "SCHEDULER_LEASE_SECONDS")
+    PASSED = ("DATABASE_URL", "SECRET_KEY", "RETENTION_DAYS", "SCHEDULER_LEASE_SECONDS",
+              "MAX_CONTENT_LENGTH")  # the largest body sent follows the request limit
 
     def __init__(self, app: Flask) -> None:
         self.app = app
