@@ -98,13 +98,13 @@ def _keyed_rows(connection: sa.Connection) -> Iterator[list[Any]]:
     """Rows with a dedupe key, a batch at a time, in id order."""
     last = 0
     while True:
-        rows = connection.execute(
+        rows = list(connection.execute(
             sa.select(*[c for c in _EVENTS.c if c.name != "details"],
                       # As text on both databases (psycopg would parse JSON itself).
                       sa.cast(_EVENTS.c.details, sa.Text()).label("details"))
             .where(_EVENTS.c.dedupe_key.is_not(None), _EVENTS.c.id > last,
                                      _EVENTS.c.commit_sha.is_not(None))
-            .order_by(_EVENTS.c.id).limit(_BATCH)).all()
+            .order_by(_EVENTS.c.id).limit(_BATCH)).all())
         if not rows:
             return
         yield rows
@@ -135,11 +135,11 @@ def downgrade() -> None:
             found, extra = _extra_from_new(row)
             if not found:
                 continue
-            old: str | None = _old_key(row.type, row.commit_sha, row.project, extra)
+            old = _old_key(row.type, row.commit_sha, row.project, extra)
             if (row.agent_id, old) in taken:
-                old = None
+                changes.append({"row_id": row.id, "new_key": None})
             else:
                 taken.add((row.agent_id, old))
-            changes.append({"row_id": row.id, "new_key": old})
+                changes.append({"row_id": row.id, "new_key": old})
         if changes:
             connection.execute(_SET_KEY, changes)
