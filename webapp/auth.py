@@ -103,6 +103,11 @@ def sign_out() -> None:
     credentials.remember(None)
 
 
+def session_in_cookie() -> bool:
+    """Whether the request's cookie names a browser session (ended or not)."""
+    return isinstance(session.get(_SESSION_ID), str)
+
+
 def current_session_id() -> int | None:
     credential = credentials.current()
     return credential.session_id if credential is not None else None

@@ -40,7 +40,9 @@ def init_app(app: Flask) -> None:
         if request.blueprint == "agent_api":
             return
         raw = auth.bearer_token()
-        if raw and auth.token_authenticates(raw):
+        # Without a session in the cookie there is nothing to ride on: the token alone
+        # decides (an invalid one gets its 401). With one, only a real token skips the check.
+        if raw is not None and (not auth.session_in_cookie() or auth.token_authenticates(raw)):
             return
         sent = request.headers.get(HEADER) or request.form.get(FIELD)
         if not valid(sent):

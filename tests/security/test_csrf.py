@@ -50,3 +50,12 @@ def test_a_session_with_its_csrf_token_still_works(client, h):
     response = client.post("/agents/prod/tokens", data={
         "name": "ci", "csrf_token": h.csrf(client, "/agents/prod/tokens")})
     assert response.status_code == 200
+
+
+def test_without_a_session_a_bogus_token_is_simply_unauthorized(client, h):
+    h.user("alice")
+    h.agent()
+    response = client.post("/agents/prod/watch/ticket",
+                           headers={"Authorization": "Bearer awu_forged"})
+    assert response.status_code == 401
+    assert response.get_json()["error"]["code"] == "invalid_token"
