@@ -230,3 +230,34 @@ def test_wrong_method_and_unknown_path_are_json(client, h):
     response = client.get("/api/v1/nothing-here")
     assert response.status_code == 404
     assert response.get_json()["error"]["code"] == "not_found"
+
+
+def test_strict_json_still_accepts_what_it_can_serve_back(client, h):
+    """Refusing NUL, lone surrogates and deep nesting must not refuse their neighbours:
+    an escaped surrogate pair (an emoji), other control characters, big integers and
+    details nested up to the limit are stored and served back unchanged."""
+    token = h.agent_with_token()
+    h.user("alice", "admin")
+    details = '{"a":' * 30 + '"\\ud83d\\ude00 tab\\t bell\\u0007"' + "}" * 30  # 32 levels
+    body = ('{"type": "gitops_sync_failed", "message": "\\ud83d\\ude00 \\u00e9", '
+            '"details": {"big": 123456789012345678901234567890, "deep": ' + details + "}}")
+    response = client.post("/api/v1/agent/events", data=body, headers=bearer(token),
+                           content_type="application/json")
+    assert response.status_code == 201, response.text
+    from webapp import users
+    with client.application.app_context():
+        personal = users.issue_token(users.get("alice"))
+    served = client.get("/api/v1/agents/prod/events", headers=bearer(personal)).get_json()
+    event = served["events"][0]
+    assert event["message"] == "\U0001F600 é"
+    assert event["details"] == json.loads(body)["details"]
+
+
+def test_a_time_pushed_out_of_range_by_its_offset_is_refused(client, h):
+    token = h.agent_with_token()
+    for value in ("0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00"):
+        response = post_events(client, token, {"type": "gitops_sync_failed",
+                                               "happened_at": value})
+        assert response.status_code == 422
+        error = response.get_json()["error"]
+        assert error["field"] == "happened_at" and "out of range" in error["message"]
