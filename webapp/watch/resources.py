@@ -31,11 +31,6 @@ class WatchParams:
     label_selector: str | None = None
     field_selector: str | None = None
 
-    def __post_init__(self) -> None:
-        # However built, a WatchParams never carries a namespace that could leave its path.
-        if self.namespace is not None:
-            names.namespace(self.namespace)
-
     @classmethod
     def parse(cls, raw: Any, prefix: str = "") -> WatchParams:
         """From the protocol's `watchParams` object (or query parameters). `prefix` is put
@@ -86,6 +81,8 @@ class WatchParams:
         return f"/apis/{group}/{version}" if self.group else f"/api/{version}"
 
     def collection_path(self) -> str:
+        """However this was built (a request, an agent's configuration), a namespace that is
+        not valid is refused here (Invalid), never sent: the watch loops report it."""
         resource = names.segment(self.resource)
         if self.namespace:
             namespace = names.segment(names.namespace(self.namespace))
