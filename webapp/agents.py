@@ -78,7 +78,10 @@ _BY_NAME = select(Agent).where(Agent.name == bindparam("name"))  # every agent p
 
 
 def get(name: str) -> Agent:
-    agent = db.session().scalar(_BY_NAME, {"name": name})
+    # Names are DNS labels: anything else names no agent, and is not sent to a database
+    # that may refuse it (PostgreSQL text cannot hold NUL).
+    agent = (db.session().scalar(_BY_NAME, {"name": name})
+             if len(name) <= 63 and _DNS_LABEL.fullmatch(name) else None)
     if agent is None:
         raise NotFound(f"No agent named {name!r}", code="agent_not_found")
     return agent

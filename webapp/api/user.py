@@ -9,14 +9,13 @@ from flask import Blueprint, Response, current_app, jsonify, request
 
 from .. import agents, auth, clock, feed, users
 from ..clock import isoformat
-from ..errors import Invalid, NotFound
+from ..errors import Invalid
 from ..models import Agent
 
 bp = Blueprint("user_api", __name__, url_prefix="/api/v1")
 
 MAX_LIMIT = 200
 _INTEGER = re.compile(r"-?[0-9]{1,12}")
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
 def agent_json(agent: Agent, counts: dict[str, int] | None = None,
@@ -52,7 +51,7 @@ def list_agents() -> Response:
 @bp.get("/agents/<name>")
 def get_agent(name: str) -> Response:
     show_paths = users.has_role(auth.api_user(), "maintainer")
-    agent = _agent(name)
+    agent = agents.get(name)
     counts = feed.recent_problem_counts(clock.now() - timedelta(hours=24))
     return jsonify(agent_json(agent, counts.get(agent.id), show_paths))
 
@@ -60,7 +59,7 @@ def get_agent(name: str) -> Response:
 @bp.get("/agents/<name>/events")
 def list_events(name: str) -> Response:
     auth.api_user()
-    agent = _agent(name)
+    agent = agents.get(name)
     limit = _limit(request.args.get("limit"))
     filters = feed.Filters.parse(request.args.getlist("level"), request.args.getlist("category"))
     before = request.args.get("before")
@@ -69,14 +68,6 @@ def list_events(name: str) -> Response:
         "events": [feed.to_json(e, agent.name) for e in result.events],
         "next_before": result.next.encode() if result.next else None,
     })
-
-
-def _agent(name: str) -> Agent:
-    # Agent names are DNS labels: anything else names no agent, and is not sent to a
-    # database that may refuse it (PostgreSQL and NUL).
-    if len(name) > 63 or not _DNS_LABEL.fullmatch(name):
-        raise NotFound(f"No agent named {name[:80]!r}", code="agent_not_found")
-    return agents.get(name)
 
 
 def _limit(raw: str | None) -> int:
