@@ -132,3 +132,12 @@ def test_reference_page_has_the_deprecation_anchors(maintainer):
     for anchor in ("deprecated-gitops-manifest_projects", "deprecated-user_access-projects",
                    "deprecated-user_access-groups"):
         assert f'id="{anchor}"' in page.text
+
+
+@pytest.mark.parametrize("text", ["gitops: {}\x00\n", "gitops:\n  namespaces: [" + "[" * 40
+                                  + "]" * 40 + "]\n"], ids=["nul", "deep"])
+def test_text_that_cannot_be_kept_is_refused_in_the_editor(maintainer, h, app, text):
+    response = save(maintainer, h, text)
+    assert response.status_code == 422
+    with app.app_context():
+        assert service.in_force(agents.get("prod")) is None
