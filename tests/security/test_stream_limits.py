@@ -97,7 +97,7 @@ def test_sockets_cannot_open_upstream_watches_without_bound(live: Live) -> None:
         for i in range(64):
             ws.watch(f"w{i}", namespace="default", labelSelector=f"socket={k},n={i}")
         for _ in range(64):
-            message = ws.recv_until(lambda m: m["type"] in ("synced", "error"))[-1]
+            message = ws.recv_until(lambda m: m["type"] in ("synced", "error"), timeout=60)[-1]
             if message["type"] == "synced":
                 accepted += 1
             else:
