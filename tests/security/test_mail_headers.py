@@ -17,7 +17,7 @@ add, settings = notify_email.add, notify_email.settings
 def test_an_event_message_cannot_inject_headers_into_the_mail(app, clock, mail, team):
     settings(app, "alice", "alice@example.com")
     add(app, clock, "prod", ("gitops_sync_failed", {
-        "message": "x\nBcc: attacker@example.com\rTo: b@example.com\x00\x07\u2028" + "y" * 300}))
+        "message": "x\nBcc: attacker@example.com\rTo: b@example.com\x1b\x07\u2028" + "y" * 300}))
     clock.advance(seconds=61)
     assert jobs.run_job(app, "email") == 1
 
@@ -35,7 +35,7 @@ def test_an_event_message_cannot_inject_headers_into_the_mail(app, clock, mail, 
 
 
 def test_header_lines_are_single_clean_and_bounded():
-    assert mailer.header_line("a\r\n b\tc\x1b[0m\ud800 d") == "a b c [0m\ufffd d"
+    assert mailer.header_line("a\r\n b\tc\x1b[0m\x00\ud800 d") == "a b c [0m \ufffd d"
     assert len(mailer.header_line("z" * 1000)) == mailer.MAX_SUBJECT
 
 
