@@ -23,6 +23,7 @@ from sqlalchemy import or_, select
 from .. import db
 from ..models import Agent
 from ..recorder import NewEvent, record
+from ..watch.faults import Reachability
 from ..watch.kube import ClusterClient
 from ..watch.resources import WatchParams
 from .derive import events_for, problem
@@ -42,39 +43,6 @@ class _Watch:
     params: WatchParams
 
 
-class _Reachability:
-    """Whether each agent's cluster answers, logged once per change, with the reason."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._down_since: dict[str, float] = {}
-        self._reason: dict[str, str] = {}
-
-    def report(self, agent: str, reason: str | None, retry_in: float) -> None:
-        with self._lock:
-            if reason is None:
-                since = self._down_since.pop(agent, None)
-                self._reason.pop(agent, None)
-                if since is not None:
-                    log.warning("gitops: the cluster of agent %s is reachable again "
-                                "(unreachable for %s)", agent, _seconds(time.monotonic() - since))
-                return
-            if agent not in self._down_since:
-                self._down_since[agent] = time.monotonic()
-                log.warning("gitops: cannot reach the cluster of agent %s: %s; retrying in "
-                            "%s, and on until it answers", agent, reason, _seconds(retry_in))
-            elif self._reason.get(agent) != reason:
-                log.warning("gitops: the cluster of agent %s is still unreachable: %s",
-                            agent, reason)
-            else:
-                log.debug("gitops: cluster of agent %s still unreachable: %s", agent, reason)
-            self._reason[agent] = reason
-
-    def unreachable(self) -> dict[str, str]:
-        with self._lock:
-            return dict(self._reason)
-
-
 class GitOpsObserver:
     def __init__(self, app: Flask, client_for: Callable[[str], ClusterClient],
                  timing: Timing | None = None) -> None:
@@ -87,7 +55,7 @@ class GitOpsObserver:
         self._lock = threading.Lock()
         self._worker: threading.Thread | None = None
         self._stopping = threading.Event()
-        self.reachability = _Reachability()
+        self.reachability = Reachability("gitops")
         self.recorded = 0
         self.skipped = 0  # objects that could not be read or recorded (logged each)
         self._skipped_seen: set[tuple[str, str, str]] = set()
@@ -257,10 +225,6 @@ class GitOpsObserver:
             self._skipped_seen.clear()
         self._skipped_seen.add(key)
         log.warning("gitops: skipped %s of agent %s: %s", what, agent, reason)
-
-
-def _seconds(value: float) -> str:
-    return f"{value:.1f} s" if value < 10 else f"{value:.0f} s"
 
 
 def _describe(obj: Any) -> str:

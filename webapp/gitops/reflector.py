@@ -1,17 +1,5 @@
 """One list-then-watch loop per Flux target of the GitOps observer, that never stops for
-good.
-
-Like client-go's reflector, and one step safer, because a cluster recreated behind the
-same address (or restored from a backup) starts its resourceVersions again lower, and a
-watch at a version it has not reached is accepted and stays silent:
-
-- a stream that ends normally (at its timeoutSeconds) resumes from the last version seen;
-  one that heard nothing at all (not even a bookmark) relists, as it may be such a silent
-  watch; one that ends early was cut (the client library reads a cut as an end), which
-  is a transport failure: relist;
-- any transport failure or error answer ends the watch, backs off (doubling, capped,
-  jittered) and relists before watching again;
-- a 410 Expired or a "Too large resource version" answer relists at once, from scratch.
+good: what it does after each way a watch can end is webapp/watch/faults.py's policy.
 
 Every object of every LIST and every ADDED/MODIFIED event goes to ``deliver``; what they
 imply is derived statelessly and recorded once (the recorder deduplicates), so relisting
@@ -28,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..watch.faults import End, describe, ending, needs_fresh_list
 from ..watch.kube import ClusterClient, KubeError, WatchStream
 from ..watch.resources import AGENT, WatchParams
 
@@ -42,32 +31,6 @@ class Timing:
     backoff_initial: float = 1.0
     backoff_max: float = 60.0
     watch_timeout: tuple[int, int] = (240, 360)  # server-side timeoutSeconds, jittered
-
-
-def needs_fresh_list(exc: KubeError) -> bool:
-    """410 Expired, or the watch cache's 504 "Too large resource version": the version
-    this watch holds means nothing to the server any more."""
-    return exc.code == 410 or (exc.code == 504 and "too large resource version"
-                               in exc.message.lower())
-
-
-def describe(exc: KubeError) -> str:
-    """A short, readable reason (never headers, so never a token)."""
-    text = exc.message
-    lowered = text.lower()
-    if exc.code == 0:
-        for needle, said in (("connection refused", "connection refused"),
-                             ("name or service not known", "DNS lookup failed"),
-                             ("temporary failure in name resolution", "DNS lookup failed"),
-                             ("nodename nor servname", "DNS lookup failed"),
-                             ("certificate", "TLS error"), ("ssl", "TLS error"),
-                             ("timed out", "timed out"), ("reset by peer", "connection reset"),
-                             ("ended prematurely", "connection closed mid-stream"),
-                             ("remote end closed", "connection closed")):
-            if needle in lowered:
-                return said
-        return text[:200] or exc.reason
-    return f"HTTP {exc.code} {exc.reason}: {text[:200]}".strip()
 
 
 class Reflector:
@@ -121,12 +84,12 @@ class Reflector:
                 if not version:
                     version = self._list(client)
                     self._report(self.agent, None, 0.0)
-                version, outcome = self._watch(client, version)
-                if outcome == "ended":
+                version, end = self._watch(client, version)
+                if end in (End.NORMAL, End.STOPPED):
                     backoff = self.timing.backoff_initial
                 else:
                     version = ""  # cut, or perhaps never to be answered: relist
-                    if outcome == "cut at once":  # not unreachable; but do not spin
+                    if end is End.CUT_AT_ONCE:  # not unreachable; but do not spin
                         backoff = self._pause(None, backoff)
             except KubeError as exc:
                 if self._stopping.is_set():
@@ -165,9 +128,8 @@ class Reflector:
         self.synced.set()
         return version
 
-    def _watch(self, client: ClusterClient, version: str) -> tuple[str, str]:
-        """Follow one stream to its end: (last version, how it ended: "ended" normally,
-        "silent" (nothing heard), "cut" early, "cut at once")."""
+    def _watch(self, client: ClusterClient, version: str) -> tuple[str, End]:
+        """Follow one stream to its end: (last version, how it ended)."""
         low, high = self.timing.watch_timeout
         timeout = random.randint(low, high)
         started = time.monotonic()
@@ -175,7 +137,7 @@ class Reflector:
         with self._lock:
             if self._stopping.is_set():
                 stream.close()
-                return version, "ended"
+                return version, End.STOPPED
             self._stream = stream
         heard = False
         try:
@@ -193,9 +155,5 @@ class Reflector:
             with self._lock:
                 self._stream = None
             stream.close()
-        lasted = time.monotonic() - started
-        if self._stopping.is_set():
-            return version, "ended"
-        if lasted < timeout * 0.9 - 1:
-            return version, "cut at once" if lasted < 1 else "cut"
-        return version, "ended" if heard else "silent"
+        return version, ending(time.monotonic() - started, timeout, heard, stream.cut,
+                               self._stopping.is_set())

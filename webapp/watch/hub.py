@@ -13,12 +13,15 @@ import json
 import logging
 import random
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from . import rawjson
+from .faults import End, Reachability, describe, ending, is_unreachable, needs_fresh_list, sentence
 from .kube import ClusterClient, KubeError, WatchStream
 from .resources import Identity, WatchParams
 
@@ -94,6 +97,10 @@ def message(kind: str, watch_id: str, **fields: Any) -> bytes:
                       separators=(",", ":")).encode()
 
 
+def _now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
 def _object_key(obj: JSON) -> str:
     meta = obj.get("metadata") or {}
     return meta.get("uid") or f"{meta.get('namespace', '')}/{meta.get('name', '')}"
@@ -136,7 +143,8 @@ class Timing:
 class UpstreamWatch:
     def __init__(self, key: WatchKey, client: ClusterClient, timing: Timing,
                  on_stopped: Callable[[UpstreamWatch], None],
-                 render_row: RowRenderer = no_rows) -> None:
+                 render_row: RowRenderer = no_rows,
+                 reachability: Reachability | None = None) -> None:
         self.key = key
         self.client = client
         self.timing = timing
@@ -155,6 +163,9 @@ class UpstreamWatch:
         self._cache: dict[str, _Cached] = {}
         self._synced = False
         self._error: KubeError | None = None
+        self._down_since: str | None = None  # when it stopped being live (ISO 8601, UTC)
+        self._host = str(getattr(getattr(client.api, "configuration", None), "host", "") or "")
+        self._reachability = reachability or Reachability("live view")
         self.resource_version = ""
         self._stream: WatchStream | None = None
         self._stopping = threading.Event()
@@ -301,6 +312,7 @@ class UpstreamWatch:
     # --- the reflector loop -------------------------------------------------------------
 
     def _run(self) -> None:
+        """List, then watch; after each ending, what faults.py says (resume, or relist)."""
         backoff = self.timing.backoff_initial
         need_list = True
         while not self._stopping.is_set():
@@ -308,34 +320,56 @@ class UpstreamWatch:
                 if need_list:
                     self._relist()
                     need_list = False
+                    self._reachability.report(self.key.agent, None, 0.0)
+                end = self._watch_once()
+                if end in (End.NORMAL, End.STOPPED):
                     backoff = self.timing.backoff_initial
-                need_list = self._watch_once()
-                if not need_list:
-                    backoff = self.timing.backoff_initial
+                    continue
+                need_list = True  # cut, expired, or perhaps never to be answered
+                if end is End.CUT_AT_ONCE:  # not unreachable; but do not spin
+                    self._stopping.wait(backoff * random.uniform(0.5, 1.5))
+                    backoff = min(backoff * 2, self.timing.backoff_max)
             except KubeError as exc:
                 if self._stopping.is_set():
                     break
-                need_list = need_list or exc.code == 410
-                if exc.code == 410:
-                    continue  # relist at once: history moved on, nothing is broken
-                self._report(exc)
-                self._stopping.wait(backoff * random.uniform(0.5, 1.5))
-                backoff = min(backoff * 2, self.timing.backoff_max)
+                need_list = True
+                if needs_fresh_list(exc):
+                    continue  # relist at once: the version means nothing now
+                backoff = self._pause(exc, backoff)
             except Exception as exc:  # a watch must never die silently
                 if self._stopping.is_set():
                     break
                 log.exception("watch %s failed", self.key)
-                self._report(KubeError(0, "InternalError", str(exc)))
                 need_list = True
-                self._stopping.wait(backoff * random.uniform(0.5, 1.5))
-                backoff = min(backoff * 2, self.timing.backoff_max)
+                backoff = self._pause(KubeError(0, "InternalError",
+                                                f"unexpected error: {type(exc).__name__}"),
+                                      backoff)
         self._on_stopped(self)
 
-    def _report(self, exc: KubeError) -> None:
+    def _pause(self, exc: KubeError, backoff: float) -> float:
+        """Report `exc` with when the next try is, wait the jittered backoff, and return
+        the next one (doubling, capped)."""
+        delay = min(backoff * random.uniform(0.5, 1.5), self.timing.backoff_max)
+        if is_unreachable(exc):
+            self._reachability.report(self.key.agent, describe(exc), delay)
+        self._report(exc, delay)
+        self._stopping.wait(delay)
+        return min(backoff * 2, self.timing.backoff_max)
+
+    def _report(self, exc: KubeError, retry_in: float) -> None:
         with self._lock:
-            self._error = exc
-            self._broadcast("error", error=exc.to_json())
+            if self._error is None:
+                self._down_since = _now_iso()
+            self._error = KubeError(exc.code, exc.reason, sentence(exc, self._host),
+                                    retry_in=round(retry_in, 1), since=self._down_since)
+            self._broadcast("error", error=self._error.to_json())
         self._synced_event.set()  # whoever waits for a first state gets the error
+
+    def _recovered(self) -> None:
+        """Live again (under the lock): `synced` tells every subscriber."""
+        if self._error is not None:
+            self._error = None
+            self._broadcast("synced", self.resource_version)
 
     def _cached(self, obj: JSON, raw: bytes) -> _Cached:
         """`raw`: the object's JSON text as the API server sent it."""
@@ -352,7 +386,7 @@ class UpstreamWatch:
                 return Snapshot([], [], KubeError(504, "Timeout",
                                                   "The cluster did not answer in time"))
             cached = sorted(self._cache.values(), key=lambda c: c.sort_key)
-            error = None if self._synced else self._error
+            error = self._error  # after the first sync too: a page loaded during an outage
         decoded = [json.loads(c.object_bytes) for c in cached] if objects else []
         return Snapshot(decoded, [c.html for c in cached if c.html is not None], error)
 
@@ -368,25 +402,26 @@ class UpstreamWatch:
         self.lists += 1
         with self._lock:
             if self._synced:
-                # After a 410 or an outage: send exactly the difference.
+                # After a fault: exactly the difference, deletions first (an object
+                # replaced by a new one of the same name ends up present, whether a client
+                # keys its rows by uid or by name).
+                for key, gone in self._cache.items():
+                    if key not in fresh:
+                        self._broadcast_event(_event_line("DELETED", gone.object_bytes), b"}")
                 for key, cached in fresh.items():
                     old = self._cache.get(key)
                     if old is None:
                         self._broadcast_event(_event_line("ADDED", cached.object_bytes),
                                               cached.suffix)
-                    elif old.version != cached.version:
+                    elif old.version != cached.version or old.object_bytes != \
+                            cached.object_bytes:
                         self._broadcast_event(_event_line("MODIFIED", cached.object_bytes),
                                               cached.suffix)
-                for key, old in self._cache.items():
-                    if key not in fresh:
-                        self._broadcast_event(_event_line("DELETED", old.object_bytes), b"}")
                 self._cache = fresh
                 self.resource_version = resource_version
                 self._history.clear()
                 self._history_base = None  # the difference above went out without positions
-                if self._error is not None:
-                    self._error = None
-                    self._broadcast("synced", resource_version)
+                self._recovered()
                 return
             self._cache = fresh
             self.resource_version = resource_version
@@ -397,27 +432,26 @@ class UpstreamWatch:
                 self._send_snapshot(subscription)
         self._synced_event.set()
 
-    def _watch_once(self) -> bool:
-        """Follow one watch stream to its end. True if a relist is needed."""
+    def _watch_once(self) -> End:
+        """Follow one watch stream to its end, and say how it ended."""
         low, high = self.timing.watch_timeout
+        timeout = random.randint(low, high)
+        started = time.monotonic()
         stream = self.client.watch(self.key.params, self.key.identity, self.resource_version,
-                                   random.randint(low, high))
+                                   timeout)
         with self._lock:
             if self._stopping.is_set():  # stopped while this stream was being opened
                 stream.close()
-                return False
+                return End.STOPPED
             self._stream = stream
-            if self._error is not None:  # the stream is open again: tell the page
-                self._error = None
-                self._broadcast("synced", self.resource_version)
+        heard = False
         try:
             for kind, obj, line in stream.events():
+                heard = True
                 meta = obj.get("metadata") or {}
-                if kind == "ERROR":
-                    code = int(obj.get("code") or 0)
-                    if code == 410:
-                        return True
-                    raise KubeError(code, str(obj.get("reason", "")), str(obj.get("message", "")))
+                if kind == "ERROR":  # 410 Expired, or another failure: relist (faults.py)
+                    raise KubeError(int(obj.get("code") or 0), str(obj.get("reason", "")),
+                                    str(obj.get("message", "")))
                 version = str(meta.get("resourceVersion", ""))
                 if kind == "BOOKMARK":
                     self.resource_version = version or self.resource_version
@@ -440,7 +474,8 @@ class UpstreamWatch:
             with self._lock:
                 self._stream = None
             stream.close()
-        return False
+        return ending(time.monotonic() - started, timeout, heard, stream.cut,
+                      self._stopping.is_set())
 
 
 class Hub:
@@ -453,13 +488,14 @@ class Hub:
         self._render_row = render_row
         self._lock = threading.Lock()
         self._watches: dict[WatchKey, UpstreamWatch] = {}
+        self.reachability = Reachability("live view")
 
     def _upstream(self, key: WatchKey) -> UpstreamWatch:
         with self._lock:
             upstream = self._watches.get(key)
             if upstream is None:
                 upstream = UpstreamWatch(key, self._client_for(key.agent), self.timing,
-                                         self._forget, self._render_row)
+                                         self._forget, self._render_row, self.reachability)
                 self._watches[key] = upstream
                 upstream.start()
             return upstream

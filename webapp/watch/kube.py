@@ -28,11 +28,14 @@ POOL_SIZE = 64  # watches and log streams of one agent share this pool
 class KubeError(Exception):
     """A Kubernetes Status failure, or a transport error (code 0)."""
 
-    def __init__(self, code: int, reason: str, message: str) -> None:
+    def __init__(self, code: int, reason: str, message: str, *,
+                 retry_in: float | None = None, since: str | None = None) -> None:
         super().__init__(f"{code} {reason}: {message}")
         self.code = code
         self.reason = reason
         self.message = message
+        self.retry_in = retry_in  # seconds until the next try, when one is planned
+        self.since = since  # when the watch stopped being live (ISO 8601)
 
     @classmethod
     def from_response(cls, status: int, body: bytes) -> KubeError:
@@ -44,7 +47,13 @@ class KubeError(Exception):
             return cls(status, "", body[:200].decode(errors="replace") or f"HTTP {status}")
 
     def to_json(self) -> dict[str, Any]:
-        return {"code": self.code, "reason": self.reason, "message": self.message}
+        fields: dict[str, Any] = {"code": self.code, "reason": self.reason,
+                                  "message": self.message}
+        if self.retry_in is not None:
+            fields["retryInSeconds"] = self.retry_in
+        if self.since is not None:
+            fields["since"] = self.since
+        return fields
 
 
 @dataclass(frozen=True)
@@ -202,6 +211,7 @@ class LineStream:
     def __init__(self, response: urllib3.BaseHTTPResponse) -> None:
         self.response = response
         self._closed = threading.Event()
+        self.cut = False  # ended without its final chunk: the connection was cut
 
     def __iter__(self) -> Iterator[bytes]:
         pending = b""
@@ -219,7 +229,10 @@ class LineStream:
             if pending.strip() and not self._closed.is_set():
                 yield pending
         except urllib3.exceptions.ProtocolError:
-            return  # cut without its final chunk (proxy, network): an end like any other
+            # Cut without its final chunk (proxy, network, a server gone): an end, that
+            # the caller may tell from a clean one.
+            self.cut = not self._closed.is_set()
+            return
         except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError):
             if not self._closed.is_set():
                 raise

@@ -1,0 +1,137 @@
+"""What a list-then-watch loop does after each way a watch can end, in one place for the
+relay's shared watches (hub.py) and the GitOps observer's (gitops/reflector.py).
+
+Like client-go's reflector, and one step safer, because a cluster recreated behind the
+same address (or restored from a backup) starts its resourceVersions again lower, and a
+watch at a version it has not reached is accepted and stays silent:
+
+- a stream that ends cleanly (at its timeoutSeconds, or earlier: a server shutting down
+  ends its watches) resumes from the last version seen; one that lasted its time and heard
+  nothing at all (not even a bookmark) relists, as it may be such a silent watch; one cut
+  without its final chunk (a connection reset, a server gone) is a transport failure:
+  relist;
+- any transport failure or error answer ends the watch, backs off (doubling, capped,
+  jittered) and relists before watching again;
+- a 410 Expired or a "Too large resource version" answer relists at once, from scratch.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import threading
+import time
+
+from .kube import KubeError
+
+log = logging.getLogger(__name__)
+
+
+class End(enum.Enum):
+    """How one watch stream ended."""
+
+    NORMAL = "ended"  # cleanly, having heard something or early: resume
+    SILENT = "silent"  # lasted its time but heard nothing, not even a bookmark: relist
+    CUT = "cut"  # without its final chunk: a transport failure: relist
+    CUT_AT_ONCE = "cut at once"  # cut as soon as it opened: relist, after a pause
+    STOPPED = "stopped"  # we closed it
+
+
+def ending(lasted: float, timeout: float, heard: bool, cut: bool, stopping: bool) -> End:
+    """Classify a stream that ran `lasted` seconds of its server-side `timeout`."""
+    if stopping:
+        return End.STOPPED
+    if cut:
+        return End.CUT_AT_ONCE if lasted < 1 else End.CUT
+    if heard or lasted < timeout * 0.9 - 1:
+        return End.NORMAL
+    return End.SILENT
+
+
+def needs_fresh_list(exc: KubeError) -> bool:
+    """410 Expired, or the watch cache's 504 "Too large resource version": the version
+    this watch holds means nothing to the server any more."""
+    return exc.code == 410 or (exc.code == 504 and "too large resource version"
+                               in exc.message.lower())
+
+
+def is_unreachable(exc: KubeError) -> bool:
+    """No answer from the cluster (transport failure) or a server-side failure (5xx): the
+    watch is not live. A 403 or 404 is an answer, shown where it applies."""
+    return exc.code == 0 or exc.code >= 500
+
+
+_TRANSPORT = (("connection refused", "connection refused"),
+              ("name or service not known", "DNS lookup failed"),
+              ("temporary failure in name resolution", "DNS lookup failed"),
+              ("nodename nor servname", "DNS lookup failed"),
+              ("certificate", "TLS error"), ("ssl", "TLS error"),
+              ("timed out", "timed out"), ("reset by peer", "connection reset"),
+              ("ended prematurely", "connection closed mid-stream"),
+              ("remote end closed", "connection closed"))
+
+
+def describe(exc: KubeError) -> str:
+    """A short, readable reason (never headers, so never a token; never a library's
+    exception text for a transport failure)."""
+    text = exc.message
+    lowered = text.lower()
+    if exc.code == 0:
+        for needle, said in _TRANSPORT:
+            if needle in lowered:
+                return said
+        if exc.reason not in ("", "Unreachable"):
+            return text[:200]
+        return "no answer"
+    return f"HTTP {exc.code} {exc.reason}: {text[:200]}".strip()
+
+
+def sentence(exc: KubeError, host: str) -> str:
+    """What a page's banner says: "Cannot reach the cluster at https://10.0.0.1:6443:
+    connection refused"."""
+    where = f" at {host}" if host else ""
+    if exc.code == 0:
+        return f"Cannot reach the cluster{where}: {describe(exc)}"
+    if exc.code >= 500:
+        return f"The cluster{where} failed to answer: {describe(exc)}"
+    return exc.message[:300] or describe(exc)
+
+
+def seconds(value: float) -> str:
+    return f"{value:.1f} s" if value < 10 else f"{value:.0f} s"
+
+
+class Reachability:
+    """Whether each agent's cluster answers, logged once per change, with the reason.
+
+    `what` names the user of the cluster in the log lines ("gitops", "live view")."""
+
+    def __init__(self, what: str) -> None:
+        self._what = what
+        self._lock = threading.Lock()
+        self._down_since: dict[str, float] = {}
+        self._reason: dict[str, str] = {}
+
+    def report(self, agent: str, reason: str | None, retry_in: float) -> None:
+        with self._lock:
+            if reason is None:
+                since = self._down_since.pop(agent, None)
+                self._reason.pop(agent, None)
+                if since is not None:
+                    log.warning("%s: the cluster of agent %s is reachable again "
+                                "(unreachable for %s)", self._what, agent,
+                                seconds(time.monotonic() - since))
+                return
+            if agent not in self._down_since:
+                self._down_since[agent] = time.monotonic()
+                log.warning("%s: cannot reach the cluster of agent %s: %s; retrying in "
+                            "%s, and on until it answers", self._what, agent, reason,
+                            seconds(retry_in))
+            elif self._reason.get(agent) != reason:
+                log.warning("%s: the cluster of agent %s is still unreachable: %s",
+                            self._what, agent, reason)
+            self._reason[agent] = reason
+
+    def unreachable(self) -> dict[str, str]:
+        with self._lock:
+            return dict(self._reason)
