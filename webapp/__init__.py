@@ -14,6 +14,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         auth,
         bodylimit,
         config,
+        converters,
         csrf,
         db,
         headers,
@@ -30,6 +31,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     if "CLOCK" in app.config:
         app.extensions["clock"] = app.config["CLOCK"]
 
+    converters.init_app(app)  # before any route is added
     accesslog.init_app(app)
     headers.init_app(app)
     bodylimit.init_app(app)  # before anything reads a body (the CSRF check reads forms)

@@ -109,7 +109,7 @@ def _log_context(hook: Hook) -> dict[str, Any]:
             "older": entries[-1].attempt.id if len(entries) == service.LOG_PAGE else None}
 
 
-@bp.get("/hooks/<int:hook_id>")
+@bp.get("/hooks/<int32:hook_id>")
 @login_required
 def detail(hook_id: int) -> str:
     hook, agent = _hook(hook_id)
@@ -119,7 +119,7 @@ def detail(hook_id: int) -> str:
                            **_log_context(hook), **_agent_context(agent))
 
 
-@bp.get("/hooks/<int:hook_id>/log")
+@bp.get("/hooks/<int32:hook_id>/log")
 @login_required
 def log(hook_id: int) -> str:
     """The log alone: polled while deliveries wait, and older pages."""
@@ -141,7 +141,7 @@ def _say(what: str, outcome: Outcome | None) -> None:
         flash(f"{what} failed: {outcome.error}")
 
 
-@bp.post("/hooks/<int:hook_id>/ping")
+@bp.post("/hooks/<int32:hook_id>/ping")
 @role_required("maintainer")
 def ping(hook_id: int) -> Response:
     hook, _ = _hook(hook_id)
@@ -149,7 +149,7 @@ def ping(hook_id: int) -> Response:
     return _back(hook)
 
 
-@bp.post("/hooks/<int:hook_id>/deliveries/<int:delivery_id>/redeliver")
+@bp.post("/hooks/<int32:hook_id>/deliveries/<int:delivery_id>/redeliver")
 @role_required("maintainer")
 def redeliver(hook_id: int, delivery_id: int) -> Response:
     hook, _ = _hook(hook_id)
@@ -157,7 +157,7 @@ def redeliver(hook_id: int, delivery_id: int) -> Response:
     return _back(hook)
 
 
-@bp.post("/hooks/<int:hook_id>/enable")
+@bp.post("/hooks/<int32:hook_id>/enable")
 @role_required("maintainer")
 def enable(hook_id: int) -> Response:
     hook, _ = _hook(hook_id)
@@ -166,7 +166,7 @@ def enable(hook_id: int) -> Response:
     return _back(hook)
 
 
-@bp.post("/hooks/<int:hook_id>/disable")
+@bp.post("/hooks/<int32:hook_id>/disable")
 @role_required("maintainer")
 def disable(hook_id: int) -> Response:
     hook, _ = _hook(hook_id)
@@ -175,7 +175,7 @@ def disable(hook_id: int) -> Response:
     return _back(hook)
 
 
-@bp.post("/hooks/<int:hook_id>/delete")
+@bp.post("/hooks/<int32:hook_id>/delete")
 @role_required("maintainer")
 def delete(hook_id: int) -> Response:
     hook, agent = _hook(hook_id)

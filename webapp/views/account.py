@@ -32,7 +32,7 @@ def create_token() -> str | tuple[str, int]:
     return _render(raw_token=users.issue_token(g.user, name), error=None)
 
 
-@bp.post("/tokens/<int:token_id>/revoke")
+@bp.post("/tokens/<int32:token_id>/revoke")
 @login_required
 def revoke_token(token_id: int) -> Response:
     users.revoke_token(g.user, token_id)
