@@ -88,6 +88,19 @@ RBAC: list[dict[str, Any]] = [
 ]
 
 
+# What the tests check requests against: who asked (and as whom), which verb, which namespace,
+# with which query. Only the kinds agentwatch reads and acts on; Metadata level (no bodies).
+AUDIT_POLICY: dict[str, Any] = {
+    "apiVersion": "audit.k8s.io/v1", "kind": "Policy", "omitStages": ["RequestReceived"],
+    "rules": [
+        {"level": "Metadata", "resources": [
+            {"group": "", "resources": ["pods", "pods/status"]},
+            *({"group": group} for group in FLUX_GROUPS)]},
+        {"level": "None"},
+    ],
+}
+
+
 class NotBuilt(RuntimeError):
     """The binaries are not there: the message says how to build them."""
 
@@ -172,6 +185,7 @@ class RealCluster:
         self.server = f"https://127.0.0.1:{self.port}"
         self.etcd_url = f"http://127.0.0.1:{self.etcd_port}"
         self.ca_file = workdir / "ca.crt"
+        self.audit_log = workdir / "audit.log"
         self.tokens = {i.name: base64.b32encode(os.urandom(20)).decode().lower()
                        for i in IDENTITIES}
         self._procs: list[subprocess.Popen[bytes]] = []
@@ -183,6 +197,7 @@ class RealCluster:
         started = time.monotonic()
         make_certificates(self.workdir)
         self._write_token_file()
+        (self.workdir / "audit-policy.yaml").write_text(yaml.safe_dump(AUDIT_POLICY))
         self._start_etcd()
         self._start_apiserver()
         self._wait_ready()
@@ -261,6 +276,10 @@ class RealCluster:
             # ConfigMaps bypass the watch cache, so a test can see what etcd itself answers for a
             # compacted revision (the cache keeps serving its own window of history).
             "--watch-cache-sizes=configmaps#0",
+            # Written before each request returns (the log backend blocks by default), so a
+            # test reads what it just caused.
+            f"--audit-policy-file={w / 'audit-policy.yaml'}",
+            f"--audit-log-path={self.audit_log}",
             "--profiling=false",
         ])
 
@@ -354,6 +373,13 @@ class RealCluster:
                     return True
 
                 self._wait(served, f"CRD {name}", "kube-apiserver")
+
+    def audit(self) -> list[dict[str, Any]]:
+        """Every audit event so far (see ``AUDIT_POLICY``), oldest first."""
+        if not self.audit_log.exists():
+            return []
+        return [json.loads(line) for line in self.audit_log.read_text().splitlines()
+                if line.strip()]
 
     # --- etcd -----------------------------------------------------------------------------
 

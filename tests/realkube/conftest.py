@@ -1,23 +1,31 @@
 """The real-cluster tier: one etcd + kube-apiserver per test process, started on loopback for the
-session (see cluster.py), and clients for its three identities.
+session (see cluster.py), clients for its three identities, and the app served on loopback with
+an agent whose kubeconfig reaches that server.
 
 Without the binaries the tier is skipped locally (`bash tests/realkube/build.sh` builds them);
-with CI=true it fails instead, so CI never passes by skipping it.
+with CI=true it fails instead, so CI never passes by skipping it (tests/clusters.py).
 """
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import kubernetes
 import pytest
+from clusters import realkube, serve
+from flask import Flask
+from watch.conftest import Live, app_config, database_url, watch_timing
 
-from .cluster import ADMIN, AGENT, VIEWER, NotBuilt, RealCluster, find_binaries
+from webapp.simcluster import SimCluster
 
-IN_CI = os.environ.get("CI", "").lower() == "true"
+from .cluster import ADMIN, AGENT, VIEWER, RealCluster
+
+# Fixtures used here by import: the real control plane (shared with tests/simcluster), and the
+# relay's SQLite database and short timings from tests/watch.
+__all__ = ["app_config", "database_url", "realkube", "watch_timing"]
 HERE = Path(__file__).parent
 
 
@@ -25,22 +33,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if HERE in Path(str(item.path)).parents:
             item.add_marker(pytest.mark.realkube)
-
-
-@pytest.fixture(scope="session")
-def realkube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
-    try:
-        bin_dir = find_binaries()
-    except NotBuilt as missing:
-        if IN_CI:
-            pytest.fail(f"CI=true and the real-cluster tier cannot run: {missing}", pytrace=False)
-        pytest.skip(str(missing))
-    cluster = RealCluster(bin_dir, tmp_path_factory.mktemp("realkube"))
-    try:
-        cluster.start()
-        yield cluster
-    finally:
-        cluster.stop()
 
 
 def _client(cluster: RealCluster, identity: object) -> Iterator[kubernetes.client.ApiClient]:
@@ -75,9 +67,38 @@ def custom(admin_api: kubernetes.client.ApiClient) -> kubernetes.client.CustomOb
 
 
 @pytest.fixture()
+def rbac(admin_api: kubernetes.client.ApiClient) -> kubernetes.client.RbacAuthorizationV1Api:
+    return kubernetes.client.RbacAuthorizationV1Api(admin_api)
+
+
+@pytest.fixture()
 def namespace(v1: kubernetes.client.CoreV1Api) -> str:
     """A fresh namespace per test. It is not deleted: without the namespace controller a deleted
     namespace stays Terminating, and the cluster ends with the session anyway."""
     name = f"t-{uuid.uuid4().hex[:10]}"
     v1.create_namespace({"metadata": {"name": name}})
     return name
+
+
+# --- the app against the real server ------------------------------------------------------
+
+@pytest.fixture
+def live(app: Flask, realkube: RealCluster) -> Iterator[Live]:
+    """tests/watch's Live (users, tokens, agents, browsers, WebSocket clients) for the app
+    served on loopback; its default kubeconfig is the agent service account's."""
+    with serve(app) as base_url:
+        # No simulator here: Live's `sim` is for the simulated tier only.
+        state = Live(app, cast(SimCluster, None), base_url, realkube.kubeconfig_path(AGENT))
+        try:
+            yield state
+        finally:
+            state.close_clients()
+
+
+@pytest.fixture
+def admin(live: Live) -> str:
+    """alice (admin) with a personal token, and agent `prod` on the real cluster as the
+    agent service account (`access_as: agent`)."""
+    live.user("alice", "admin")
+    live.agent("prod")
+    return live.token("alice")

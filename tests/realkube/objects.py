@@ -66,3 +66,13 @@ def helmrelease(name: str) -> JSON:
 def ready_condition(status: str, reason: str, message: str, generation: int) -> JSON:
     return {"type": "Ready", "status": status, "reason": reason, "message": message,
             "observedGeneration": generation, "lastTransitionTime": "2026-12-02T12:00:00Z"}
+
+
+def reads_in_namespace(subject_kind: str, subject: str) -> JSON:
+    """A RoleBinding: `subject` (a User or a Group) reads what the viewer reads, in the
+    namespace it is created in only."""
+    return {"metadata": {"name": f"reads-{subject_kind.lower()}-{subject.replace(':', '-')}"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": "agentwatch-viewer"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": subject_kind,
+                          "name": subject}]}

@@ -1,0 +1,152 @@
+"""The relay against kube-apiserver: a WebSocket subscriber's snapshot and live changes, one
+upstream list and watch shared by every subscriber, selectors, and `access_as: user` with the
+server's RBAC deciding. The server's audit log says what reached it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kubernetes
+from watch.conftest import Live, events_of, eventually
+
+from . import audit
+from .cluster import AGENT, RealCluster
+from .objects import pod, reads_in_namespace, running_status
+from .page import rows
+
+AS_USER = {"access_as": "user", "view": {"role": "viewer"}, "act": {"role": "maintainer"}}
+
+
+def status_cells(messages: list[dict[str, Any]]) -> list[tuple[str, str, str | None]]:
+    """(event type, pod, STATUS as the page's row says it; None for a removed row)."""
+    out = []
+    for message in messages:
+        if message["type"] != "event":
+            continue
+        html = message.get("html")
+        status = rows(html)[0].cells["status"] if html else None
+        out.append((message["event"]["type"], message["event"]["object"]["metadata"]["name"],
+                    status))
+    return out
+
+
+def test_a_subscriber_gets_the_snapshot_then_every_change_the_server_reports(
+        live: Live, admin: str, v1: kubernetes.client.CoreV1Api, namespace: str) -> None:
+    v1.create_namespaced_pod(namespace, pod("before"))
+    v1.patch_namespaced_pod_status("before", namespace, running_status())
+    ws = live.ws(token=admin)
+    ws.watch("pods", namespace=namespace)
+    snapshot = ws.synced("pods")
+    assert status_cells(snapshot) == [("ADDED", "before", "Running")]
+    assert snapshot[-1] == {"type": "synced", "watchId": "pods"}
+
+    v1.create_namespaced_pod(namespace, pod("web"))
+    v1.patch_namespaced_pod_status("web", namespace, running_status())
+    v1.delete_namespaced_pod("web", namespace)
+    # A real server marks a pod deleted before it removes it, even one no kubelet runs
+    # (the simulator sends the DELETED alone: see README).
+    assert status_cells(ws.events(4)) == [
+        ("ADDED", "web", "Pending"), ("MODIFIED", "web", "Running"),
+        ("MODIFIED", "web", "Terminating"), ("DELETED", "web", None)]
+
+
+def test_two_subscribers_share_one_list_and_one_watch_at_the_server(
+        live: Live, admin: str, realkube: RealCluster, v1: kubernetes.client.CoreV1Api,
+        namespace: str) -> None:
+    v1.create_namespaced_pod(namespace, pod("web-1"))
+    first = live.ws(token=admin)
+    first.watch("pods", namespace=namespace)
+    first.synced("pods")
+    v1.create_namespaced_pod(namespace, pod("web-2"))
+    assert events_of(first.events(1)) == [("ADDED", "web-2")]
+
+    # A later subscriber gets the relay's cached state: nothing more reaches the server.
+    second = live.ws(token=admin)
+    second.watch("mine", namespace=namespace)
+    assert sorted(events_of(second.synced("mine"))) == [("ADDED", "web-1"), ("ADDED", "web-2")]
+    v1.patch_namespaced_pod("web-1", namespace, {"metadata": {"labels": {"v": "2"}}})
+    assert events_of(first.events(1), "pods") == [("MODIFIED", "web-1")]
+    assert events_of(second.events(1), "mine") == [("MODIFIED", "web-1")]
+
+    [listed] = audit.requests(realkube, namespace, verb="list")
+    [watched] = eventually(lambda: audit.requests(realkube, namespace, verb="watch"))
+    assert (listed.user, listed.as_user, listed.query["limit"]) == (AGENT.user, None, "500")
+    assert (watched.user, watched.as_user) == (AGENT.user, None)
+    assert watched.query["allowWatchBookmarks"] == "true"
+    assert int(watched.query["resourceVersion"]) > 0  # from the list: nothing missed
+    assert audit.open_watches(realkube, namespace) == 1
+    assert len(live.hub_watches()) == 1
+
+
+def test_selectors_reach_the_server_and_pods_enter_and_leave_them(
+        live: Live, admin: str, realkube: RealCluster, v1: kubernetes.client.CoreV1Api,
+        namespace: str) -> None:
+    for name, app in (("web-a", "web"), ("web-b", "web"), ("db", "db")):
+        v1.create_namespaced_pod(namespace, pod(name, {"app": app}))
+    for name in ("web-a", "db"):
+        v1.patch_namespaced_pod_status(name, namespace, running_status())
+    ws = live.ws(token=admin)
+    ws.watch("sel", namespace=namespace, labelSelector="app=web",
+             fieldSelector="status.phase=Running")
+    assert events_of(ws.synced("sel")) == [("ADDED", "web-a")]
+
+    v1.patch_namespaced_pod_status("web-b", namespace, running_status())
+    v1.patch_namespaced_pod_status("web-a", namespace, {"status": {"phase": "Failed"}})
+    changes = [m["event"] for m in ws.events(2)]
+    # Leaving the selection is a DELETED carrying the pod as it last matched.
+    assert [(e["type"], e["object"]["metadata"]["name"], e["object"]["status"]["phase"])
+            for e in changes] == [("ADDED", "web-b", "Running"), ("DELETED", "web-a", "Running")]
+
+    sent = audit.requests(realkube, namespace, verb="list") + \
+        eventually(lambda: audit.requests(realkube, namespace, verb="watch"))
+    assert {(r.verb, r.query["labelSelector"], r.query["fieldSelector"]) for r in sent} == {
+        ("list", "app=web", "status.phase=Running"), ("watch", "app=web", "status.phase=Running")}
+
+
+def test_a_selector_the_server_refuses_reaches_the_page_with_its_message(
+        live: Live, admin: str, namespace: str) -> None:
+    ws = live.ws(token=admin)
+    ws.watch("bad", namespace=namespace, fieldSelector="spec.image=x")
+    error = ws.recv()
+    assert (error["type"], error["watchId"]) == ("error", "bad")
+    assert (error["error"]["code"], error["error"]["message"]) == (
+        400, "field label not supported: spec.image")
+    assert ws.connected
+
+
+def test_watches_impersonate_the_signed_in_user_whose_rbac_then_decides(
+        live: Live, realkube: RealCluster, v1: kubernetes.client.CoreV1Api,
+        rbac: kubernetes.client.RbacAuthorizationV1Api, namespace: str) -> None:
+    live.user("alice", "admin")
+    live.user("bob", "viewer")
+    live.agent("prod", access=AS_USER)
+    rbac.create_namespaced_role_binding(namespace, reads_in_namespace("User", "alice"))
+    v1.create_namespaced_pod(namespace, pod("web-1"))
+
+    alice = live.ws(token=live.token("alice"))
+    alice.watch("pods", namespace=namespace)
+    assert events_of(alice.synced("pods")) == [("ADDED", "web-1")]
+    [listed] = audit.requests(realkube, namespace, verb="list")
+    # The agent's credentials, impersonating alice with her role as a group.
+    assert (listed.user, listed.as_user) == (AGENT.user, "alice")
+    assert listed.as_groups == ("agentwatch:admin", "agentwatch:users", "system:authenticated")
+
+    bob = live.ws(token=live.token("bob"))
+    bob.watch("pods", namespace=namespace)
+    error = bob.recv()
+    assert (error["type"], error["error"]["code"]) == ("error", 403)
+    assert error["error"]["message"] == (
+        f'pods is forbidden: User "bob" cannot list resource "pods" in API group "" in the '
+        f'namespace "{namespace}"')
+    assert bob.connected
+
+    # The cluster's admin lets viewers read here: bob's watch recovers by itself.
+    rbac.create_namespaced_role_binding(namespace, reads_in_namespace("Group", "agentwatch:viewer"))
+    recovered = [m for m in bob.synced("pods", timeout=20) if m["type"] != "error"]
+    assert events_of(recovered) == [("ADDED", "web-1")]
+    v1.create_namespaced_pod(namespace, pod("web-2"))
+    assert events_of(bob.events(1)) == [("ADDED", "web-2")]
+    assert events_of(alice.events(1)) == [("ADDED", "web-2")]
+    # Two identities, two upstream watches: never one user's view served to another.
+    assert {(r.as_user, r.code) for r in audit.requests(realkube, namespace, verb="list")} >= {
+        ("alice", 200), ("bob", 403), ("bob", 200)}
