@@ -20,6 +20,7 @@ from .resources import Identity, WatchParams
 FLUX = {("kustomize.toolkit.fluxcd.io", "kustomizations"), ("helm.toolkit.fluxcd.io",
                                                              "helmreleases")}
 ACTIONS = ("delete", "reconcile", "suspend", "resume")
+FIELDS = ("action", "group", "version", "resource", "namespace", "name")
 REQUESTED_AT = "reconcile.fluxcd.io/requestedAt"
 
 
@@ -31,6 +32,20 @@ class Outcome:
 
     def to_json(self) -> dict[str, str]:
         return {"result": self.result, "message": self.message}
+
+
+def fields(body: Any) -> dict[str, Any]:
+    """An action body (already parsed by the strict JSON reader) as its fields: a JSON object
+    holding only FIELDS, else Invalid naming what is wrong. An unknown field is refused, not
+    ignored: a misspelt `namespace` must not act on some other object."""
+    if not isinstance(body, dict):
+        raise Invalid("Send a JSON object with action, resource, namespace and name",
+                      code="invalid_action")
+    unknown = sorted(set(body) - set(FIELDS))
+    if unknown:
+        raise Invalid(f"Unknown field {unknown[0][:64]!r}; an action has {', '.join(FIELDS)}",
+                      code="unknown_field", field=unknown[0][:64])
+    return body
 
 
 def target_name(action: str, params: WatchParams, name: Any) -> str:

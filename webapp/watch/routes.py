@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask import Blueprint, Response, current_app, jsonify, request
 
 from .. import agents, auth, credentials
+from ..api.payload import json_body
 from ..errors import Invalid
 from ..models import Agent
 from . import access, actions, limits, logs, names, stream, tickets
@@ -71,10 +70,7 @@ def pod_logs(name: str) -> Response:
 def act(name: str) -> tuple[Response, int]:
     user = auth.api_user()
     agent = agents.get(name)
-    body: Any = request.get_json(silent=True) if request.is_json else request.form.to_dict()
-    if not isinstance(body, dict):
-        raise Invalid("Send a JSON object with action, resource, namespace and name",
-                      code="invalid_action")
+    body = actions.fields(json_body())  # strict: malformed, NUL, repeated keys... are 4xx
     params = WatchParams.parse({k: body.get(k) for k in ("group", "version", "resource",
                                                           "namespace") if body.get(k)})
     access.require_act(user, agent)
