@@ -1,31 +1,51 @@
-"""Pod logs streamed to the page as server-sent events."""
+"""Pod logs streamed to the page as server-sent events.
+
+A followed log may stay open for hours: like the event streams, it re-checks its user every
+RECHECK_SECONDS (recheck.py) and ends with an `error` message once the sign-in, the user or
+the access is gone, however busy or quiet the log is.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
 from .kube import ClusterClient, KubeError, LineStream
+from .recheck import FORBIDDEN, GONE, RECONNECT, SIGNED_OUT, Ended, Recheck
 from .resources import Identity
 
 KEEPALIVE_SECONDS = 15.0
 MAX_TAIL = 10_000
+# What a re-check verdict tells the page. Another cluster identity (RECONNECT) also ends the
+# log: it was read as the old one, and the page does not reconnect a log by itself (the
+# tail would repeat).
+_ERRORS = {SIGNED_OUT: (401, "Unauthorized"), FORBIDDEN: (403, "Forbidden"),
+           GONE: (404, "NotFound"), RECONNECT: (409, "Conflict")}
 
 
 def _sse(payload: dict[str, Any]) -> bytes:
     return b"data: " + json.dumps(payload, separators=(",", ":")).encode() + b"\n\n"
 
 
-def stream(client: ClusterClient, identity: Identity, namespace: str, pod: str, *,
-           container: str | None, follow: bool, tail_lines: int | None, timestamps: bool,
-           previous: bool) -> Iterator[bytes]:
+def _ended(verdict: Ended) -> bytes:
+    code, reason = _ERRORS.get(verdict.code, (401, "Unauthorized"))
+    return _sse({"type": "error", "error": {"code": code, "reason": reason,
+                                            "message": verdict.reason}})
+
+
+def stream(client: ClusterClient, identity: Identity, recheck: Recheck, namespace: str,
+           pod: str, *, container: str | None, follow: bool, tail_lines: int | None,
+           timestamps: bool, previous: bool) -> Iterator[bytes]:
     """SSE bytes: `line` messages as they come, then `end`, or an `error`.
 
     A pump thread reads the cluster so this generator can send keep-alives while the
-    pod is quiet, and notice a closed browser tab at the next write.
+    pod is quiet, re-check its user when due, and notice a closed browser tab at the
+    next write.
     """
     try:
         upstream = client.logs(namespace, pod, identity, container=container, follow=follow,
@@ -38,13 +58,21 @@ def stream(client: ClusterClient, identity: Identity, namespace: str, pod: str, 
     pump.start()
     try:
         yield b"retry: 5000\n\n"
+        quiet_since = time.monotonic()
         while True:
-            try:
-                item = lines.get(timeout=KEEPALIVE_SECONDS)
-            except queue.Empty:
-                yield b": keepalive\n\n"
+            batch: list[bytes | BaseException | None] = []
+            with contextlib.suppress(queue.Empty):
+                batch.append(lines.get(timeout=min(KEEPALIVE_SECONDS, recheck.due() or 0.5)))
+            verdict = recheck.ended()  # reads only when due: cheap on a busy log
+            if verdict is not None:
+                yield _ended(verdict)
+                return
+            if not batch:
+                if time.monotonic() - quiet_since >= KEEPALIVE_SECONDS:
+                    quiet_since = time.monotonic()
+                    yield b": keepalive\n\n"
                 continue
-            batch = [item]
+            quiet_since = time.monotonic()
             while len(batch) < 1000:  # whatever else is ready goes in the same write
                 try:
                     batch.append(lines.get_nowait())

@@ -10,6 +10,7 @@ from ..errors import Invalid
 from ..models import Agent
 from . import access, actions, limits, logs, names, stream, tickets
 from .kube import ClusterClient, KubeError
+from .recheck import Recheck
 from .resources import WatchParams
 from .ws import SUBPROTOCOL
 
@@ -55,8 +56,9 @@ def pod_logs(name: str) -> Response:
         lease = limits.current().open_stream(user.id)
     except limits.LimitReached as exc:
         return limits.refusal(exc)
+    recheck = Recheck(credentials.current(), agent.name, identity)
     current_app.extensions["db_session"].remove()
-    body = logs.stream(client, identity, namespace, pod, container=container,
+    body = logs.stream(client, identity, recheck, namespace, pod, container=container,
                        follow=_flag(args.get("follow"), True), tail_lines=tail_lines,
                        timestamps=_flag(args.get("timestamps"), False),
                        previous=_flag(args.get("previous"), False))
