@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..watch.faults import End, describe, ending, needs_fresh_list
+from ..watch.faults import End, describe, ending, needs_fresh_list, went_back
 from ..watch.kube import ClusterClient, KubeError, WatchStream
 from ..watch.resources import AGENT, WatchParams
 
@@ -85,7 +85,12 @@ class Reflector:
                     version = self._list(client)
                     self._report(self.agent, None, 0.0)
                 version, end = self._watch(client, version)
-                if end in (End.NORMAL, End.STOPPED):
+                if end is End.NORMAL and went_back(client, self.params, AGENT, version):
+                    log.warning("gitops: the cluster of agent %s went back in "
+                                "resourceVersion (replaced or restored): listing %s again",
+                                self.agent, self.params.resource)
+                    version = ""
+                elif end in (End.NORMAL, End.STOPPED):
                     backoff = self.timing.backoff_initial
                 else:
                     version = ""  # cut, or perhaps never to be answered: relist

@@ -166,13 +166,16 @@ class SimCluster:
         self.store.expire_watches()
 
     def replace(self, populate: Callable[[SimCluster], object] | None = None, *,
-                start_rv: int = 1) -> str:
+                start_rv: int = 1, graceful: bool = False) -> str:
         """Recreate the cluster behind the same address, as when a dev cluster is rebuilt
         or etcd is restored from a backup: a new store whose resourceVersions start again
         at ``start_rv``, new logs, Flux state and timers; the same servers, tokens and
         RBAC. ``populate(cluster)`` fills it before it is served (e.g.
         ``lambda c: c.seed_demo(seed=1)``). Every open connection is cut, as a restarted
-        API server's are. Returns the new resourceVersion.
+        API server's are; with ``graceful``, open watches end cleanly instead (with their
+        final chunk, as an API server shutting down gracefully ends them), so a client that
+        resumes from its last version meets the new store's silent watch. Returns the new
+        resourceVersion.
         """
         history_size, flux_delay, log_max_lines, namespaces = self._settings
         fresh = SimCluster(history_size, self.bookmark_interval, token=self.token,
@@ -190,8 +193,9 @@ class SimCluster:
                                  for fn in self.store._listeners]
         self._background.extend(fresh._background)
         self.replacements += 1
-        for server in self._servers:
-            server.cut_connections()
+        if not graceful:
+            for server in self._servers:
+                server.cut_connections()
         old_store, old_logs, old_scheduler = old
         old_scheduler.stop()
         self.scheduler.errors.extend(old_scheduler.errors)

@@ -41,6 +41,11 @@ class Faults:
         with self._lock:
             self._pending.append(_Pending(verb, error, times, resource))
 
+    def pending(self) -> int:
+        """Injected failures not answered yet."""
+        with self._lock:
+            return sum(p.times for p in self._pending)
+
     def clear(self) -> None:
         with self._lock:
             self._pending.clear()

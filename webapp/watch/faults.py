@@ -12,7 +12,13 @@ watch at a version it has not reached is accepted and stays silent:
   relist;
 - any transport failure or error answer ends the watch, backs off (doubling, capped,
   jittered) and relists before watching again;
-- a 410 Expired or a "Too large resource version" answer relists at once, from scratch.
+- a 410 Expired or a "Too large resource version" answer relists at once, from scratch;
+- after a clean end, before watching again, one LIST of a single item asks the cluster's
+  current resourceVersion: lower than the one the watch holds means the cluster was
+  replaced or restored, and the watch relists. (resourceVersions are opaque to clients in
+  general; this compares them only when both are integers, as etcd's are. Without it, a
+  watch resumed on a replaced cluster stays silent until the new cluster's versions pass
+  the old one, then goes on as if nothing was missed.)
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ import logging
 import threading
 import time
 
-from .kube import KubeError
+from .kube import ClusterClient, KubeError
+from .resources import Identity, WatchParams
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +53,16 @@ def ending(lasted: float, timeout: float, heard: bool, cut: bool, stopping: bool
     if heard or lasted < timeout * 0.9 - 1:
         return End.NORMAL
     return End.SILENT
+
+
+def went_back(client: ClusterClient, params: WatchParams, identity: Identity,
+              version: str) -> str | None:
+    """The cluster's current resourceVersion if it is lower than `version` (the cluster
+    was replaced or restored from a backup), else None."""
+    current = client.current_version(params, identity)
+    if current.isdigit() and version.isdigit() and int(current) < int(version):
+        return current
+    return None
 
 
 def needs_fresh_list(exc: KubeError) -> bool:

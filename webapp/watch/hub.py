@@ -21,7 +21,16 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from . import rawjson
-from .faults import End, Reachability, describe, ending, is_unreachable, needs_fresh_list, sentence
+from .faults import (
+    End,
+    Reachability,
+    describe,
+    ending,
+    is_unreachable,
+    needs_fresh_list,
+    sentence,
+    went_back,
+)
 from .kube import ClusterClient, KubeError, WatchStream
 from .resources import Identity, WatchParams
 
@@ -322,10 +331,23 @@ class UpstreamWatch:
                     need_list = False
                     self._reachability.report(self.key.agent, None, 0.0)
                 end = self._watch_once()
-                if end in (End.NORMAL, End.STOPPED):
-                    backoff = self.timing.backoff_initial
+                if end is End.STOPPED:
                     continue
-                need_list = True  # cut, expired, or perhaps never to be answered
+                if end is End.NORMAL:
+                    backoff = self.timing.backoff_initial
+                    current = went_back(self.client, self.key.params, self.key.identity,
+                                        self.resource_version)
+                    if current is None:
+                        continue  # resume from the last version
+                    log.warning("watch %s of %s: the cluster's resourceVersion went back "
+                                "from %s to %s (replaced or restored); relisting",
+                                self.key.params.resource, self.key.agent,
+                                self.resource_version, current)
+                    need_list = True
+                    continue
+                need_list = True  # cut, or perhaps never to be answered
+                log.info("watch %s of %s: the stream was %s; relisting",
+                         self.key.params.resource, self.key.agent, end.value)
                 if end is End.CUT_AT_ONCE:  # not unreachable; but do not spin
                     self._stopping.wait(backoff * random.uniform(0.5, 1.5))
                     backoff = min(backoff * 2, self.timing.backoff_max)
@@ -334,6 +356,8 @@ class UpstreamWatch:
                     break
                 need_list = True
                 if needs_fresh_list(exc):
+                    log.info("watch %s of %s: %s; relisting", self.key.params.resource,
+                             self.key.agent, describe(exc))
                     continue  # relist at once: the version means nothing now
                 backoff = self._pause(exc, backoff)
             except Exception as exc:  # a watch must never die silently

@@ -159,6 +159,12 @@ class ClusterClient:
             if not token:
                 return
 
+    def current_version(self, params: WatchParams, identity: Identity) -> str:
+        """The collection's resourceVersion now: a LIST of one item, read from storage."""
+        for _items, version in self.list_pages(params, identity, limit=1):
+            return version
+        return ""
+
     def watch(self, params: WatchParams, identity: Identity, resource_version: str,
               timeout_seconds: int) -> WatchStream:
         query = params.query() + [
