@@ -84,6 +84,8 @@ _TRANSPORT = (("connection refused", "connection refused"),
               ("nodename nor servname", "DNS lookup failed"),
               ("certificate", "TLS error"), ("ssl", "TLS error"),
               ("timed out", "timed out"), ("reset by peer", "connection reset"),
+              ("no route to host", "no route to host"),
+              ("network is unreachable", "network unreachable"),
               ("ended prematurely", "connection closed mid-stream"),
               ("remote end closed", "connection closed"))
 

@@ -1,0 +1,48 @@
+"""What a page hears when the cluster cannot be reached: one readable sentence naming the
+cluster and the reason (never a library's exception text), when the next try is, and since
+when the view has not been live."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from webapp.watch.faults import describe, sentence
+from webapp.watch.kube import KubeError
+
+from .conftest import Live
+
+
+@pytest.mark.parametrize("server, reason", [
+    ("http://no-such-cluster.invalid:6443", "DNS lookup failed"),
+    ("https://127.0.0.1:{port}", "TLS error"),  # TLS to a port that speaks plain HTTP
+    ("http://127.0.0.1:1", "connection refused"),
+], ids=["dns", "tls", "refused"])
+def test_an_unreachable_cluster_is_named_with_its_reason(live: Live, tmp_path: Path,
+                                                         server: str, reason: str) -> None:
+    live.user("alice", "admin")
+    url = server.format(port=live.sim._servers[-1].port)
+    live.agent("prod", kubeconfig=live.sim.write_kubeconfig(tmp_path / "bad", server=url))
+    ws = live.ws(token=live.token("alice"))
+    ws.watch("pods", namespace="default")
+    error = ws.recv_until(lambda m: m["type"] == "error")[-1]["error"]
+
+    assert error["code"] == 0
+    assert error["message"] == f"Cannot reach the cluster at {url}: {reason}"
+    assert 0 <= error["retryInSeconds"] <= 30
+    since = datetime.fromisoformat(error["since"].replace("Z", "+00:00"))
+    assert abs((datetime.now(UTC) - since).total_seconds()) < 60
+
+
+def test_library_text_never_becomes_the_reason() -> None:
+    raw = KubeError(0, "Unreachable", "Cannot reach the cluster: HTTPConnectionPool(host='x', "
+                    "port=1): Max retries exceeded with url: /api (Caused by "
+                    "NewConnectionError('<urllib3.connection.HTTPConnection object>: Failed "
+                    "to establish a new connection: [Errno 99] Cannot assign requested address'))")
+    assert describe(raw) == "no answer"
+    assert sentence(raw, "https://10.0.0.1:6443") == \
+        "Cannot reach the cluster at https://10.0.0.1:6443: no answer"
+    assert sentence(KubeError(503, "ServiceUnavailable", "etcd is down"), "https://k") == \
+        "The cluster at https://k failed to answer: HTTP 503 ServiceUnavailable: etcd is down"
