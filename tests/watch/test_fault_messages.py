@@ -12,7 +12,7 @@ import pytest
 from webapp.watch.faults import describe, sentence
 from webapp.watch.kube import KubeError
 
-from .conftest import Live
+from .conftest import WAIT, Live
 
 
 @pytest.mark.parametrize("server, reason", [
@@ -46,3 +46,24 @@ def test_library_text_never_becomes_the_reason() -> None:
         "Cannot reach the cluster at https://10.0.0.1:6443: no answer"
     assert sentence(KubeError(503, "ServiceUnavailable", "etcd is down"), "https://k") == \
         "The cluster at https://k failed to answer: HTTP 503 ServiceUnavailable: etcd is down"
+
+
+def test_a_page_loaded_during_an_outage_shows_the_last_known_rows_as_not_live(
+        live: Live, admin: str) -> None:
+    """Another page keeps the shared watch (and its rows) alive; the cluster goes away; a
+    page loaded now shows those rows dimmed as the last known state, with the banner, never
+    as current."""
+    live.sim.add_pod("default", "web-1", ["app"])
+    ws = live.ws(token=admin)
+    ws.watch("pods", namespace="default")
+    ws.synced("pods")
+    live.sim._servers[-1].go_down()
+    ws.recv_until(lambda m: m["type"] == "error")
+
+    html = live.browser("alice").http.get(
+        f"{live.base_url}/agents/prod/cluster?namespace=default", timeout=WAIT).text
+    pods = html[html.index('<section class="k8s-section'):]
+    pods = pods[:pods.index("</section>")]
+    assert 'id="pods"' in pods and "is-stale" in pods and "web-1" in pods
+    assert 'data-stale-since="' in pods
+    assert "Cannot reach the cluster at http://127.0.0.1:" in html
