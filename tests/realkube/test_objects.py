@@ -22,7 +22,7 @@ from .objects import (
     ready_condition,
     running_status,
 )
-from .wire import TABLE, Raw, collect, status_of, watch_pods
+from .wire import TABLE, Raw, status_of
 
 
 @pytest.fixture()
@@ -52,22 +52,6 @@ def test_deleting_an_unscheduled_pod_removes_it_at_once(
         v1: kubernetes.client.CoreV1Api, namespace: str) -> None:
     v1.create_namespaced_pod(namespace, pod("pending"))
     v1.delete_namespaced_pod("pending", namespace)
-    assert v1.list_namespaced_pod(namespace).items == []
-
-
-def test_deleting_a_scheduled_pod_only_marks_it_until_its_kubelet_confirms(
-        v1: kubernetes.client.CoreV1Api, namespace: str) -> None:
-    v1.create_namespaced_pod(namespace, pod("web", node="node-1"))
-    rv = v1.list_namespaced_pod(namespace).metadata.resource_version
-    v1.delete_namespaced_pod("web", namespace)
-
-    seen = collect(watch_pods(v1, namespace, resource_version=rv, timeout_seconds=2))
-    assert [e["type"] for e in seen] == ["MODIFIED"]
-    meta = seen[0]["object"]["metadata"]
-    assert meta["deletionTimestamp"] and meta["deletionGracePeriodSeconds"] == 30
-
-    # The kubelet's final word is a delete with grace period 0: then the pod is gone.
-    v1.delete_namespaced_pod("web", namespace, grace_period_seconds=0)
     assert v1.list_namespaced_pod(namespace).items == []
 
 

@@ -1,5 +1,9 @@
 """Fixtures: a fresh simulated cluster per test, served on a free loopback port, and the
-real ``kubernetes`` client configured from the kubeconfig the cluster writes."""
+real ``kubernetes`` client configured from the kubeconfig the cluster writes.
+
+``target`` runs a test twice: against the simulator and against the real kube-apiserver of
+tests/realkube (tests/clusters.py), through the same client calls, so the simulator answers as
+the real server does. The real run is marked ``realkube`` and skips without its binaries."""
 
 from __future__ import annotations
 
@@ -9,8 +13,11 @@ from pathlib import Path
 import kubernetes
 import pytest
 import urllib3
+from clusters import Target, realkube
 
 from webapp.simcluster import SimCluster, SimServer
+
+__all__ = ["realkube"]  # the real control plane, shared with tests/realkube
 
 
 @pytest.fixture()
@@ -61,3 +68,30 @@ def http(server: SimServer) -> Iterator[urllib3.PoolManager]:
 @pytest.fixture()
 def url(server: SimServer) -> Callable[[str], str]:
     return lambda path: server.url + path
+
+
+# --- the same test against the simulator and the real server -------------------------------
+
+@pytest.fixture(params=["sim", pytest.param("real", marks=pytest.mark.realkube)])
+def target(request: pytest.FixtureRequest) -> Target:
+    if request.param == "sim":
+        return Target.of_sim(request.getfixturevalue("cluster"))
+    return Target.of_real(request.getfixturevalue("realkube"))
+
+
+@pytest.fixture()
+def target_api(target: Target) -> Iterator[kubernetes.client.ApiClient]:
+    """The target's administrator."""
+    client = target.api_client()
+    yield client
+    client.close()
+
+
+@pytest.fixture()
+def target_v1(target_api: kubernetes.client.ApiClient) -> kubernetes.client.CoreV1Api:
+    return kubernetes.client.CoreV1Api(target_api)
+
+
+@pytest.fixture()
+def target_namespace(target: Target, target_api: kubernetes.client.ApiClient) -> str:
+    return target.new_namespace(target_api)

@@ -27,7 +27,7 @@ from . import errors
 from . import patch as patching
 from .errors import ApiError
 from .logs import LogBuffer
-from .pods import default_service
+from .pods import default_pod, default_service
 from .rbac import Identity
 from .resources import NAMESPACES, PODS, SERVICES, ResourceType
 from .routes import Route, parse_route, verb_of
@@ -389,6 +389,7 @@ class Handler(BaseHTTPRequestHandler):
         if rt.status_subresource:
             obj.pop("status", None)  # creates ignore status, like the API server
         if rt is PODS:
+            obj = default_pod(obj)
             obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
         if rt is SERVICES:
             obj = default_service(obj)
@@ -444,8 +445,9 @@ class Handler(BaseHTTPRequestHandler):
         grace, pre = self._delete_options(body, query)
         ns = route.namespace or ""
         result = self.cluster.delete_object(route.rt, ns, route.name, grace, pre)
-        still_there = self.cluster.store.find(route.rt, ns, route.name) is not None
-        self._send(202 if still_there else 200, dumps(result))
+        # 200 even while a pod terminates: the API server answers 202 only to
+        # `orphanDependents: false`, which nothing here asks for.
+        self._send(200, dumps(result))
 
     def _delete_collection(self, route: Route, query: dict[str, str]) -> None:
         rt = route.rt

@@ -350,6 +350,45 @@ def build_service(
     }
 
 
+# What the API server's defaulting (and the DefaultTolerationSeconds admission plugin) add
+# to a pod created through the API, so field selectors such as spec.restartPolicy match.
+_POD_DEFAULTS: JSON = {
+    "restartPolicy": "Always", "terminationGracePeriodSeconds": 30,
+    "dnsPolicy": "ClusterFirst", "securityContext": {}, "schedulerName": "default-scheduler",
+    "tolerations": [{"key": f"node.kubernetes.io/{taint}", "operator": "Exists",
+                     "effect": "NoExecute", "tolerationSeconds": 300}
+                    for taint in ("not-ready", "unreachable")],
+    "priority": 0, "enableServiceLinks": True, "preemptionPolicy": "PreemptLowerPriority",
+}
+
+
+def _pull_policy(image: str) -> str:
+    """Always for an image without a tag or tagged latest (and no digest), else IfNotPresent."""
+    if "@" in image:
+        return "IfNotPresent"
+    last = image.rsplit("/", 1)[-1]
+    tag = last.split(":", 1)[1] if ":" in last else ""
+    return "Always" if tag in ("", "latest") else "IfNotPresent"
+
+
+def default_pod(obj: JSON) -> JSON:
+    """An API-created Pod with the fields the API server defaults, where they are unset."""
+    merged = json_copy(obj)
+    spec = merged.setdefault("spec", {})
+    for key, value in _POD_DEFAULTS.items():
+        spec.setdefault(key, json_copy(value))
+    for key in ("initContainers", "containers"):
+        for container in spec.get(key) or []:
+            if not isinstance(container, dict):
+                continue
+            container.setdefault("resources", {})
+            container.setdefault("terminationMessagePath", "/dev/termination-log")
+            container.setdefault("terminationMessagePolicy", "File")
+            image = str(container.get("image") or "")
+            container.setdefault("imagePullPolicy", _pull_policy(image))
+    return merged
+
+
 def default_service(obj: JSON) -> JSON:
     """Allocate clusterIP/nodePorts for an API-created Service like the allocator does."""
     spec = obj.get("spec") or {}

@@ -72,7 +72,14 @@ class WatchEvent:
         t = type_ or self.type
         line = self._lines.get(t)
         if line is None:
-            line = b'{"type":"' + t.encode() + b'","object":' + self.new.encoded + b"}\n"
+            encoded = self.new.encoded
+            if t == "DELETED" and self.type == "MODIFIED" and self.old is not None:
+                # Leaving a watcher's selectors: the watch cache sends the object as it last
+                # matched, at this event's resourceVersion.
+                old = self.old.obj
+                encoded = dumps({**old, "metadata": {**old["metadata"],
+                                                     "resourceVersion": str(self.rv)}})
+            line = b'{"type":"' + t.encode() + b'","object":' + encoded + b"}\n"
             self._lines[t] = line
         return line
 

@@ -1,0 +1,91 @@
+"""Where the simulator once answered otherwise than kube-apiserver: each test runs against
+both (``target``), through the same client calls, so the simulator keeps answering as the real
+server does. tests/realkube/README.md lists the differences found and the ones that remain."""
+
+from __future__ import annotations
+
+import json
+
+import kubernetes
+from clusters import Target
+from realkube.objects import pod, running_status
+from realkube.wire import after, collect, watch_pods
+
+
+def test_pods_entering_and_leaving_a_field_selector(
+        target_v1: kubernetes.client.CoreV1Api, target_namespace: str) -> None:
+    v1, namespace = target_v1, target_namespace
+    v1.create_namespaced_pod(namespace, pod("leaving", node="node-1"))
+    v1.patch_namespaced_pod_status("leaving", namespace, running_status())
+    v1.create_namespaced_pod(namespace, pod("entering", node="node-1"))
+    v1.patch_namespaced_pod_status("entering", namespace, {"status": {  # (no kubelet starts it)
+        "phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "True"}]}})
+    rv = v1.list_namespaced_pod(namespace).metadata.resource_version
+
+    def start_one_stop_the_other() -> None:
+        v1.patch_namespaced_pod_status("entering", namespace, running_status())
+        v1.patch_namespaced_pod_status("leaving", namespace, {"status": {"phase": "Succeeded"}})
+
+    writer = after(0.3, start_one_stop_the_other)
+    seen = collect(watch_pods(v1, namespace, resource_version=rv, timeout_seconds=5,
+                              field_selector="status.phase=Running"),
+                   until=lambda got: len(got) == 2)
+    writer.join()
+    assert [(e["type"], e["object"]["metadata"]["name"], e["object"]["status"]["phase"])
+            for e in seen] == [("ADDED", "entering", "Running"), ("DELETED", "leaving", "Running")]
+    # The pod that left still exists, now Succeeded; the watcher hears it as it was when it
+    # last matched, at the resourceVersion of the change that took it out.
+    left = v1.read_namespaced_pod("leaving", namespace)
+    assert seen[1]["object"]["metadata"]["resourceVersion"] == left.metadata.resource_version
+    assert left.status.phase == "Succeeded"
+
+
+def test_deleting_a_running_pod_answers_200_and_only_marks_it(
+        target_v1: kubernetes.client.CoreV1Api, target_namespace: str) -> None:
+    v1, namespace = target_v1, target_namespace
+    v1.create_namespaced_pod(namespace, pod("web", node="node-1"))
+    v1.patch_namespaced_pod_status("web", namespace, running_status())
+    rv = v1.list_namespaced_pod(namespace).metadata.resource_version
+
+    response = v1.delete_namespaced_pod("web", namespace, _preload_content=False)
+    assert response.status == 200  # not 202: that is for orphanDependents=false only
+    answered = json.loads(response.data)["metadata"]
+    assert answered["deletionTimestamp"] and answered["deletionGracePeriodSeconds"] == 30
+    [marked] = collect(watch_pods(v1, namespace, resource_version=rv, timeout_seconds=5),
+                       until=lambda got: len(got) == 1)
+    assert marked["type"] == "MODIFIED"
+    assert marked["object"]["metadata"]["deletionGracePeriodSeconds"] == 30
+    assert [p.metadata.name for p in v1.list_namespaced_pod(namespace).items] == ["web"]
+
+    # The kubelet's final word is a delete with grace period 0: then the pod is gone.
+    v1.delete_namespaced_pod("web", namespace, grace_period_seconds=0)
+    assert v1.list_namespaced_pod(namespace).items == []
+
+
+def test_a_pod_created_through_the_api_gets_the_servers_defaults(
+        target: Target, target_v1: kubernetes.client.CoreV1Api, target_namespace: str) -> None:
+    v1, namespace = target_v1, target_namespace
+    body = {"metadata": {"name": "web"}, "spec": {"containers": [
+        {"name": "app", "image": "nginx"}, {"name": "side", "image": "registry.example/x:1.0"},
+        {"name": "pinned", "image": "registry.example/y@sha256:" + "0" * 64}]}}
+    created = json.loads(v1.create_namespaced_pod(namespace, body, _preload_content=False).data)
+    spec = created["spec"]
+    assert {key: spec[key] for key in (
+        "restartPolicy", "terminationGracePeriodSeconds", "dnsPolicy", "schedulerName",
+        "securityContext", "priority", "enableServiceLinks", "preemptionPolicy")} == {
+        "restartPolicy": "Always", "terminationGracePeriodSeconds": 30,
+        "dnsPolicy": "ClusterFirst", "schedulerName": "default-scheduler",
+        "securityContext": {}, "priority": 0, "enableServiceLinks": True,
+        "preemptionPolicy": "PreemptLowerPriority"}
+    assert spec["tolerations"] == [
+        {"key": f"node.kubernetes.io/{taint}", "operator": "Exists", "effect": "NoExecute",
+         "tolerationSeconds": 300} for taint in ("not-ready", "unreachable")]
+    assert [(c["imagePullPolicy"], c["terminationMessagePath"], c["terminationMessagePolicy"],
+             c["resources"]) for c in spec["containers"]] == [
+        ("Always", "/dev/termination-log", "File", {}),
+        ("IfNotPresent", "/dev/termination-log", "File", {}),
+        ("IfNotPresent", "/dev/termination-log", "File", {})]
+    # What a field selector sees, as on any cluster.
+    assert [p.metadata.name for p in v1.list_namespaced_pod(
+        namespace, field_selector="spec.restartPolicy=Always,spec.schedulerName=default-scheduler"
+    ).items] == ["web"], target.name
