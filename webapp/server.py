@@ -2,17 +2,43 @@
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+import sys
+from typing import IO, Any
 
 from flask import Flask
 from gunicorn.app.base import BaseApplication
 
 from . import create_app, jobs, migrate
 
+# Our loggers: "agentwatch.*" by name (the access log) and "webapp.*" (modules log under
+# __name__). Formatted like gunicorn's own lines, which share stderr with them.
+LOGGERS = ("agentwatch", "webapp")
+LOG_FORMAT = "%(asctime)s [%(process)d] [%(levelname)s] %(name)s: %(message)s"
+LOG_DATE_FORMAT = "[%Y-%m-%d %H:%M:%S %z]"
+
+
+def configure_logging(stream: IO[str] | None = None) -> None:
+    """Our INFO lines on stderr. Without this, a served process had no handler for them and
+    Python printed only warnings, unformatted: no access log at all. The root logger, and
+    so every other library's level and output, is left alone. Idempotent."""
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(logging.Formatter(LOG_FORMAT, LOG_DATE_FORMAT))
+    handler.set_name("agentwatch")
+    for name in LOGGERS:
+        logger = logging.getLogger(name)
+        for old in [h for h in logger.handlers if h.get_name() == "agentwatch"]:
+            logger.removeHandler(old)
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False  # once, here: not again through a handler on the root
+
 
 def build_app(threads: int | None = None) -> Flask:
-    """The app as a server process runs it: with its scheduler started, and knowing its
-    thread pool (long-lived connections leave some of it to agents and pages)."""
+    """The app as a server process runs it: our logs on stderr, its scheduler started, and
+    knowing its thread pool (long-lived connections leave some of it to agents and pages).
+    Every served process builds it once (each gunicorn worker, or wsgi.py)."""
+    configure_logging()
     app = create_app({"SERVER_THREADS": threads} if threads else None)
     jobs.start_scheduler(app)
     return app
