@@ -89,3 +89,67 @@ def test_a_pod_created_through_the_api_gets_the_servers_defaults(
     assert [p.metadata.name for p in v1.list_namespaced_pod(
         namespace, field_selector="spec.restartPolicy=Always,spec.schedulerName=default-scheduler"
     ).items] == ["web"], target.name
+
+
+KEY_RULE = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start "
+            "and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
+            "'123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+VALUE_RULE = ("a valid label must be an empty string or consist of alphanumeric characters, '-', "
+              "'_' or '.', and must start and end with an alphanumeric character (e.g. "
+              "'MyValue',  or 'my_value',  or '12345', regex used for validation is "
+              "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+# What kube-apiserver 1.37 answers: the pods listed, or the message of its 400.
+LABEL_SELECTORS = {
+    "app=web": ["web-1"],
+    "app in (web, db),!tier": ["web-1"],
+    "app notin ()": ["db-1", "web-1"],
+    "tier in ()": [],
+    "tier==": [],
+    "app in web": "unable to parse requirement: found 'web' expected: '('",
+    "app in (": "unable to parse requirement: found '', expected: ',', ')' or identifier",
+    "app=web tier": "found 'tier', expected: ',' or 'end of string'",
+    "app=web,": "found '', expected: identifier after ','",
+    "app=a=b": "found '=', expected: ',' or 'end of string'",
+    "!": "unable to parse requirement: found '', expected: identifier",
+    "app web": "unable to parse requirement: found 'web', expected: in, notin, =, ==, !=, gt, lt",
+    "-app": f'unable to parse requirement: <nil>: Invalid value: "-app": {KEY_RULE}',
+    "app=-web": f'unable to parse requirement: values[0][app]: Invalid value: "-web": {VALUE_RULE}',
+    "n>b": 'unable to parse requirement: values[0]: Invalid value: "b": for \'Gt\', \'Lt\' '
+           'operators, the value must be an integer',
+}
+FIELD_SELECTORS = {
+    "metadata.name=web-1": ["web-1"],
+    "metadata.name!=web-1,status.phase=Pending,": ["db-1"],
+    "metadata.name=a\\,b": [],
+    "metadata.name=a=b": "invalid field selector: unescaped character in value: 61",
+    "metadata.name=a\\b": "invalid field selector: invalid escape sequence: \\b",
+    "status.phase": "invalid selector: 'status.phase'; can't understand 'status.phase'",
+    "status.phase = Pending": "field label not supported: status.phase ",
+    "spec.image=x": "field label not supported: spec.image",
+}
+
+
+def _listed(v1: kubernetes.client.CoreV1Api, namespace: str, **selector: str) -> list[str] | str:
+    try:
+        return sorted(p.metadata.name for p in v1.list_namespaced_pod(namespace,
+                                                                      **selector).items)
+    except kubernetes.client.ApiException as refused:
+        status = json.loads(refused.body)
+        assert (refused.status, status["reason"], status["code"]) == (400, "BadRequest", 400)
+        assert "details" not in status
+        return str(status["message"])
+
+
+def test_selectors_are_accepted_and_refused_with_the_servers_words(
+        target: Target, target_v1: kubernetes.client.CoreV1Api, target_namespace: str) -> None:
+    v1, namespace = target_v1, target_namespace
+    for name, labels in (("web-1", {"app": "web"}), ("db-1", {"app": "db", "tier": "back"})):
+        v1.create_namespaced_pod(namespace, pod(name, labels, node="node-1"))
+        v1.patch_namespaced_pod_status(name, namespace, {"status": {  # (no kubelet starts it)
+            "phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "True"}]}})
+    answers = {selector: _listed(v1, namespace, label_selector=selector)
+               for selector in LABEL_SELECTORS}
+    assert answers == LABEL_SELECTORS, target.name
+    answers = {selector: _listed(v1, namespace, field_selector=selector)
+               for selector in FIELD_SELECTORS}
+    assert answers == FIELD_SELECTORS, target.name

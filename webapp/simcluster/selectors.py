@@ -1,140 +1,24 @@
 """Label and field selectors with the API server's grammar and matching rules.
 
-Label selectors: ``a=b``, ``a==b``, ``a!=b``, ``a in (x,y)``, ``a notin (x)``, ``a``, ``!a``
-(plus ``a>1``/``a<1``).  ``!=`` and ``notin`` also match objects without the label, as in
-Kubernetes.  Field selectors: ``path=value``, ``path==value``, ``path!=value`` over the
-fields each resource supports; a missing field compares as the empty string.
+Label selectors (parsed in ``label_selector``): ``a=b``, ``a==b``, ``a!=b``, ``a in (x,y)``,
+``a notin (x)``, ``a``, ``!a`` (plus ``a>1``/``a<1``).  ``!=`` and ``notin`` also match objects
+without the label, as in Kubernetes.  Field selectors: ``path=value``, ``path==value``,
+``path!=value`` over the fields each resource supports (values escape a backslash, ``,`` and ``=``
+with a backslash); a missing field compares as the empty string.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import ApiError
+from .label_selector import Requirement, labels_match, parse_labels
 from .resources import ResourceType
 from .util import JSON
 
-_KEY = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-
-
-@dataclass(frozen=True)
-class Requirement:
-    key: str
-    op: str  # "=", "!=", "in", "notin", "exists", "!", "gt", "lt"
-    values: tuple[str, ...] = ()
-
-    def matches(self, labels: dict[str, str]) -> bool:
-        has = self.key in labels
-        val = labels.get(self.key)
-        if self.op == "=":
-            return has and val == self.values[0]
-        if self.op == "!=":
-            return not has or val != self.values[0]
-        if self.op == "in":
-            return has and val in self.values
-        if self.op == "notin":
-            return not has or val not in self.values
-        if self.op == "exists":
-            return has
-        if self.op == "!":
-            return not has
-        try:
-            num = int(val or "")
-        except ValueError:
-            return False
-        return num > int(self.values[0]) if self.op == "gt" else num < int(self.values[0])
-
-
-def _bad(selector: str, why: str) -> ApiError:
-    return ApiError(400, f"unable to parse requirement: {why}", reason="BadRequest",
-                    details={"causes": [{"message": f"invalid selector {selector!r}"}]})
-
-
-def _split_top(text: str) -> list[str]:
-    """Split on commas that are not inside a parenthesised value set."""
-    parts: list[str] = []
-    cur: list[str] = []
-    depth = 0
-    for ch in text:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    parts.append("".join(cur))
-    return [p.strip() for p in parts if p.strip()]
-
-
-_SET_RE = re.compile(r"^(\S+)\s+(in|notin)\s*\((.*)\)$")
-_CMP_RE = re.compile(r"^([^=!<>\s]+)\s*(==|=|!=|>|<)\s*(.*)$")
-
-
-def _check_key(selector: str, key: str) -> None:
-    if not _KEY.match(key) or len(key.split("/")[-1]) > 63:
-        raise _bad(selector, f"invalid label key {key!r}")
-
-
-def _check_value(selector: str, value: str) -> None:
-    if len(value) > 63 or not _VALUE.match(value):
-        raise _bad(selector, f"invalid label value: {value!r}")
-
-
-def parse_labels(selector: str | None) -> list[Requirement]:
-    if not selector or not selector.strip():
-        return []
-    reqs: list[Requirement] = []
-    for part in _split_top(selector):
-        m = _SET_RE.match(part)
-        if m:
-            key, op, raw = m.group(1), m.group(2), m.group(3)
-            _check_key(selector, key)
-            values = tuple(v.strip() for v in raw.split(",") if v.strip())
-            for v in values:
-                _check_value(selector, v)
-            if not values and op == "in":
-                raise _bad(selector, "for 'in', 'notin' operators, values set can't be empty")
-            reqs.append(Requirement(key, op, values))
-            continue
-        if part.startswith("!"):
-            key = part[1:].strip()
-            _check_key(selector, key)
-            reqs.append(Requirement(key, "!"))
-            continue
-        m = _CMP_RE.match(part)
-        if m:
-            key, op, value = m.group(1), m.group(2), m.group(3).strip()
-            _check_key(selector, key)
-            if op in (">", "<"):
-                if not value.lstrip("-").isdigit():
-                    raise _bad(selector, "for 'Gt', 'Lt' operators, the value must be an "
-                                         f"integer: {value}")
-                reqs.append(Requirement(key, "gt" if op == ">" else "lt", (value,)))
-                continue
-            _check_value(selector, value)
-            reqs.append(Requirement(key, "!=" if op == "!=" else "=", (value,)))
-            continue
-        if " " in part:
-            raise _bad(selector, f"found '{part.split()[1]}', expected: in, notin, =, ==, "
-                                 "!=, gt, lt")
-        _check_key(selector, part)
-        reqs.append(Requirement(part, "exists"))
-    return reqs
-
-
-def labels_match(reqs: list[Requirement], obj: JSON) -> bool:
-    if not reqs:
-        return True
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    return all(r.matches(labels) for r in reqs)
-
+__all__ = ["Requirement", "compile_selector", "labels_match", "parse_fields", "parse_labels"]
 
 # --- field selectors -------------------------------------------------------------------
 
@@ -181,29 +65,76 @@ def field_value(obj: JSON, path: str) -> str:
     return str(cur)
 
 
+_TERM_OPERATORS = ("!=", "==", "=")
+
+
+def _split_terms(selector: str) -> list[str]:
+    """Terms between commas that no backslash escapes."""
+    terms, start, escaped = [], 0, False
+    for i, ch in enumerate(selector):
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch == ",":
+            terms.append(selector[start:i])
+            start = i + 1
+    terms.append(selector[start:])
+    return terms
+
+
+def _split_term(term: str) -> tuple[str, str, str] | None:
+    """(field, operator, value) at the first operator from the left."""
+    for i in range(len(term)):
+        for op in _TERM_OPERATORS:
+            if term.startswith(op, i):
+                return term[:i], op, term[i + len(op):]
+    return None
+
+
+def _unescape(value: str) -> str:
+    r"""A value with its escapes (\\ \, \=) resolved; a bare "," or "=" is refused."""
+    out, escaped = [], False
+    for ch in value:
+        if escaped:
+            if ch not in "\\,=":
+                raise ApiError(400, f"invalid field selector: invalid escape sequence: \\{ch}")
+            out.append(ch)
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch in ",=":
+            raise ApiError(400, "invalid field selector: unescaped character in value: "
+                                f"{ord(ch)}")
+        else:
+            out.append(ch)
+    if escaped:
+        raise ApiError(400, "invalid field selector: invalid escape sequence: \\")
+    return "".join(out)
+
+
 def parse_fields(selector: str | None, rt: ResourceType) -> list[FieldRequirement]:
-    if not selector or not selector.strip():
+    """As the API server parses a field selector (fields.ParseSelector): terms split on
+    unescaped commas, taken in sorted order, nothing trimmed; then each field is checked
+    against what the resource supports."""
+    if not selector:
         return []
     allowed = FIELDS.get(rt.plural, _COMMON)
     reqs: list[FieldRequirement] = []
-    for part in (p.strip() for p in selector.split(",")):
+    for part in sorted(_split_terms(selector)):
         if not part:
             continue
-        if "!=" in part:
-            path, value, negate = *part.split("!=", 1), True
-        elif "==" in part:
-            path, value, negate = *part.split("==", 1), False
-        elif "=" in part:
-            path, value, negate = *part.split("=", 1), False
-        else:
+        split = _split_term(part)
+        if split is None:
             raise ApiError(400, f"invalid selector: '{selector}'; can't understand '{part}'")
-        path = path.strip()
+        path, op, raw = split
+        value = _unescape(raw)
         if path not in allowed:
             if rt.group:
                 known = ", ".join(f'"{f}"' for f in allowed)
                 raise ApiError(400, f'"{path}" is not a known field selector: only {known}')
             raise ApiError(400, f'field label not supported: {path}')
-        reqs.append(FieldRequirement(path, value.strip(), negate))
+        reqs.append(FieldRequirement(path, value, op == "!="))
     return reqs
 
 
