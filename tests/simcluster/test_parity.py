@@ -5,9 +5,12 @@ server does. tests/realkube/README.md lists the differences found and the ones t
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import kubernetes
+import pytest
 from clusters import Target
+from realkube.cluster import VIEWER
 from realkube.objects import pod, running_status
 from realkube.wire import after, collect, watch_pods
 
@@ -153,3 +156,42 @@ def test_selectors_are_accepted_and_refused_with_the_servers_words(
     answers = {selector: _listed(v1, namespace, field_selector=selector)
                for selector in FIELD_SELECTORS}
     assert answers == FIELD_SELECTORS, target.name
+
+
+@pytest.fixture
+def viewer(request: pytest.FixtureRequest, target: Target) -> Target:
+    """The same server as user `viewer`, who may read pods and may not impersonate."""
+    if target.name == "sim":
+        sim = request.getfixturevalue("cluster")
+        sim.rbac.add_token("viewer-token", VIEWER.user, VIEWER.groups)
+        sim.rbac.allow(users=[VIEWER.user], verbs=["get", "list", "watch"], resources=["pods"])
+        return replace(target, token="viewer-token")
+    return replace(target, token=request.getfixturevalue("realkube").tokens[VIEWER.name])
+
+
+def test_impersonating_without_the_right_is_refused_naming_the_constrained_check(
+        viewer: Target, target_v1: kubernetes.client.CoreV1Api, target_namespace: str) -> None:
+    namespace = target_namespace
+    target_v1.create_namespaced_pod(namespace, pod("web", node="node-1"))
+    client = viewer.api_client()
+    try:
+        v1 = kubernetes.client.CoreV1Api(client)
+        assert [p.metadata.name for p in v1.list_namespaced_pod(namespace).items] == ["web"]
+        client.set_default_header("Impersonate-User", "alice")
+        refusals = []
+        for call in (lambda: v1.list_namespaced_pod(namespace),
+                     lambda: v1.read_namespaced_pod("web", namespace)):
+            with pytest.raises(kubernetes.client.ApiException) as refused:
+                call()
+            status = json.loads(refused.value.body)
+            refusals.append((refused.value.status, status["reason"], status["message"]))
+    finally:
+        client.close()
+    # Kubernetes 1.37 names its constrained-impersonation check on the request's resource
+    # (older releases: `users "alice" is forbidden: ... cannot impersonate resource "users"`).
+    where = f'in API group "" in the namespace "{namespace}"'
+    assert refusals == [
+        (403, "Forbidden", f'pods is forbidden: User "viewer" cannot '
+                           f'impersonate-on:user-info:list resource "pods" {where}'),
+        (403, "Forbidden", f'pods "web" is forbidden: User "viewer" cannot '
+                           f'impersonate-on:user-info:get resource "pods" {where}')], viewer.name

@@ -28,7 +28,7 @@ from . import patch as patching
 from .errors import ApiError
 from .logs import LogBuffer
 from .pods import default_pod, default_service
-from .rbac import Identity
+from .rbac import Identity, Request
 from .resources import NAMESPACES, PODS, SERVICES, ResourceType
 from .routes import Route, parse_route, verb_of
 from .selectors import compile_selector
@@ -136,12 +136,12 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length else b""
 
-    def _identity(self) -> Identity:
+    def _identity(self, on: Request | None = None) -> Identity:
         auth = self.headers.get("Authorization") or ""
         return self.cluster.rbac.authenticate(
             auth[7:].strip() if auth.lower().startswith("bearer ") else None,
             self.cluster.token, self.headers.get_all("Impersonate-User") or [],
-            self.headers.get_all("Impersonate-Group") or [])
+            self.headers.get_all("Impersonate-Group") or [], on)
 
     # --- dispatch ----------------------------------------------------------------------------
 
@@ -217,7 +217,8 @@ class Handler(BaseHTTPRequestHandler):
         cluster = self.cluster
         ident: Identity | None = None
         try:
-            ident = self._identity()
+            ident = self._identity(Request(verb, route.rt, resource, route.namespace,
+                                           route.name))
         finally:
             headers = {k.lower(): ", ".join(self.headers.get_all(k) or [])
                        for k in self.headers}

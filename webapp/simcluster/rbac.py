@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from . import errors
 from .errors import ApiError
+from .resources import ResourceType
 
 ADMIN_USER = "admin"
 MASTERS = "system:masters"
@@ -28,6 +29,17 @@ AUTHENTICATED = "system:authenticated"
 class Identity:
     user: str
     groups: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a request asks for, as an authorizer sees it."""
+
+    verb: str
+    rt: ResourceType | None
+    resource: str  # plural, with "/subresource"
+    namespace: str | None
+    name: str | None
 
 
 @dataclass(frozen=True)
@@ -92,9 +104,14 @@ class RBAC:
             return self._tokens.get(token)
 
     def authenticate(self, bearer: str | None, required_token: str | None,
-                     impersonate_users: list[str], impersonate_groups: list[str]) -> Identity:
+                     impersonate_users: list[str], impersonate_groups: list[str],
+                     on: Request | None = None) -> Identity:
         """The caller of a request: its token's user, else the admin (unless the cluster
-        demands ``required_token``), switched by the Impersonate-* headers when allowed."""
+        demands ``required_token``), switched by the Impersonate-* headers when allowed.
+
+        A caller who may not impersonate is refused as Kubernetes 1.37 words it: the
+        constrained-impersonation check on the request's own resource (``on``) is the one
+        named, ``impersonate-on:user-info:<verb>``."""
         ident = self.identity_for_token(bearer)
         if ident is None:
             if required_token is not None and bearer != required_token:
@@ -106,7 +123,12 @@ class RBAC:
             raise ApiError(500, "requested [{Kind:Group}] without impersonating a user")
         target = impersonate_users[0]
         if not self.allowed(ident, "impersonate", "users", None):
-            raise errors.forbidden(None, "users", "impersonate", ident.user, None, name=target)
+            if on is None:
+                raise errors.forbidden(None, "users", "impersonate", ident.user, None,
+                                       name=target)
+            raise errors.forbidden(on.rt, on.resource, f"impersonate-on:user-info:{on.verb}",
+                                   ident.user, on.namespace, name=on.name,
+                                   group=on.rt.group if on.rt else "")
         groups = list(impersonate_groups)  # one group per header, repeated as needed
         if AUTHENTICATED not in groups:
             groups.append(AUTHENTICATED)
