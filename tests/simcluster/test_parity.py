@@ -195,3 +195,10 @@ def test_impersonating_without_the_right_is_refused_naming_the_constrained_check
                            f'impersonate-on:user-info:list resource "pods" {where}'),
         (403, "Forbidden", f'pods "web" is forbidden: User "viewer" cannot '
                            f'impersonate-on:user-info:get resource "pods" {where}')], viewer.name
+
+
+def test_both_answer_as_the_same_kubernetes_release(
+        target: Target, target_api: kubernetes.client.ApiClient) -> None:
+    version = kubernetes.client.VersionApi(target_api).get_code()
+    assert (version.major, version.minor) == ("1", "37"), target.name
+    assert version.git_version.startswith("v1.37.")

@@ -14,9 +14,10 @@ from .errors import ApiError
 from .resources import ResourceType, api_group, api_group_list, api_resource_list, lookup
 from .util import JSON, TRUE
 
+# The release the simulator answers as (tests/realkube holds it to that release's answers).
 VERSION = {
-    "major": "1", "minor": "33", "gitVersion": "v1.33.1-sim", "gitCommit": "0" * 40,
-    "gitTreeState": "clean", "buildDate": "2025-05-15T00:00:00Z", "goVersion": "go1.24.2",
+    "major": "1", "minor": "37", "gitVersion": "v1.37.2-sim", "gitCommit": "0" * 40,
+    "gitTreeState": "clean", "buildDate": "2026-11-18T00:00:00Z", "goVersion": "go1.26.0",
     "compiler": "gc", "platform": "linux/amd64",
 }
 
