@@ -20,6 +20,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         headers,
         jobs,
         migrate,
+        tunnel,
         views,
         watch,
     )
@@ -43,5 +44,6 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     api.init_app(app)
     views.init_app(app)
     watch.init_app(app)
+    tunnel.init_app(app)  # after watch: it shares the WebSocket server's options
     jobs.init_app(app)
     return app

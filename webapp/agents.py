@@ -43,15 +43,18 @@ def check_kubeconfig(kubeconfig_path: str | None, kube_context: str | None) -> N
 
 
 def create(name: str, kubeconfig_path: str | None = None, kube_context: str | None = None,
-           in_cluster: bool = False) -> Agent:
+           in_cluster: bool = False, tunnel: bool = False) -> Agent:
     validate_name(name)
     if in_cluster and kubeconfig_path:
         raise Invalid("Choose either a kubeconfig or in-cluster configuration, not both")
+    if tunnel and (in_cluster or kubeconfig_path):
+        raise Invalid("A tunneled agent's cluster is reached through the agent: "
+                      "give no kubeconfig or in-cluster access")
     if kube_context and not kubeconfig_path:
         raise Invalid("A context needs a kubeconfig path")
     check_kubeconfig(kubeconfig_path, kube_context)
     agent = Agent(name=name, kubeconfig_path=kubeconfig_path or None,
-                  kube_context=kube_context or None, in_cluster=in_cluster,
+                  kube_context=kube_context or None, in_cluster=in_cluster, tunnel=tunnel,
                   created_at=clock.now(), connection_state="never")
     session = db.session()
     session.add(agent)

@@ -118,12 +118,14 @@ def agents_group() -> None:
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), help="Kubeconfig file path.")
 @click.option("--context", help="Context in the kubeconfig.")
 @click.option("--in-cluster", is_flag=True, help="Use the service account of this pod.")
+@click.option("--tunnel", is_flag=True,
+              help="Reach the cluster through the agent's own connection (agentwatch agent).")
 @with_appcontext
 def agents_create(name: str, kubeconfig: str | None, context: str | None,
-                  in_cluster: bool) -> None:
+                  in_cluster: bool, tunnel: bool) -> None:
     """Register an agent."""
     try:
-        agents.create(name, kubeconfig, context, in_cluster)
+        agents.create(name, kubeconfig, context, in_cluster, tunnel)
     except AppError as exc:
         _fail(exc)
     click.echo(f"created agent {name}")
@@ -137,7 +139,9 @@ def agents_list() -> None:
     for agent in agents.all_agents():
         status = agents.status(agent)
         cluster = "-"
-        if agent.in_cluster:
+        if agent.tunnel:
+            cluster = "tunnel"
+        elif agent.in_cluster:
             cluster = "in-cluster"
         elif agent.kubeconfig_path:
             context = f"#{agent.kube_context}" if agent.kube_context else ""
@@ -263,3 +267,31 @@ def demo_command(kubeconfig: str | None, context: str | None) -> None:
     """Seed a demo agent with a week of activity and print a login."""
     from . import demo
     demo.seed(echo=click.echo, kubeconfig=kubeconfig, context=context)
+
+
+# --- the agent ----------------------------------------------------------------------------
+
+@main.group("agent", invoke_without_command=True)
+@click.option("--url", envvar="AGENTWATCH_AGENT_URL", help="agentwatch base URL "
+              "($AGENTWATCH_AGENT_URL).")
+@click.option("--token", envvar="AGENTWATCH_AGENT_TOKEN", help="The agent's token "
+              "($AGENTWATCH_AGENT_TOKEN).")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False),
+              help="Reach the cluster with this kubeconfig (default: the pod's service account).")
+@click.option("--context", help="Context in that kubeconfig.")
+@click.option("--ca-file", type=click.Path(dir_okay=False, exists=True),
+              help="CA certificates (PEM) that verify the server's TLS certificate.")
+@click.pass_context
+def agent_command(ctx: click.Context, url: str | None, token: str | None,
+                  kubeconfig: str | None, context: str | None, ca_file: str | None) -> None:
+    """Run the agent: dial out to agentwatch and carry its requests to this cluster."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if not url or not token:
+        raise click.UsageError("--url and --token (or $AGENTWATCH_AGENT_URL and "
+                               "$AGENTWATCH_AGENT_TOKEN) are required")
+    from .tunnel.run import run_agent
+    try:
+        run_agent(url, token, kubeconfig, context, ca_file)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None

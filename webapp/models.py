@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, ForeignKey, Index, Integer, String, Text, text
+from sqlalchemy import JSON, BigInteger, ForeignKey, Index, Integer, String, Text, false, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 # SQLite only makes INTEGER PRIMARY KEY an alias of the rowid (fast, auto-assigned).
@@ -93,6 +93,23 @@ class Agent(Base):
     connection_state: Mapped[str] = mapped_column(String(16), default="never")
     # Who may view and act on the cluster, and as whom (see watch/access.py); None: defaults.
     cluster_access: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # The cluster is reached through the agent's own connection (webapp/tunnel/).
+    tunnel: Mapped[bool] = mapped_column(default=False, server_default=false())
+
+
+class AgentConnection(Base):
+    """One open tunnel connection of an agent, in the server process `process`."""
+
+    __tablename__ = "agent_connections"
+    __table_args__ = (_NEVER_REUSE_IDS,)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    agent_id: Mapped[int] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"),
+                                          index=True)
+    token_id: Mapped[int | None]
+    process: Mapped[str] = mapped_column(String(128))
+    opened_at: Mapped[datetime]
+    seen_at: Mapped[datetime]  # refreshed while open: an old one is a crashed process's
 
 
 class AgentToken(Base):

@@ -105,10 +105,10 @@ def describe(exc: KubeError) -> str:
     return f"HTTP {exc.code} {exc.reason}: {text[:200]}".strip()
 
 
-def sentence(exc: KubeError, host: str) -> str:
+def sentence(exc: KubeError, where: str) -> str:
     """What a page's banner says: "Cannot reach the cluster at https://10.0.0.1:6443:
-    connection refused"."""
-    where = f" at {host}" if host else ""
+    connection refused". `where`: "at https://..." or "through the agent's connection"."""
+    where = f" {where}" if where else ""
     if exc.code == 0:
         return f"Cannot reach the cluster{where}: {describe(exc)}"
     if exc.code >= 500:

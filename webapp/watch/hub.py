@@ -173,7 +173,7 @@ class UpstreamWatch:
         self._synced = False
         self._error: KubeError | None = None
         self._down_since: str | None = None  # when it stopped being live (ISO 8601, UTC)
-        self._host = str(getattr(getattr(client.api, "configuration", None), "host", "") or "")
+        self._where = client.where
         self._reachability = reachability or Reachability("live view")
         self.resource_version = ""
         self._stream: WatchStream | None = None
@@ -384,7 +384,7 @@ class UpstreamWatch:
         with self._lock:
             if self._error is None:
                 self._down_since = _now_iso()
-            self._error = KubeError(exc.code, exc.reason, sentence(exc, self._host),
+            self._error = KubeError(exc.code, exc.reason, sentence(exc, self._where),
                                     retry_in=round(retry_in, 1), since=self._down_since)
             self._broadcast("error", error=self._error.to_json())
         self._synced_event.set()  # whoever waits for a first state gets the error

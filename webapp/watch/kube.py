@@ -11,7 +11,7 @@ import contextlib
 import json
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import kubernetes
@@ -64,18 +64,31 @@ class Connection:
     context: str | None = None
     in_cluster: bool = False
     allow_exec: bool = False  # may the kubeconfig's user run a command for credentials?
+    # Through the agent's tunnel: the server's loopback endpoint for it (tunnel/proxy.py).
+    tunnel_url: str | None = None
+    tunnel_secret: str | None = field(default=None, repr=False)
 
 
 RawPage = tuple[list[tuple[JSON, bytes]], str]  # (item, its JSON text) pairs, resourceVersion
 
 
 class ClusterClient:
-    def __init__(self, api_client: Any) -> None:
+    def __init__(self, api_client: Any, where: str = "") -> None:
         self.api = api_client
+        # How a page names the way to this cluster: "at https://10.0.0.1:6443", or
+        # "through the agent's connection".
+        self.where = where or f"at {getattr(api_client.configuration, 'host', '')}"
 
     @classmethod
     def connect(cls, connection: Connection) -> ClusterClient:
         configuration = kubernetes.client.Configuration()
+        if connection.tunnel_url:
+            configuration.host = connection.tunnel_url
+            configuration.api_key = {"authorization": connection.tunnel_secret or ""}
+            configuration.api_key_prefix = {"authorization": "Bearer"}
+            configuration.connection_pool_maxsize = POOL_SIZE
+            return cls(kubernetes.client.ApiClient(configuration),
+                       "through the agent's connection")
         if connection.in_cluster:
             kubernetes.config.load_incluster_config(client_configuration=configuration)
         elif connection.kubeconfig:

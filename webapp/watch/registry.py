@@ -12,6 +12,9 @@ from .kube import ClusterClient, Connection, KubeError
 
 
 def connection_of(agent: Agent) -> Connection:
+    if agent.tunnel:
+        base, secret = current_app.extensions["tunnel_proxy"].endpoint()
+        return Connection(tunnel_url=f"{base}/agents/{agent.name}", tunnel_secret=secret)
     if agent.in_cluster:
         return Connection(in_cluster=True)
     if agent.kubeconfig_path:

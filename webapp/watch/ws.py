@@ -27,6 +27,7 @@ from simple_websocket import ConnectionClosed
 from .. import agents, auth, credentials
 from ..errors import AppError
 from ..models import Agent, User
+from ..tunnel.frames import SUBPROTOCOL as TUNNEL_SUBPROTOCOL
 from . import access, limits, tickets
 from .limits import LimitReached
 from .outbox import Outbox
@@ -61,7 +62,8 @@ class Refused(Exception):
 
 def init_app(app: Flask) -> None:
     app.config.setdefault("SOCK_SERVER_OPTIONS", {
-        "subprotocols": [SUBPROTOCOL],
+        # The page's watch protocol, and agents' tunnels (webapp/tunnel/).
+        "subprotocols": [SUBPROTOCOL, TUNNEL_SUBPROTOCOL],
         # Pings come from our sender (see sender.py): one thread writes to a socket.
         "ping_interval": None,
         "max_message_size": 64 * 1024,

@@ -1,0 +1,117 @@
+"""The agent's tunnel: `agentwatch agent` (here in a thread) dials out to the served app
+over a real WebSocket and carries the relay's Kubernetes requests to the simulated cluster;
+the page cannot tell the difference. The agent refuses what agentwatch never needs, the
+connection is the agent's status, and a revoked token ends it."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import requests
+
+from webapp import agents, tokens
+from webapp.tunnel import connections
+from webapp.tunnel.agent import Agent, Settings
+from webapp.watch.kube import Connection
+
+from .conftest import WAIT, Live, events_of, eventually
+
+
+class RunningAgent:
+    def __init__(self, live: Live, token: str) -> None:
+        self.agent = Agent(Settings(live.base_url, token,
+                                    Connection(kubeconfig=str(live.kubeconfig), context="sim"),
+                                    backoff_initial=0.05, backoff_max=0.5))
+        self.thread = threading.Thread(target=self.agent.run, daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.agent.stop()
+        self.thread.join(WAIT)
+        assert not self.thread.is_alive()
+
+
+def agent_token(live: Live, name: str = "prod") -> str:
+    with live.app.app_context():
+        _, raw = tokens.create(agents.get(name), "in-cluster", "alice")
+    return raw
+
+
+@pytest.fixture
+def tunneled(live: Live) -> Iterator[RunningAgent]:
+    """alice (admin), agent `prod` registered for a tunnel, and its agent connected."""
+    live.user("alice", "admin")
+    with live.app.app_context():
+        agents.create("prod", tunnel=True)
+    running = RunningAgent(live, agent_token(live))
+    assert running.agent.connected.wait(WAIT)
+    eventually(lambda: live.app.extensions["tunnels"].count("prod") == 1)
+    yield running
+    running.stop()
+
+
+def proxy_get(live: Live, path: str) -> requests.Response:
+    """A request as the server's own client makes it, through the tunnel."""
+    base, secret = live.app.extensions["tunnel_proxy"].endpoint()
+    return requests.get(f"{base}/agents/prod{path}", timeout=WAIT,
+                        headers={"Authorization": f"Bearer {secret}"})
+
+
+def test_a_page_watches_a_tunneled_cluster_like_any_other(live: Live, tunneled: Any) -> None:
+    live.sim.add_pod("default", "web-1", ["app"])
+    ws = live.ws(token=live.token("alice"))
+    ws.watch("pods", namespace="default")
+    assert events_of(ws.synced("pods")) == [("ADDED", "web-1")]
+    live.sim.add_pod("default", "web-2", ["app"])
+    assert events_of(ws.events(1)) == [("ADDED", "web-2")]
+    live.sim.delete("pods", "web-1", grace_period=0)
+    assert events_of(ws.events(1)) == [("DELETED", "web-1")]
+    # The cluster saw the agent's own credentials, never the server's proxy secret.
+    seen = {r.headers.get("authorization") for r in list(live.sim.stats.requests)
+            if r.resource == "pods"}
+    assert seen == {f"Bearer {live.sim.token or 'sim-token'}"}
+
+
+def test_the_agent_refuses_what_agentwatch_never_needs(live: Live, tunneled: Any) -> None:
+    before = len(live.sim.stats.requests)
+    for path in ("/api/v1/namespaces/default/secrets",
+                 "/api/v1/namespaces/default/secrets/db-password",
+                 "/api/v1/namespaces/default/configmaps",
+                 "/api/v1/namespaces/default/pods/web-1/exec",
+                 "/api/v1/namespaces/default/pods/..%2F..%2Fsecrets"):
+        response = proxy_get(live, path)
+        assert response.status_code == 403, path
+        assert response.json()["message"].startswith("refused by the agent: ")
+    assert len(live.sim.stats.requests) == before  # none reached the cluster
+    assert proxy_get(live, "/api/v1/namespaces/default/pods").status_code == 200
+
+
+def test_the_connection_is_the_agents_status(live: Live, tunneled: RunningAgent) -> None:
+    with live.app.app_context():
+        agent = agents.get("prod")
+        assert agents.status(agent).state == "connected"
+        events = [e.type for e in live.events("prod", "agent_connected")]
+    assert events == ["agent_connected"]
+    tunneled.stop()
+
+    def open_now() -> int:
+        with live.app.app_context():  # a new read each time, not one snapshot
+            try:
+                return connections.open_count(agents.get("prod").id)
+            finally:
+                live.app.extensions["db_session"].remove()
+
+    eventually(lambda: open_now() == 0)
+
+
+def test_a_revoked_token_closes_the_connection_at_once(live: Live, tunneled: Any) -> None:
+    with live.app.app_context():
+        tokens.revoke(agents.get("prod"), "in-cluster", "alice")
+    eventually(lambda: not tunneled.agent.connected.is_set(), timeout=5)
+    assert live.app.extensions["tunnels"].count("prod") == 0
+    response = proxy_get(live, "/api/v1/namespaces/default/pods")
+    assert response.status_code == 503
+    assert "not connected" in response.json()["message"]

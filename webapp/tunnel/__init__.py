@@ -1,0 +1,23 @@
+"""The agent's tunnel: `agentwatch agent` dials out to the server and carries the server's
+Kubernetes API requests to its cluster (docs/tunnel-protocol.md, docs/agent.md).
+
+`frames` and `mux` are the protocol (both ends); `endpoint`, `connections`, `registry`
+and `proxy` the server's side; `agent` and `allowlist` the agent's.
+"""
+
+from __future__ import annotations
+
+from flask import Flask
+
+
+def init_app(app: Flask) -> None:
+    from flask_sock import Sock
+
+    from .endpoint import tunnel_socket
+    from .proxy import LoopbackProxy
+    from .registry import Tunnels
+
+    tunnels = Tunnels()
+    app.extensions["tunnels"] = tunnels
+    app.extensions["tunnel_proxy"] = LoopbackProxy(tunnels)
+    Sock(app).route("/api/v1/agent/tunnel")(tunnel_socket)

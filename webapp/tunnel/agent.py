@@ -1,0 +1,198 @@
+"""`agentwatch agent`: in the cluster, dial out to agentwatch and carry its API requests.
+
+The agent keeps one WebSocket to the server open, reconnecting with backoff and jitter
+forever. Each stream the server opens is one Kubernetes API request: the agent checks it
+against its allowlist (allowlist.py), performs it against its API server with its own
+credentials (the pod's service account, or a kubeconfig), and streams the answer back as
+it comes, within the stream's window. A stream the server resets stops the request here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import random
+import ssl
+import threading
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import simple_websocket
+import urllib3
+from urllib3 import HTTPHeaderDict
+
+from ..watch.kube import ClusterClient, Connection
+from . import allowlist
+from .frames import MAX_DATA, SUBPROTOCOL
+from .mux import Mux, Stream, StreamReset
+
+log = logging.getLogger("agentwatch.agent")
+MAX_REQUEST_BODY = 1024 * 1024
+_PASSED = {"accept", "content-type", "impersonate-user", "impersonate-group"}
+
+
+@dataclass(frozen=True)
+class Settings:
+    url: str  # the server's base URL, e.g. https://agentwatch.example.com
+    token: str
+    cluster: Connection
+    ca_file: str | None = None
+    backoff_initial: float = 0.5
+    backoff_max: float = 30.0
+
+
+def tunnel_url(base: str) -> str:
+    parts = urlsplit(base)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"--url must be the server's http(s) address, not {base!r}")
+    scheme = "wss" if parts.scheme == "https" else "ws"
+    return urlunsplit((scheme, parts.netloc, parts.path.rstrip("/") + "/api/v1/agent/tunnel",
+                       "", ""))
+
+
+class Agent:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.cluster = ClusterClient.connect(settings.cluster)
+        self.stopping = threading.Event()
+        self.connected = threading.Event()
+        self._mux: Mux | None = None
+        self._lock = threading.Lock()
+
+    # --- the connection ------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Connect, serve, reconnect after backoff, until stop()."""
+        backoff = self.settings.backoff_initial
+        url = tunnel_url(self.settings.url)
+        while not self.stopping.is_set():
+            try:
+                ws = simple_websocket.Client.connect(
+                    url, subprotocols=[SUBPROTOCOL],
+                    headers={"Authorization": f"Bearer {self.settings.token}"},
+                    ssl_context=self._ssl_context(), max_message_size=128 * 1024)
+            except Exception as exc:
+                reason = str(exc) or type(exc).__name__
+                delay = min(backoff * random.uniform(0.5, 1.5), self.settings.backoff_max)
+                log.warning("cannot connect to %s: %s; retrying in %.1f s", url, reason, delay)
+                self.stopping.wait(delay)
+                backoff = min(backoff * 2, self.settings.backoff_max)
+                continue
+            if ws.subprotocol != SUBPROTOCOL:
+                ws.close()
+                log.error("%s does not speak %s", url, SUBPROTOCOL)
+                self.stopping.wait(self.settings.backoff_max)
+                continue
+            mux = Mux(ws, on_open=self._serve, name="agent")
+            with self._lock:
+                self._mux = mux
+            log.info("connected to %s", url)
+            self.connected.set()
+            mux.run()
+            self.connected.clear()
+            reason = ws.close_message or mux.close_reason or "closed"
+            code = ws.close_reason
+            log.warning("disconnected from %s: %s%s", url, reason,
+                        f" (code {code})" if code else "")
+            if code == 4401 or code == 4403:
+                # The token is not (or no longer) good: retrying at once would not help.
+                backoff = self.settings.backoff_max
+            elif not self.stopping.is_set():
+                backoff = self.settings.backoff_initial
+            delay = min(backoff * random.uniform(0.5, 1.5), self.settings.backoff_max)
+            self.stopping.wait(delay)
+
+    def stop(self) -> None:
+        """Close the connection (in-flight streams end) and stop reconnecting."""
+        self.stopping.set()
+        with self._lock:
+            mux = self._mux
+        if mux is not None:
+            mux.shutdown("agent stopping")
+            with contextlib.suppress(Exception):  # already closed
+                mux.websocket.close(1001, "agent stopping")
+
+    def _ssl_context(self) -> ssl.SSLContext | None:
+        if not self.settings.url.startswith("https"):
+            return None
+        return ssl.create_default_context(cafile=self.settings.ca_file)
+
+    # --- one request ---------------------------------------------------------------------
+
+    def _serve(self, stream: Stream) -> None:
+        head = stream.head or {}
+        method = str(head.get("method") or "")
+        path = str(head.get("path") or "")
+        verdict = allowlist.check(method, path)
+        if not verdict.allowed:
+            log.warning("refused %s %s: %s", method, path[:200], verdict.reason)
+            _answer(stream, 403, "Forbidden", f"refused by the agent: {verdict.reason}")
+            return
+        body = _read_body(stream)
+        try:
+            response = self._perform(method, path, str(head.get("query") or ""),
+                                     head.get("headers") or [], body)
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            _answer(stream, 503, "ServiceUnavailable",
+                    f"the agent cannot reach its cluster's API server: {exc}")
+            return
+        stream.on_reset = lambda: _abort(response)
+        try:
+            stream.send_head({"status": response.status,
+                              "headers": [["Content-Type",
+                                           response.headers.get("Content-Type", "")]]})
+            for chunk in response.stream(MAX_DATA, decode_content=True):
+                stream.write(chunk)
+            stream.end()
+        except StreamReset:
+            pass  # the server no longer wants it (a page closed): stopped here too
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            # Cut mid-answer: the server's client sees a cut, never a half answer as whole.
+            stream.reset(502, f"the API server's answer broke off: {exc}")
+        finally:
+            _abort(response)
+
+    def _perform(self, method: str, path: str, query: str, headers: list[Any],
+                 body: bytes) -> Any:
+        configuration = self.cluster.api.configuration
+        sent = HTTPHeaderDict()
+        for name, value in headers:
+            if str(name).lower() in _PASSED:
+                sent.add(str(name), str(value))
+        for setting in configuration.auth_settings().values():  # refreshes a rotated token
+            if setting.get("in") == "header" and setting.get("value"):
+                sent[setting["key"]] = setting["value"]
+        url = configuration.host.rstrip("/") + path + (f"?{query}" if query else "")
+        streaming = "watch=true" in query or "follow=true" in query
+        return self.cluster.api.rest_client.pool_manager.request(
+            method, url, headers=sent, body=body or None, preload_content=False,
+            timeout=urllib3.Timeout(connect=10, read=None if streaming else 60),
+            retries=False)
+
+
+def _read_body(stream: Stream) -> bytes:
+    parts: list[bytes] = []
+    size = 0
+    while (data := stream.read(timeout=30)) is not None:
+        size += len(data)
+        if size > MAX_REQUEST_BODY:
+            raise StreamReset(413, "request body too large")
+        parts.append(data)
+    return b"".join(parts)
+
+
+def _answer(stream: Stream, code: int, reason: str, message: str) -> None:
+    stream.send_head({"status": code, "headers": [["Content-Type", "application/json"]]})
+    stream.write(json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                             "code": code, "reason": reason, "message": message}).encode())
+    stream.end()
+
+
+def _abort(response: Any) -> None:
+    """Stop reading the API server's answer (it may be a watch that never ends)."""
+    with contextlib.suppress(Exception):  # already done
+        response.shutdown()
+    with contextlib.suppress(Exception):
+        response.release_conn()

@@ -1,0 +1,83 @@
+"""Tunnel connections on record: whether an agent is connected, the same for every server
+process (agent_connections, one row per open connection).
+
+An agent is connected while at least one of its connections is open. The first one to
+open after it was not connected records `agent_connected`; closing the last one stamps
+the agent's last contact with the moment of the close, so the `disconnects` job records
+`agent_disconnected` once the threshold has passed since then (not since some earlier
+call). A row whose process died is recognised by its old `seen_at` and removed.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from datetime import datetime, timedelta
+
+from sqlalchemy import delete, func, select, update
+
+from .. import clock, db
+from ..models import Agent, AgentConnection
+from ..recorder import NewEvent, record_one
+from ..tokens import Credential
+
+REFRESH_SECONDS = 10
+FRESH = timedelta(seconds=3 * REFRESH_SECONDS)  # older than this: its process is gone
+
+
+def process_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"[:128]
+
+
+def opened(cred: Credential) -> int:
+    """Put a new connection on record; returns its id."""
+    now = clock.now()
+    with db.write_transaction() as session:
+        row = AgentConnection(agent_id=cred.agent_id, token_id=cred.token_id,
+                              process=process_name(), opened_at=now, seen_at=now)
+        session.add(row)
+        connected = db.rowcount(session.execute(
+            update(Agent).where(Agent.id == cred.agent_id,
+                                Agent.connection_state != "connected")
+            .values(connection_state="connected", last_contact_at=now)))
+        if connected:
+            record_one(session, cred.agent_id, NewEvent(
+                "agent_connected", now, token_id=cred.token_id, token_name=cred.token_name,
+                details={"transport": "tunnel"}), now)
+        else:
+            session.execute(update(Agent).where(Agent.id == cred.agent_id)
+                            .values(last_contact_at=now))
+        session.flush()
+        return row.id
+
+
+def still_open(connection_id: int, agent_id: int) -> None:
+    """Refresh the row (and the agent's last contact) of a connection that is open."""
+    now = clock.now()
+    with db.write_transaction() as session:
+        session.execute(update(AgentConnection).where(AgentConnection.id == connection_id)
+                        .values(seen_at=now))
+        session.execute(update(Agent).where(Agent.id == agent_id).values(last_contact_at=now))
+
+
+def closed(connection_id: int, agent_id: int) -> None:
+    now = clock.now()
+    with db.write_transaction() as session:
+        session.execute(delete(AgentConnection).where(AgentConnection.id == connection_id))
+        session.execute(update(Agent).where(Agent.id == agent_id).values(last_contact_at=now))
+
+
+def open_count(agent_id: int, now: datetime | None = None) -> int:
+    now = now or clock.now()
+    count = db.session().scalar(
+        select(func.count()).select_from(AgentConnection)
+        .where(AgentConnection.agent_id == agent_id, AgentConnection.seen_at >= now - FRESH))
+    return int(count or 0)
+
+
+def forget_stale(now: datetime | None = None) -> int:
+    """Remove rows of processes that died without closing them."""
+    now = now or clock.now()
+    with db.write_transaction() as session:
+        return db.rowcount(session.execute(
+            delete(AgentConnection).where(AgentConnection.seen_at < now - FRESH)))

@@ -1,0 +1,323 @@
+"""Streams multiplexed over one WebSocket, each with its own flow control.
+
+Both ends run a `Mux` over their WebSocket: the server opens streams (odd ids), the agent
+answers them. A stream's receiver grants its sender a window of INITIAL_WINDOW bytes and
+grants more as its reader consumes them, so a reader that stops (a stalled log viewer)
+stops its own stream only: the connection's reader thread never waits for it, and every
+other stream goes on. One lock serialises writes to the WebSocket.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from .frames import (
+    INITIAL_WINDOW,
+    MAX_DATA,
+    Frame,
+    FrameError,
+    Kind,
+    decode,
+    json_frame,
+    window_frame,
+)
+
+log = logging.getLogger(__name__)
+MAX_STREAMS = 512  # open at once on one connection
+PING_SECONDS = 15.0
+SILENCE_SECONDS = 45.0  # nothing received this long: the connection is dead
+
+
+class WebSocket(Protocol):
+    def send(self, data: bytes) -> None: ...
+
+    def receive(self, timeout: float | None = None) -> bytes | str | None: ...
+
+    def close(self, reason: int | None = None, message: str | None = None) -> None: ...
+
+
+class StreamReset(Exception):
+    """The stream ended abnormally: reset by the peer, or its connection closed."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+class Stream:
+    def __init__(self, mux: Mux, stream_id: int, head: dict[str, Any] | None = None) -> None:
+        self.id = stream_id
+        self.head = head  # the OPEN (on the agent) or HEAD (on the server) received
+        self._mux = mux
+        self._cond = threading.Condition(threading.Lock())
+        self._inbound: deque[bytes] = deque()
+        self._buffered = 0
+        self._received_end = False
+        self._sent_end = False
+        self._reset: StreamReset | None = None
+        self._credit = INITIAL_WINDOW  # bytes we may still send
+        self._consumed = 0  # read by our reader, not yet granted back
+        # Called once the stream is reset by the peer or its connection closes (e.g. to
+        # stop the request it carries), from the connection's reader thread.
+        self.on_reset: Callable[[], None] | None = None
+
+    # --- receiving (called by the mux's reader thread: never blocks) ---------------------
+
+    def _deliver(self, frame: Frame) -> None:
+        with self._cond:
+            if frame.kind is Kind.DATA:
+                if self._buffered + len(frame.payload) > INITIAL_WINDOW:
+                    raise FrameError(f"stream {self.id}: DATA beyond its window")
+                self._inbound.append(frame.payload)
+                self._buffered += len(frame.payload)
+            elif frame.kind is Kind.END:
+                self._received_end = True
+            elif frame.kind is Kind.WINDOW:
+                self._credit += frame.increment()
+            elif frame.kind is Kind.HEAD:
+                self.head = frame.json()
+            elif frame.kind is Kind.RESET:
+                reason = frame.json()
+                self._reset = StreamReset(int(reason.get("code") or 0),
+                                          str(reason.get("message") or "reset"))
+            self._cond.notify_all()
+        if frame.kind is Kind.RESET:
+            self._notify_reset()
+        if frame.kind in (Kind.END, Kind.RESET):
+            self._maybe_done()
+
+    def _notify_reset(self) -> None:
+        callback, self.on_reset = self.on_reset, None
+        if callback is not None:
+            with contextlib.suppress(Exception):
+                callback()
+
+    def _fail(self, reason: StreamReset) -> None:
+        with self._cond:
+            if self._reset is None:
+                self._reset = reason
+            self._cond.notify_all()
+        self._notify_reset()
+
+    # --- the reader's side ---------------------------------------------------------------
+
+    def wait_head(self, timeout: float) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self.head is None:
+                if self._reset is not None:
+                    raise self._reset
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"no answer on stream {self.id} in {timeout:.0f} s")
+                self._cond.wait(left)
+            return self.head
+
+    def read(self, timeout: float | None = None) -> bytes | None:
+        """The next bytes received; None once the sender ended. Raises StreamReset, or
+        TimeoutError after `timeout` seconds without anything."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while not self._inbound:
+                if self._reset is not None:
+                    raise self._reset
+                if self._received_end:
+                    return None
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise TimeoutError(f"nothing on stream {self.id} in {timeout} s")
+                self._cond.wait(left)
+            data = self._inbound.popleft()
+            self._buffered -= len(data)
+            self._consumed += len(data)
+            grant = self._consumed if self._consumed >= INITIAL_WINDOW // 4 else 0
+            if grant:
+                self._consumed = 0
+        if grant:
+            self._mux.send(window_frame(self.id, grant))
+        return data
+
+    # --- the writer's side ---------------------------------------------------------------
+
+    def write(self, data: bytes, timeout: float | None = None) -> None:
+        """Send `data`, waiting for the receiver's window as needed (this stream only)."""
+        view = memoryview(data)
+        while view:
+            with self._cond:
+                deadline = None if timeout is None else time.monotonic() + timeout
+                while self._credit <= 0 and self._reset is None:
+                    left = None if deadline is None else deadline - time.monotonic()
+                    if left is not None and left <= 0:
+                        raise TimeoutError(f"stream {self.id}: the reader took nothing "
+                                           f"for {timeout} s")
+                    self._cond.wait(left)
+                if self._reset is not None:
+                    raise self._reset
+                size = min(len(view), MAX_DATA, self._credit)
+                self._credit -= size
+            self._mux.send(Frame(Kind.DATA, self.id, bytes(view[:size])))
+            view = view[size:]
+
+    def send_head(self, head: dict[str, Any]) -> None:
+        self._mux.send(json_frame(Kind.HEAD, self.id, head))
+
+    def end(self) -> None:
+        with self._cond:
+            if self._sent_end or self._reset is not None:
+                return
+            self._sent_end = True
+        self._mux.send(Frame(Kind.END, self.id))
+        self._maybe_done()
+
+    def reset(self, code: int, message: str) -> None:
+        """End the stream both ways now (the peer stops what it does for it)."""
+        with self._cond:
+            if self._reset is not None:
+                return
+            self._reset = StreamReset(code, message)
+            self._cond.notify_all()
+        with contextlib.suppress(Exception):
+            self._mux.send(json_frame(Kind.RESET, self.id, {"code": code, "message": message}))
+        self._mux.forget(self)
+
+    def _maybe_done(self) -> None:
+        with self._cond:
+            done = self._reset is not None or (self._sent_end and self._received_end)
+        if done:
+            self._mux.forget(self)
+
+
+class Mux:
+    """One end of a tunnel connection. `on_open(stream)` (the agent's) handles each stream
+    the peer opens, in a thread of its own."""
+
+    def __init__(self, ws: WebSocket, on_open: Callable[[Stream], None] | None = None,
+                 name: str = "tunnel") -> None:
+        self._ws = ws
+        self.websocket = ws
+        self._on_open = on_open
+        self.name = name
+        self._send_lock = threading.Lock()
+        self._lock = threading.Lock()
+        self._streams: dict[int, Stream] = {}
+        # The side that opens streams uses odd ids; ids are never reused on a connection.
+        self._ids = itertools.count(1, 2)
+        self.closed = threading.Event()
+        self.close_reason = ""
+
+    def send(self, frame: Frame) -> None:
+        if self.closed.is_set():
+            raise StreamReset(503, f"tunnel closed: {self.close_reason}")
+        with self._send_lock:
+            self._ws.send(frame.encode())
+
+    def open(self, head: dict[str, Any]) -> Stream:
+        with self._lock:
+            if self.closed.is_set():
+                raise StreamReset(503, f"tunnel closed: {self.close_reason}")
+            if len(self._streams) >= MAX_STREAMS:
+                raise StreamReset(429, f"{MAX_STREAMS} streams already open on this tunnel")
+            stream = Stream(self, next(self._ids))
+            self._streams[stream.id] = stream
+        try:
+            self.send(json_frame(Kind.OPEN, stream.id, head))
+        except Exception:
+            self.forget(stream)
+            raise
+        return stream
+
+    def forget(self, stream: Stream) -> None:
+        with self._lock:
+            if self._streams.get(stream.id) is stream:
+                del self._streams[stream.id]
+
+    @property
+    def stream_count(self) -> int:
+        with self._lock:
+            return len(self._streams)
+
+    def run(self) -> None:
+        """Read frames until the connection ends (or is silent for SILENCE_SECONDS; each
+        side pings every PING_SECONDS); then every stream is reset."""
+        threading.Thread(target=self._ping, daemon=True, name=f"{self.name}-ping").start()
+        heard = time.monotonic()
+        try:
+            while not self.closed.is_set():
+                message = self._ws.receive(timeout=PING_SECONDS)
+                if message is None:
+                    if time.monotonic() - heard > SILENCE_SECONDS:
+                        raise TimeoutError(f"nothing heard for {SILENCE_SECONDS:.0f} s")
+                    continue
+                heard = time.monotonic()
+                frame = decode(message)
+                if frame.kind is not Kind.PING:
+                    self._dispatch(frame)
+            reason = self.close_reason or "closed"
+        except FrameError as exc:
+            reason = f"protocol error: {exc}"
+            log.warning("%s: %s", self.name, reason)
+        except Exception as exc:  # the connection closed or broke
+            reason = str(exc) or type(exc).__name__
+        self.shutdown(reason)
+
+    def _ping(self) -> None:
+        while not self.closed.wait(PING_SECONDS):
+            try:
+                self.send(Frame(Kind.PING, 0))
+            except Exception:
+                return
+
+    def shutdown(self, reason: str) -> None:
+        self.close_reason = self.close_reason or reason
+        self.closed.set()
+        with self._lock:
+            streams = list(self._streams.values())
+            self._streams.clear()
+        for stream in streams:
+            stream._fail(StreamReset(503, f"tunnel closed: {self.close_reason}"))
+
+    def _dispatch(self, frame: Frame) -> None:
+        with self._lock:
+            stream = self._streams.get(frame.stream)
+        if frame.kind is Kind.OPEN:
+            self._accept(frame)
+            return
+        if stream is None:
+            return  # a stream already forgotten (reset, or ended both ways): drop
+        stream._deliver(frame)
+
+    def _accept(self, frame: Frame) -> None:
+        if self._on_open is None or frame.stream % 2 == 0:
+            raise FrameError(f"OPEN of stream {frame.stream} not expected here")
+        head = frame.json()
+        with self._lock:
+            if frame.stream in self._streams:
+                raise FrameError(f"stream {frame.stream} opened twice")
+            stream = Stream(self, frame.stream, head)
+            crowded = len(self._streams) >= MAX_STREAMS
+            if not crowded:
+                self._streams[frame.stream] = stream
+        if crowded:
+            self.send(json_frame(Kind.RESET, frame.stream,
+                                 {"code": 429, "message": "too many streams"}))
+            return
+        handler = self._on_open
+        threading.Thread(target=self._serve, args=(handler, stream), daemon=True,
+                         name=f"{self.name}-stream-{frame.stream}").start()
+
+    def _serve(self, handler: Callable[[Stream], None], stream: Stream) -> None:
+        try:
+            handler(stream)
+        except StreamReset:
+            pass
+        except Exception as exc:  # one stream's failure never ends the connection
+            log.exception("%s: stream %s failed", self.name, stream.id)
+            stream.reset(500, f"agent error: {type(exc).__name__}")

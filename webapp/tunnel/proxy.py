@@ -1,0 +1,172 @@
+"""The server's way into a tunneled cluster: a loopback HTTP endpoint that the ordinary
+`kubernetes` client talks to, each request carried as one stream over the agent's tunnel.
+
+So the relay, actions, logs and the GitOps observer use one client and one code path for
+both transports: a tunneled agent's ClusterClient simply has this endpoint as its host
+(`http://127.0.0.1:PORT/agents/NAME`). The endpoint listens on loopback only and demands a
+bearer secret made at random by this process, so no other local program can use it; the
+secret is never forwarded (the agent uses its own service account). Responses stream as
+they arrive (watches, followed logs); a client that goes away resets its stream, which
+stops the request in the cluster.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import json
+import logging
+import os
+import secrets
+import select
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from .mux import StreamReset
+from .registry import Tunnels
+
+log = logging.getLogger(__name__)
+ANSWER_SECONDS = 60.0  # for the agent to answer a request's head
+MAX_BODY = 4 * 1024 * 1024
+_FORWARDED = {"accept", "content-type", "impersonate-user", "impersonate-group"}
+
+
+def _status(code: int, reason: str, message: str) -> bytes:
+    return json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                       "code": code, "reason": reason, "message": message}).encode()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass  # one line per request would be the relay's every watch
+
+    def do_GET(self) -> None:  # noqa: N802
+        self._forward()
+
+    do_DELETE = do_PATCH = do_POST = do_PUT = do_GET
+
+    def _fail(self, code: int, reason: str, message: str) -> None:
+        body = _status(code, reason, message)
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _forward(self) -> None:
+        given = self.headers.get("Authorization", "")
+        if not hmac.compare_digest(given.encode(), f"Bearer {self.server.secret}".encode()):
+            self._fail(401, "Unauthorized", "not agentwatch's own client")
+            return
+        url = urlsplit(self.path)
+        parts = url.path.split("/", 3)  # "", "agents", NAME, rest
+        if len(parts) < 4 or parts[1] != "agents":
+            self._fail(404, "NotFound", "no such tunnel path")
+            return
+        agent, path = unquote(parts[2]), "/" + parts[3]
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY:
+            self._fail(413, "RequestEntityTooLarge", "request body too large")
+            return
+        body = self.rfile.read(length) if length else b""
+        headers: list[tuple[str, str]] = [(k, v) for k, v in self.headers.items()
+                                          if k.lower() in _FORWARDED]
+        mux = self.server.tunnels.pick(agent)
+        if mux is None:
+            self._fail(503, "ServiceUnavailable",
+                       f"the agent of {agent} is not connected to agentwatch")
+            return
+        try:
+            stream = mux.open({"method": self.command, "path": path, "query": url.query,
+                               "headers": headers})
+            if body:
+                stream.write(body)
+            stream.end()
+            head = stream.wait_head(ANSWER_SECONDS)
+        except (StreamReset, TimeoutError) as exc:
+            self._fail(502, "BadGateway", f"the agent of {agent} did not answer: {exc}")
+            return
+        self._relay(stream, head)
+
+    def _relay(self, stream: Any, head: dict[str, Any]) -> None:
+        self.send_response(int(head.get("status") or 502))
+        for name, value in head.get("headers") or []:
+            if str(name).lower() == "content-type":
+                self.send_header("Content-Type", str(value))
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            while True:
+                try:
+                    data = stream.read(timeout=1.0)
+                except TimeoutError:
+                    if self._client_gone():  # a closed watch is stopped in the cluster
+                        raise OSError("client closed the request") from None
+                    continue
+                if data is None:
+                    break
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except StreamReset:
+            self.close_connection = True  # cut without a final chunk: the client sees a cut
+        except OSError:  # our client went away: stop the request in the cluster
+            stream.reset(499, "client closed the request")
+            self.close_connection = True
+
+
+    def _client_gone(self) -> bool:
+        """Our client closed its connection (it sends nothing while it reads a response:
+        readable means closed)."""
+        readable, _, _ = select.select([self.connection], [], [], 0)
+        if not readable:
+            return False
+        try:
+            return self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, tunnels: Tunnels) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.tunnels = tunnels
+        self.secret = secrets.token_urlsafe(32)
+
+
+class LoopbackProxy:
+    """This process's endpoint (started on first use, again after a fork)."""
+
+    def __init__(self, tunnels: Tunnels) -> None:
+        self._tunnels = tunnels
+        self._lock = threading.Lock()
+        self._server: _Server | None = None
+        self._pid = 0
+
+    def endpoint(self) -> tuple[str, str]:
+        """(base URL, bearer secret) of the endpoint."""
+        with self._lock:
+            if self._server is None or self._pid != os.getpid():
+                self._server = _Server(self._tunnels)
+                self._pid = os.getpid()
+                threading.Thread(target=self._server.serve_forever, daemon=True,
+                                 name="tunnel-proxy").start()
+            host, port = self._server.server_address[:2]
+            return f"http://{host!s}:{port}", self._server.secret
+
+    def close(self) -> None:
+        with self._lock:
+            server, self._server = self._server, None
+        if server is not None and self._pid == os.getpid():
+            with contextlib.suppress(Exception):
+                server.shutdown()
+                server.server_close()
