@@ -1,6 +1,7 @@
 """The Cluster tab's first render from kube-apiserver: each row reads as the server's own
 Table printing (kubectl's columns) says, a namespace of many pods renders through the relay's
-paged list (the server's continue tokens), and a user the cluster refuses reads why."""
+paged list (the server's continue tokens), a user the cluster refuses reads why, and a pod's
+panel lists the events the server selects for it."""
 
 from __future__ import annotations
 
@@ -195,3 +196,32 @@ def test_a_user_the_cluster_refuses_reads_why_on_the_page(
     page = eventually(lambda: (text := load()) and error_message(section(text, "pods")) is None
                       and text, timeout=20)
     assert [row.name for row in rows(section(page, "pods"))] == ["web-1"]
+
+
+def test_a_pods_panel_shows_its_own_events_selected_by_the_server(
+        live: Live, admin: str, v1: kubernetes.client.CoreV1Api, namespace: str) -> None:
+    web = v1.create_namespaced_pod(namespace, pod("web", node="node-1"))
+    other = v1.create_namespaced_pod(namespace, pod("other", node="node-1"))
+    for index, (target, reason, message) in enumerate((
+            (web, "Pulled", "Successfully pulled image registry.example/app:1.0"),
+            (web, "BackOff", "Back-off restarting failed container app"),
+            (other, "Killing", "Stopping container app"))):
+        v1.create_namespaced_event(namespace, {
+            "metadata": {"name": f"event-{index}"}, "reason": reason, "message": message,
+            "type": "Warning" if reason == "BackOff" else "Normal",
+            "firstTimestamp": _ago(seconds=30 - index),
+            "lastTimestamp": _ago(seconds=30 - index),
+            "count": 1, "source": {"component": "kubelet"},
+            "involvedObject": {"kind": "Pod", "apiVersion": "v1", "namespace": namespace,
+                               "name": target.metadata.name, "uid": target.metadata.uid}})
+
+    panel = live.browser("alice").http.get(
+        f"{live.base_url}/agents/prod/cluster/object", timeout=30, params={
+            "group": "", "version": "v1", "resource": "pods", "namespace": namespace,
+            "name": "web"})
+    assert panel.status_code == 200, panel.text
+    events = panel.text[panel.text.index('id="panel-events"'):]
+    # The server's field selector (involvedObject.uid) keeps the other pod's event out;
+    # the newest first.
+    assert [(row.cells["type"], row.cells["reason"], row.cells["from"]) for row in rows(events)
+            ] == [("Warning", "BackOff", "kubelet"), ("Normal", "Pulled", "kubelet")]
