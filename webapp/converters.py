@@ -34,6 +34,13 @@ class Int32Converter(Int64Converter):
     bits = 32
 
 
+def clamp_id(value: int, bits: int = 64) -> int:
+    """An id from a query string (a "before" cursor), within what its column can hold: a
+    cursor beyond every id means the same as the largest id, and binds without error."""
+    top = 2 ** (bits - 1) - 1
+    return builtins.max(-top - 1, builtins.min(value, top))
+
+
 def init_app(app: Flask) -> None:
     # Before any blueprint: a rule picks its converter when it is added.
     app.url_map.converters["int"] = Int64Converter

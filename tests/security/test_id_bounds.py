@@ -89,3 +89,25 @@ def test_the_url_map_refuses_ids_out_of_range_before_any_view(app: Flask) -> Non
                  "/agents/prod/events/\u0661\u0662"]:  # Arabic-Indic digits: not an id
         with pytest.raises(NotFound):
             adapter.match(path)
+
+
+@pytest.mark.parametrize("value", OUT_OF_RANGE)
+def test_a_cursor_beyond_every_id_reads_from_the_newest(app: Flask, admin: tuple[Any, str],
+                                                        value: str) -> None:
+    """`before=` in a query string is a cursor, not a name: beyond every id, it means the
+    same as no cursor (it was a 500)."""
+    from webapp import agents
+    from webapp.hooks import service
+    from webapp.hooks.service import Filters
+
+    client, _ = admin
+    with app.app_context():
+        hook, _secret = service.create(agents.get("prod"), "http://93.184.215.14/hook", None,
+                                       Filters([], [], []), "alice")
+        hook_id = hook.id
+    for path in (f"/hooks/{hook_id}/log?before={value}",
+                 f"/notifications/older?before={value}",
+                 f"/notifications/poll?count={value}&latest={value}&upto={value}"):
+        response = client.get(path)
+        assert response.status_code in (200, 204), (path, response.status_code,
+                                                    response.text[:300])

@@ -13,6 +13,7 @@ from werkzeug.wrappers import Response
 
 from .. import agents, db, events, users
 from ..auth import login_required, role_required
+from ..converters import clamp_id
 from ..errors import AppError, Invalid
 from ..models import Agent
 from ..views.activity import status_key
@@ -98,9 +99,9 @@ def _before() -> int | None:
     if not raw:
         return None
     try:
-        return int(raw)
+        return clamp_id(int(raw), 32)
     except ValueError:
-        raise Invalid(f"Malformed 'before' {raw!r}", code="invalid_cursor") from None
+        raise Invalid(f"Malformed 'before' {raw[:40]!r}", code="invalid_cursor") from None
 
 
 def _log_context(hook: Hook) -> dict[str, Any]:

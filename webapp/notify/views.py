@@ -19,6 +19,7 @@ from werkzeug.wrappers import Response as BaseResponse
 
 from .. import agents
 from ..auth import login_required
+from ..converters import clamp_id
 from ..errors import AppError
 from . import important, service
 
@@ -40,7 +41,7 @@ def _show() -> str:
 
 def _int_arg(name: str, default: int) -> int:
     try:
-        return int(request.args.get(name, default))
+        return clamp_id(int(request.args.get(name, default)))
     except ValueError:
         return default
 
