@@ -150,3 +150,27 @@ def test_watches_impersonate_the_signed_in_user_whose_rbac_then_decides(
     # Two identities, two upstream watches: never one user's view served to another.
     assert {(r.as_user, r.code) for r in audit.requests(realkube, namespace, verb="list")} >= {
         ("alice", 200), ("bob", 403), ("bob", 200)}
+
+
+def test_the_http_stream_resumes_from_the_servers_resource_versions(
+        live: Live, admin: str, v1: kubernetes.client.CoreV1Api, namespace: str) -> None:
+    path = "/agents/prod/watch/stream"
+    params = {"watchId": "w", "version": "v1", "resource": "pods", "namespace": namespace}
+    cookie = {"Cookie": live.browser("alice").cookie_header()}
+    first = live.sse(path, params, cookie)
+    first.until(lambda m: m.data["type"] == "synced")
+    observer = live.ws(token=admin)  # keeps the upstream watch while the stream is away
+    observer.watch("w", namespace=namespace)
+    observer.synced("w")
+    v1.create_namespaced_pod(namespace, pod("a"))
+    seen = first.next()
+    assert seen.id == seen.data["event"]["object"]["metadata"]["resourceVersion"]
+    first.close()
+
+    v1.create_namespaced_pod(namespace, pod("b"))
+    v1.delete_namespaced_pod("a", namespace)
+    observer.events(4)  # ADDED a, ADDED b, then a marked and removed
+    again = live.sse(path, params, {**cookie, "Last-Event-ID": seen.id or ""})
+    replay = [m.data for m in again.until(lambda m: m.data["type"] == "synced")]
+    assert [m["type"] for m in replay] == ["event"] * 3 + ["synced"]  # no reset
+    assert events_of(replay) == [("ADDED", "b"), ("MODIFIED", "a"), ("DELETED", "a")]
