@@ -98,6 +98,8 @@ def all_agents() -> list[Agent]:
 class ConnectionStatus:
     state: str  # never / connected / disconnected
     last_contact: datetime | None
+    transport: str = "none"  # tunnel (the agent's connection), heartbeat (API calls), none
+    connections: int = 0  # tunnel connections open now
 
     @property
     def label(self) -> str:
@@ -110,12 +112,20 @@ def disconnect_after() -> timedelta:
 
 
 def status(agent: Agent, now: datetime | None = None) -> ConnectionStatus:
-    """From the most recent use of any valid token, compared with the threshold."""
+    """A tunneled agent is connected while one of its connections is open (said at once
+    when the last one closes; the `agent_disconnected` event waits for the threshold).
+    Others: from the most recent use of any valid token, compared with the threshold."""
     now = now or clock.now()
     last = agent.last_contact_at
+    if agent.tunnel:
+        from .tunnel import connections
+        count = connections.open_count(agent.id, now)
+        state = "connected" if count else \
+            ("never" if agent.connection_state == "never" else "disconnected")
+        return ConnectionStatus(state, last, "tunnel", count)
     if last is None:
         # No valid token was ever used; after all were revoked it is simply not connected.
         return ConnectionStatus("never" if agent.connection_state == "never" else "disconnected",
                                 None)
     state = "connected" if now - last <= disconnect_after() else "disconnected"
-    return ConnectionStatus(state, last)
+    return ConnectionStatus(state, last, "heartbeat")

@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 import requests
 
-from webapp import agents, tokens
-from webapp.tunnel import connections
+from webapp import agents, jobs, tokens
 from webapp.tunnel.agent import Agent, Settings
 from webapp.watch.kube import Connection
 
@@ -89,22 +88,28 @@ def test_the_agent_refuses_what_agentwatch_never_needs(live: Live, tunneled: Any
     assert proxy_get(live, "/api/v1/namespaces/default/pods").status_code == 200
 
 
-def test_the_connection_is_the_agents_status(live: Live, tunneled: RunningAgent) -> None:
-    with live.app.app_context():
-        agent = agents.get("prod")
-        assert agents.status(agent).state == "connected"
-        events = [e.type for e in live.events("prod", "agent_connected")]
-    assert events == ["agent_connected"]
+def test_the_connection_is_the_agents_status(live: Live, tunneled: RunningAgent,
+                                             clock: Any) -> None:
+    """Connected while a connection is open, said at once when it closes; the
+    `agent_disconnected` event follows once the threshold has passed since the close."""
+    browser = live.browser("alice")
+
+    def connection() -> dict[str, Any]:
+        body = browser.http.get(f"{live.base_url}/api/v1/agents/prod", timeout=WAIT).json()
+        return dict(body["connection"])
+
+    assert connection() == {"status": "connected", "transport": "tunnel", "connections": 1,
+                            "last_contact": connection()["last_contact"]}
+    assert [e.type for e in live.events("prod", "agent_connected")] == ["agent_connected"]
+
     tunneled.stop()
-
-    def open_now() -> int:
-        with live.app.app_context():  # a new read each time, not one snapshot
-            try:
-                return connections.open_count(agents.get("prod").id)
-            finally:
-                live.app.extensions["db_session"].remove()
-
-    eventually(lambda: open_now() == 0)
+    eventually(lambda: connection()["status"] == "disconnected")
+    assert connection()["connections"] == 0
+    assert jobs.run_job(live.app, "disconnects") == 0  # not before the threshold
+    clock.advance(seconds=live.app.config["DISCONNECT_AFTER_SECONDS"] + 1)
+    assert jobs.run_job(live.app, "disconnects") == 1
+    assert [e.type for e in live.events("prod", "agent_disconnected")] == \
+        ["agent_disconnected"]
 
 
 def test_a_revoked_token_closes_the_connection_at_once(live: Live, tunneled: Any) -> None:

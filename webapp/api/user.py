@@ -29,6 +29,8 @@ def agent_json(agent: Agent, counts: dict[str, int] | None = None,
         "connection": {
             "status": status.state,
             "last_contact": isoformat(status.last_contact) if status.last_contact else None,
+            "transport": status.transport,
+            "connections": status.connections,
         },
         "last_24h": counts or {"error": 0, "warning": 0},
         "cluster": {
@@ -36,6 +38,7 @@ def agent_json(agent: Agent, counts: dict[str, int] | None = None,
             "uses_kubeconfig": agent.kubeconfig_path is not None,
             "context": agent.kube_context,
             "in_cluster": agent.in_cluster,
+            "tunnel": agent.tunnel,
         },
     }
 

@@ -8,11 +8,13 @@ from sqlalchemy import or_, select, update
 from .. import agents, clock, db
 from ..models import Agent
 from ..recorder import NewEvent, record_one
+from ..tunnel import connections
 
 
 def run(app: Flask) -> int:
     with app.app_context():
         now = clock.now()
+        connections.forget_stale(now)  # of server processes that died with them open
         cutoff = now - agents.disconnect_after()
         silent = or_(Agent.last_contact_at.is_(None), Agent.last_contact_at < cutoff)
         candidates = db.session().execute(
