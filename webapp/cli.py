@@ -295,3 +295,34 @@ def agent_command(ctx: click.Context, url: str | None, token: str | None,
         run_agent(url, token, kubeconfig, context, ca_file)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
+
+
+@agent_command.command("manifest")
+@click.argument("name")
+@click.option("--url", required=True, help="The address the agent dials (agentwatch's URL).")
+@click.option("--namespace", default="agentwatch", show_default=True)
+@click.option("--replicas", type=click.IntRange(1, 10), default=2, show_default=True)
+@click.option("--image", default="agentwatch:latest", show_default=True)
+@with_appcontext
+def agent_manifest(name: str, url: str, namespace: str, replicas: int, image: str) -> None:
+    """Print the Kubernetes YAML that installs the agent NAME (with a new token)."""
+    from datetime import UTC, datetime
+
+    from .tunnel import manifest
+    from .tunnel.agent import tunnel_url
+    from .watch import names
+    try:
+        tunnel_url(url)
+        names.namespace(namespace, "--namespace")
+        agent = agents.get(name)
+        if not agent.tunnel:
+            raise click.ClickException(f"agent {name} does not use a tunnel; create it with "
+                                       f"agentwatch agents create {name} --tunnel")
+        token_name = "agent-" + datetime.now(UTC).strftime("%Y%m%d%H%M%S")
+        _, raw = tokens.create(agent, token_name, "cli")
+    except AppError as exc:
+        _fail(exc)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(manifest.render(name, url, raw, namespace=namespace, replicas=replicas,
+                               image=image), nl=False)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..watch.resources import RESOURCES
 
-_FLUX_GROUPS = {"kustomize.toolkit.fluxcd.io", "helm.toolkit.fluxcd.io",
+FLUX_GROUPS = {"kustomize.toolkit.fluxcd.io", "helm.toolkit.fluxcd.io",
                 "source.toolkit.fluxcd.io"}
 _NAME = r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?"
 _NAMESPACE = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
@@ -61,7 +61,7 @@ def check(method: str, path: str) -> Verdict:
             return Verdict(True)
         if method == "DELETE" and resource == "pods" and is_object:
             return Verdict(True)
-        if method == "PATCH" and is_object and group in _FLUX_GROUPS:
+        if method == "PATCH" and is_object and group in FLUX_GROUPS:
             return Verdict(True)
         return Verdict(False, f"{method} of {resource} is not something agentwatch does")
     return Verdict(False, f"{method} {path[:200]} is outside what the agent serves "

@@ -1,0 +1,84 @@
+"""`agentwatch agent` as a process, and the manifest that installs it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from typing import Any
+
+import yaml
+from click.testing import CliRunner
+
+from webapp import agents, tokens
+from webapp.cli import main
+
+from .conftest import WAIT, Live, events_of, eventually
+
+
+def test_the_agent_process_carries_the_page_and_exits_cleanly_on_sigterm(live: Live) -> None:
+    live.user("alice", "admin")
+    with live.app.app_context():
+        agents.create("prod", tunnel=True)
+        _, raw = tokens.create(agents.get("prod"), "in-cluster", "alice")
+    env = {**os.environ, "AGENTWATCH_AGENT_URL": live.base_url, "AGENTWATCH_AGENT_TOKEN": raw,
+           "AGENTWATCH_AGENT_HEALTH_PORT": "0"}
+    process = subprocess.Popen(
+        [os.path.join(os.path.dirname(sys.executable), "agentwatch"), "agent",
+         "--kubeconfig", str(live.kubeconfig),
+         "--context", "sim"], env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        eventually(lambda: live.app.extensions["tunnels"].count("prod") == 1)
+        live.sim.add_pod("default", "web-1", ["app"])
+        ws = live.ws(token=live.token("alice"))
+        ws.watch("pods", namespace="default")
+        assert events_of(ws.synced("pods")) == [("ADDED", "web-1")]
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=WAIT)
+    assert process.returncode == 0, stderr
+    assert f"connected to ws://127.0.0.1:{live.base_url.rsplit(':', 1)[1]}" in stderr
+    assert "SIGTERM: closing connections" in stderr
+    assert raw not in stderr  # the token is never logged
+    eventually(lambda: live.app.extensions["tunnels"].count("prod") == 0)
+
+
+def test_the_agent_refuses_to_start_without_what_it_needs() -> None:
+    result = CliRunner().invoke(main, ["agent"], env={"AGENTWATCH_AGENT_URL": "",
+                                                     "AGENTWATCH_AGENT_TOKEN": ""})
+    assert result.exit_code == 2 and "--url and --token" in result.output
+    result = CliRunner().invoke(main, ["agent", "--url", "ftp://x", "--token", "t",
+                                       "--kubeconfig", "/nonexistent"])
+    assert result.exit_code == 1 and "must be the server's http(s) address" in result.output
+
+
+def test_the_manifest_installs_a_least_privilege_agent(app: Any, runner: Any) -> None:
+    with app.app_context():
+        agents.create("prod", tunnel=True)
+        agents.create("direct", kubeconfig_path=None)
+    result = runner.invoke(main, ["agent", "manifest", "prod", "--url",
+                                  "https://agentwatch.example.com"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    docs = list(yaml.safe_load_all(result.stdout))
+    assert [d["kind"] for d in docs] == ["Namespace", "ServiceAccount", "ClusterRole",
+                                         "ClusterRoleBinding", "Secret", "Deployment"]
+    deployment = docs[-1]
+    assert deployment["spec"]["replicas"] == 2
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["args"] == ["agent"]
+    rules = docs[2]["rules"]
+    granted = {(g, r, v) for rule in rules for g in rule["apiGroups"]
+               for r in rule["resources"] for v in rule["verbs"]}
+    assert ("", "pods", "delete") in granted and ("", "pods/log", "get") in granted
+    assert not any(r == "secrets" for _, r, _ in granted)
+    assert {v for _, r, v in granted if r == "services"} == {"get", "list", "watch"}
+    # The token in the Secret is a working token of this agent.
+    with app.app_context():
+        assert tokens.authenticate(docs[4]["stringData"]["token"]).agent().name == "prod"
+
+    refused = runner.invoke(main, ["agent", "manifest", "direct", "--url", "https://x"])
+    assert refused.exit_code == 1 and "does not use a tunnel" in refused.output
+    refused = runner.invoke(main, ["agent", "manifest", "prod", "--url", "https://x",
+                                   "--namespace", "Bad_NS"])
+    assert refused.exit_code == 1 and "--namespace" in refused.output

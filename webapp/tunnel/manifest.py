@@ -1,0 +1,87 @@
+"""The Kubernetes YAML that installs an agent: `agentwatch agent manifest NAME --url URL`.
+
+Least privilege: the ClusterRole grants what allowlist.py lets the agent do (reads of the
+kinds agentwatch shows, pod logs, deleting pods, patching Flux objects) and nothing else;
+Secrets are not in it. The last document is the Deployment.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from ..watch.resources import RESOURCES
+from .allowlist import FLUX_GROUPS
+
+DEFAULT_IMAGE = "agentwatch:latest"
+HEALTH_PORT = 8080
+
+
+def _rules() -> list[dict[str, Any]]:
+    by_group: dict[str, list[str]] = {}
+    for group, _version, resource in RESOURCES:
+        by_group.setdefault(group, []).append(resource)
+    rules: list[dict[str, Any]] = [
+        {"apiGroups": [group], "resources": sorted(resources),
+         "verbs": ["get", "list", "watch"]}
+        for group, resources in sorted(by_group.items())]
+    rules.append({"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]})
+    rules.append({"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]})
+    for group in sorted(FLUX_GROUPS & set(by_group)):
+        rules.append({"apiGroups": [group], "resources": sorted(by_group[group]),
+                      "verbs": ["patch"]})
+    return rules
+
+
+def documents(agent: str, url: str, token: str, *, namespace: str = "agentwatch",
+              replicas: int = 2, image: str = DEFAULT_IMAGE) -> list[dict[str, Any]]:
+    name = f"agentwatch-agent-{agent}"
+    labels = {"app.kubernetes.io/name": "agentwatch-agent",
+              "app.kubernetes.io/instance": agent}
+    meta = {"name": name, "namespace": namespace, "labels": labels}
+    probe = {"httpGet": {"path": "/healthz", "port": HEALTH_PORT}, "periodSeconds": 10}
+    container = {
+        "name": "agent",
+        "image": image,
+        "args": ["agent"],
+        "env": [
+            {"name": "AGENTWATCH_AGENT_URL", "value": url},
+            {"name": "AGENTWATCH_AGENT_TOKEN",
+             "valueFrom": {"secretKeyRef": {"name": name, "key": "token"}}},
+        ],
+        "ports": [{"name": "health", "containerPort": HEALTH_PORT}],
+        "livenessProbe": {**probe, "failureThreshold": 3},
+        "readinessProbe": {**probe, "httpGet": {"path": "/readyz", "port": HEALTH_PORT}},
+        "resources": {"requests": {"cpu": "50m", "memory": "64Mi"},
+                      "limits": {"cpu": "500m", "memory": "256Mi"}},
+        "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                            "runAsNonRoot": True, "capabilities": {"drop": ["ALL"]}},
+    }
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+         "metadata": {"name": name, "labels": labels}, "rules": _rules()},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": name, "labels": labels},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                     "name": name},
+         "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]},
+        {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": meta,
+         "stringData": {"token": token}},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta,
+         "spec": {
+             "replicas": replicas,
+             "selector": {"matchLabels": labels},
+             "template": {
+                 "metadata": {"labels": labels},
+                 "spec": {"serviceAccountName": name,
+                          "securityContext": {"runAsNonRoot": True, "runAsUser": 10001,
+                                              "seccompProfile": {"type": "RuntimeDefault"}},
+                          "containers": [container]}}}},
+    ]
+
+
+def render(agent: str, url: str, token: str, **options: Any) -> str:
+    return yaml.safe_dump_all(documents(agent, url, token, **options), sort_keys=False)
