@@ -21,14 +21,21 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 
 SIM_PORT ?= 8001
 DEMO_KUBECONFIG := $(CURDIR)/instance/demo-cluster.kubeconfig
+DEMO_TOKEN := $(CURDIR)/instance/demo-agent-token
 
-## run: install, migrate, seed a demo agent (with a simulated, changing cluster) and an
-## admin login, serve on http://$(HOST):$(PORT)/
+## run: install, migrate, seed a demo agent (a simulated, changing cluster reached through
+## the agent's tunnel, `agentwatch agent`) and an admin login, serve on http://$(HOST):$(PORT)/
 run: $(VENV)/.installed
 	$(BIN)/agentwatch db upgrade
-	$(BIN)/agentwatch demo --kubeconfig $(DEMO_KUBECONFIG) --context sim
+	$(BIN)/agentwatch demo --tunnel
+	rm -f $(DEMO_KUBECONFIG)
 	$(BIN)/python -m webapp.simcluster --port $(SIM_PORT) --kubeconfig $(DEMO_KUBECONFIG) \
-	    --churn & sim=$$!; trap 'kill $$sim 2>/dev/null' EXIT INT TERM; \
+	    --churn & sim=$$!; \
+	  while [ ! -s $(DEMO_KUBECONFIG) ]; do sleep 0.2; done; \
+	  AGENTWATCH_AGENT_TOKEN=$$(cat $(DEMO_TOKEN)) AGENTWATCH_AGENT_HEALTH_PORT=0 \
+	    $(BIN)/agentwatch agent --url http://$(HOST):$(PORT) \
+	    --kubeconfig $(DEMO_KUBECONFIG) --context sim & agent=$$!; \
+	  trap 'kill $$sim $$agent 2>/dev/null' EXIT INT TERM; \
 	  $(BIN)/agentwatch serve --host $(HOST) --port $(PORT)
 
 ## test: install test dependencies and run the whole suite (lint and types included)

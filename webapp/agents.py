@@ -67,13 +67,17 @@ def create(name: str, kubeconfig_path: str | None = None, kube_context: str | No
 
 
 def set_connection(agent: Agent, kubeconfig_path: str | None, kube_context: str | None,
-                   in_cluster: bool = False) -> None:
+                   in_cluster: bool = False, tunnel: bool = False) -> None:
     if in_cluster and kubeconfig_path:
         raise Invalid("Choose either a kubeconfig or in-cluster configuration, not both")
+    if tunnel and (in_cluster or kubeconfig_path):
+        raise Invalid("A tunneled agent's cluster is reached through the agent: "
+                      "give no kubeconfig or in-cluster access")
     check_kubeconfig(kubeconfig_path, kube_context)
     agent.kubeconfig_path = kubeconfig_path or None
     agent.kube_context = kube_context or None
     agent.in_cluster = in_cluster
+    agent.tunnel = tunnel
     db.session().commit()
 
 

@@ -262,11 +262,14 @@ def report_command(url: str, token: str, type_: str, commit: str | None, project
 @click.option("--kubeconfig", type=click.Path(dir_okay=False),
               help="Connect the demo agent to this cluster (e.g. the simulated one).")
 @click.option("--context", help="Context in that kubeconfig.")
+@click.option("--tunnel", is_flag=True,
+              help="Reach the demo cluster through `agentwatch agent` instead (its token is "
+                   "written to the instance folder, demo-agent-token).")
 @with_appcontext
-def demo_command(kubeconfig: str | None, context: str | None) -> None:
+def demo_command(kubeconfig: str | None, context: str | None, tunnel: bool) -> None:
     """Seed a demo agent with a week of activity and print a login."""
     from . import demo
-    demo.seed(echo=click.echo, kubeconfig=kubeconfig, context=context)
+    demo.seed(echo=click.echo, kubeconfig=kubeconfig, context=context, tunnel=tunnel)
 
 
 # --- the agent ----------------------------------------------------------------------------

@@ -13,7 +13,8 @@ from flask import current_app
 
 from . import agents, clock, db, tokens, users
 from .agentconfig import service as agentconfig
-from .errors import NotFound
+from .errors import AppError, NotFound
+from .models import Agent
 from .recorder import NewEvent, record
 
 DEMO_AGENT = "demo-agent"
@@ -34,7 +35,10 @@ _PROJECT = "platform/manifests"
 
 
 def seed(echo: Callable[[str], None] = print, kubeconfig: str | None = None,
-         context: str | None = None) -> None:
+         context: str | None = None, tunnel: bool = False) -> None:
+    """The demo agent with a week of activity; its cluster reached through `kubeconfig`,
+    or (`tunnel`) through its agent, whose token is then written to the instance folder
+    (demo-agent-token, 0600) for `agentwatch agent` to use."""
     password = _admin_password()
     try:
         users.get("admin")
@@ -46,12 +50,17 @@ def seed(echo: Callable[[str], None] = print, kubeconfig: str | None = None,
     except NotFound:
         _seed_agent()
         echo(f"created demo agent {DEMO_AGENT} with a week of activity")
-    if kubeconfig:
-        agent = agents.get(DEMO_AGENT)
+    agent = agents.get(DEMO_AGENT)
+    if tunnel:
+        agents.set_connection(agent, None, None, tunnel=True)
+        _private_file(_agent_token_file(), _agent_token(agent))
+        echo(f"demo agent {DEMO_AGENT} reaches its cluster through `agentwatch agent` "
+             f"(token in {_agent_token_file()})")
+    elif kubeconfig:
         agents.set_connection(agent, os.path.abspath(kubeconfig), context)
-        if agentconfig.in_force(agent) is None:
-            agentconfig.submit(agent, DEMO_CONFIG, source="cli", by="admin")
         echo(f"demo agent {DEMO_AGENT} watches the cluster of {kubeconfig}")
+    if (tunnel or kubeconfig) and agentconfig.in_force(agent) is None:
+        agentconfig.submit(agent, DEMO_CONFIG, source="cli", by="admin")
     echo(f"sign in as admin / {password}  (stored in {_password_file()})")
 
 
@@ -64,11 +73,33 @@ def _admin_password() -> str:
     if path.exists():
         return path.read_text().strip()
     password = os.environ.get("AGENTWATCH_PASSWORD") or secrets.token_urlsafe(12)
+    _private_file(path, password)
+    return password
+
+
+def _agent_token_file() -> Path:
+    return Path(current_app.instance_path) / "demo-agent-token"
+
+
+def _agent_token(agent: Agent) -> str:
+    """The demo agent's tunnel token: kept in its file across runs, a new one otherwise."""
+    path = _agent_token_file()
+    if path.exists():
+        raw = path.read_text().strip()
+        try:
+            if tokens.authenticate(raw).agent_id == agent.id:
+                return raw
+        except AppError:
+            pass  # revoked, or from another database: issue a new one
+    name = "demo-agent-" + secrets.token_hex(3)
+    return tokens.create(agent, name, by_user="admin")[1]
+
+
+def _private_file(path: Path, text: str) -> None:
     # Created 0600, never readable by others even for a moment.
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:
-        handle.write(password)
-    return password
+        handle.write(text)
 
 
 def _seed_agent() -> None:
