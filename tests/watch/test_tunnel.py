@@ -33,9 +33,9 @@ class RunningAgent:
         assert not self.thread.is_alive()
 
 
-def agent_token(live: Live, name: str = "prod") -> str:
+def agent_token(live: Live, name: str = "prod", token_name: str = "in-cluster") -> str:
     with live.app.app_context():
-        _, raw = tokens.create(agents.get(name), "in-cluster", "alice")
+        _, raw = tokens.create(agents.get(name), token_name, "alice")
     return raw
 
 
@@ -120,3 +120,51 @@ def test_a_revoked_token_closes_the_connection_at_once(live: Live, tunneled: Any
     response = proxy_get(live, "/api/v1/namespaces/default/pods")
     assert response.status_code == 503
     assert "not connected" in response.json()["message"]
+
+
+def test_a_stalled_stream_never_delays_the_others(live: Live, tunneled: Any) -> None:
+    """A followed log nobody reads fills its own window and waits; lists and a watch on the
+    same connection go on."""
+    live.sim.add_pod("default", "web-1", ["app"])
+    logs = live.sim.logs.container("default", "web-1", "app")
+    logs.current.append(f"line {i} " + "x" * 200 for i in range(20_000))  # ~4 MB: beyond
+    # every buffer on the way (the proxy's socket, the stream's window, the agent's)
+    base, secret = live.app.extensions["tunnel_proxy"].endpoint()
+    stalled = requests.get(
+        f"{base}/agents/prod/api/v1/namespaces/default/pods/web-1/log?follow=true&container=app",
+        headers={"Authorization": f"Bearer {secret}"}, stream=True, timeout=WAIT)
+    try:
+        assert stalled.status_code == 200
+        stalled.raw.read(1000)  # it started; then nobody reads it
+        for _ in range(20):
+            assert proxy_get(live, "/api/v1/namespaces/default/pods").status_code == 200
+        ws = live.ws(token=live.token("alice"))
+        ws.watch("pods", namespace="default")
+        assert events_of(ws.synced("pods")) == [("ADDED", "web-1")]
+        live.sim.add_pod("default", "web-2", ["app"])
+        assert events_of(ws.events(1)) == [("ADDED", "web-2")]
+        mux = live.app.extensions["tunnels"].pick("prod")
+        assert mux is not None and mux.stream_count >= 2  # the stalled log is still open
+    finally:
+        stalled.close()
+
+
+def test_two_replicas_share_the_load_and_one_can_go(live: Live, tunneled: RunningAgent) -> None:
+    second = RunningAgent(live, agent_token(live, "prod", "replica-2"))
+    try:
+        eventually(lambda: live.app.extensions["tunnels"].count("prod") == 2)
+        live.sim.add_pod("default", "web-1", ["app"])
+        ws = live.ws(token=live.token("alice"))
+        ws.watch("pods", namespace="default")
+        ws.synced("pods")
+        for _ in range(6):
+            assert proxy_get(live, "/api/v1/namespaces/default/pods").status_code == 200
+        tunneled.stop()  # one replica goes; the page's watch resumes on the other
+        eventually(lambda: live.app.extensions["tunnels"].count("prod") == 1)
+        live.sim.add_pod("default", "web-2", ["app"])
+        got = ws.recv_until(lambda m: ("ADDED", "web-2") in events_of([m]))
+        assert [m for m in got if m["type"] == "error" and m["error"]["code"] != 503] == []
+        with live.app.app_context():
+            assert agents.status(agents.get("prod")).state == "connected"
+    finally:
+        second.stop()
