@@ -119,7 +119,11 @@ def test_a_revoked_token_closes_the_connection_at_once(live: Live, tunneled: Any
     assert live.app.extensions["tunnels"].count("prod") == 0
     response = proxy_get(live, "/api/v1/namespaces/default/pods")
     assert response.status_code == 503
-    assert "not connected" in response.json()["message"]
+    assert response.json()["message"] == "The agent of prod is not connected to agentwatch"
+    ws = live.ws(token=live.token("alice"))
+    ws.watch("pods", namespace="default")
+    error = ws.recv_until(lambda m: m["type"] == "error")[-1]["error"]
+    assert error["message"] == "The agent of prod is not connected to agentwatch"
 
 
 def test_a_stalled_stream_never_delays_the_others(live: Live, tunneled: Any) -> None:

@@ -31,6 +31,7 @@ from .registry import Tunnels
 log = logging.getLogger(__name__)
 ANSWER_SECONDS = 60.0  # for the agent to answer a request's head
 MAX_BODY = 4 * 1024 * 1024
+NOT_CONNECTED = "AgentNotConnected"  # the Status reason when no connection is open
 _FORWARDED = {"accept", "content-type", "impersonate-user", "impersonate-group"}
 
 
@@ -79,8 +80,8 @@ class _Handler(BaseHTTPRequestHandler):
                                           if k.lower() in _FORWARDED]
         mux = self.server.tunnels.pick(agent)
         if mux is None:
-            self._fail(503, "ServiceUnavailable",
-                       f"the agent of {agent} is not connected to agentwatch")
+            self._fail(503, NOT_CONNECTED,
+                       f"The agent of {agent} is not connected to agentwatch")
             return
         try:
             stream = mux.open({"method": self.command, "path": path, "query": url.query,

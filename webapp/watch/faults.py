@@ -109,6 +109,8 @@ def sentence(exc: KubeError, where: str) -> str:
     """What a page's banner says: "Cannot reach the cluster at https://10.0.0.1:6443:
     connection refused". `where`: "at https://..." or "through the agent's connection"."""
     where = f" {where}" if where else ""
+    if exc.reason == "AgentNotConnected":  # through a tunnel with no connection open
+        return exc.message[:300]
     if exc.code == 0:
         return f"Cannot reach the cluster{where}: {describe(exc)}"
     if exc.code >= 500:
