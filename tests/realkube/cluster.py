@@ -94,7 +94,7 @@ AUDIT_POLICY: dict[str, Any] = {
     "apiVersion": "audit.k8s.io/v1", "kind": "Policy", "omitStages": ["RequestReceived"],
     "rules": [
         {"level": "Metadata", "resources": [
-            {"group": "", "resources": ["pods", "pods/status"]},
+            {"group": "", "resources": ["pods", "pods/status", "events"]},
             *({"group": group} for group in FLUX_GROUPS)]},
         {"level": "None"},
     ],
@@ -273,9 +273,10 @@ class RealCluster:
             "--etcd-compaction-interval=0",
             # Nothing reconciles the `kubernetes` Service's endpoints here.
             "--endpoint-reconciler-type=none",
-            # ConfigMaps bypass the watch cache, so a test can see what etcd itself answers for a
-            # compacted revision (the cache keeps serving its own window of history).
-            "--watch-cache-sizes=configmaps#0",
+            # ConfigMaps and Events bypass the watch cache, so a test can see what etcd itself
+            # answers for a compacted revision (the cache keeps serving its own window of
+            # history): ConfigMaps for the client, Events for the relay, which watches them.
+            "--watch-cache-sizes=configmaps#0,events#0",
             # Written before each request returns (the log backend blocks by default), so a
             # test reads what it just caused.
             f"--audit-policy-file={w / 'audit-policy.yaml'}",

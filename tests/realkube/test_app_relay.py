@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 import kubernetes
-from watch.conftest import Live, events_of, eventually
+import pytest
+from watch.conftest import TIMING, WS, Live, events_of, eventually
 
 from . import audit
 from .cluster import AGENT, RealCluster
@@ -15,6 +16,19 @@ from .objects import pod, reads_in_namespace, running_status
 from .page import rows
 
 AS_USER = {"access_as": "user", "view": {"role": "viewer"}, "act": {"role": "maintainer"}}
+STREAM_SECONDS = 3  # each upstream watch's timeoutSeconds: streams end, and resume, often
+
+
+@pytest.fixture
+def watch_timing() -> dict[str, Any]:
+    return {**TIMING, "watch_timeout": [STREAM_SECONDS, STREAM_SECONDS]}
+
+
+def event(name: str, namespace: str) -> dict[str, Any]:
+    """A core/v1 Event about a pod of its namespace (the server checks that it is)."""
+    return {"metadata": {"name": name}, "reason": "Tested", "message": name, "type": "Normal",
+            "involvedObject": {"kind": "Pod", "apiVersion": "v1", "name": "web",
+                               "namespace": namespace}}
 
 
 def status_cells(messages: list[dict[str, Any]]) -> list[tuple[str, str, str | None]]:
@@ -174,3 +188,59 @@ def test_the_http_stream_resumes_from_the_servers_resource_versions(
     replay = [m.data for m in again.until(lambda m: m.data["type"] == "synced")]
     assert [m["type"] for m in replay] == ["event"] * 3 + ["synced"]  # no reset
     assert events_of(replay) == [("ADDED", "b"), ("MODIFIED", "a"), ("DELETED", "a")]
+
+
+def _relisted_after_compaction(live: Live, token: str, realkube: RealCluster,
+                               v1: kubernetes.client.CoreV1Api, namespace: str) -> WS:
+    """A subscriber of the namespace's events, one of which ("during") came in a watch event;
+    then etcd compacted past it, so resuming the watch (when its stream ends after
+    STREAM_SECONDS) gets etcd's in-stream 410 Expired (Events bypass the watch cache here:
+    cluster.py), and the relay lists again. Returns once that list reached the server."""
+    v1.create_namespaced_event(namespace, event("before", namespace))
+    ws = live.ws(token=token)
+    ws.watch("events", resource="events", namespace=namespace)
+    assert events_of(ws.synced("events")) == [("ADDED", "before")]
+    v1.create_namespaced_event(namespace, event("during", namespace))
+    [added] = ws.events(1)
+    seen = added["event"]["object"]["metadata"]["resourceVersion"]
+    for i in range(2):  # writes elsewhere move etcd on, past seen + 1
+        v1.create_namespaced_config_map(namespace, {"metadata": {"name": f"move-on-{i}"}})
+    realkube.compact()
+
+    def relisted() -> bool:
+        sent = [r for r in audit.requests(realkube, namespace, resource="events")
+                if r.verb in ("list", "watch")]
+        resumed = [i for i, r in enumerate(sent) if r.verb == "watch"
+                   and r.query["resourceVersion"] == seen]
+        return bool(resumed) and any(r.verb == "list" and r.query["limit"] == "500"
+                                     for r in sent[resumed[0] + 1:])
+
+    eventually(relisted, timeout=STREAM_SECONDS + 10,
+               message="no relist after the resumed watch expired")
+    return ws
+
+
+def test_a_watch_resumed_past_etcds_compaction_relists_without_troubling_the_page(
+        live: Live, admin: str, realkube: RealCluster, v1: kubernetes.client.CoreV1Api,
+        namespace: str) -> None:
+    ws = _relisted_after_compaction(live, admin, realkube, v1, namespace)
+    v1.create_namespaced_event(namespace, event("after", namespace))
+    messages = ws.recv_until(lambda m: m["type"] == "event"
+                             and m["event"]["object"]["metadata"]["name"] == "after")
+    assert events_of(messages)[-1] == ("ADDED", "after")
+    assert [m for m in messages if m["type"] in ("error", "reset")] == []
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "the relay's relist compares each cached object's bytes with the list's item; a real "
+    "server lists built-in kinds without kind and apiVersion (watch events carry them), so "
+    "every object last seen in a watch event is sent again as MODIFIED after any relist "
+    "(webapp/watch/hub.py, UpstreamWatch._relist)"))
+def test_a_relist_sends_nothing_for_objects_that_did_not_change(
+        live: Live, admin: str, realkube: RealCluster, v1: kubernetes.client.CoreV1Api,
+        namespace: str) -> None:
+    ws = _relisted_after_compaction(live, admin, realkube, v1, namespace)
+    v1.create_namespaced_event(namespace, event("after", namespace))
+    messages = ws.recv_until(lambda m: m["type"] == "event"
+                             and m["event"]["object"]["metadata"]["name"] == "after")
+    assert events_of(messages) == [("ADDED", "after")]

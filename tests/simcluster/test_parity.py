@@ -11,7 +11,7 @@ import kubernetes
 import pytest
 from clusters import Target
 from realkube.cluster import VIEWER
-from realkube.objects import pod, running_status
+from realkube.objects import KS, in_ns, kustomization, pod, running_status
 from realkube.wire import after, collect, watch_pods
 
 
@@ -202,3 +202,24 @@ def test_both_answer_as_the_same_kubernetes_release(
     version = kubernetes.client.VersionApi(target_api).get_code()
     assert (version.major, version.minor) == ("1", "37"), target.name
     assert version.git_version.startswith("v1.37.")
+
+
+def test_lists_of_built_in_kinds_leave_kind_and_api_version_to_the_list(
+        target: Target, target_api: kubernetes.client.ApiClient,
+        target_v1: kubernetes.client.CoreV1Api, target_namespace: str) -> None:
+    v1, namespace = target_v1, target_namespace
+    rv = v1.list_namespaced_pod(namespace).metadata.resource_version
+    v1.create_namespaced_pod(namespace, pod("web", node="node-1"))
+    listed = json.loads(v1.list_namespaced_pod(namespace, _preload_content=False).data)
+    assert (listed["kind"], listed["apiVersion"]) == ("PodList", "v1")
+    assert [sorted(set(item) & {"kind", "apiVersion"}) for item in listed["items"]] == [[]]
+    # A GET and a watch event name the kind; so does every item of a custom resource's list.
+    got = json.loads(v1.read_namespaced_pod("web", namespace, _preload_content=False).data)
+    [added] = collect(watch_pods(v1, namespace, resource_version=rv, timeout_seconds=5),
+                      until=lambda got: len(got) == 1)
+    custom = kubernetes.client.CustomObjectsApi(target_api)
+    custom.create_namespaced_custom_object(*in_ns(KS, namespace), kustomization("apps", "repo"))
+    [flux] = custom.list_namespaced_custom_object(*in_ns(KS, namespace))["items"]
+    assert [(o["kind"], o["apiVersion"]) for o in (got, added["object"], flux)] == [
+        ("Pod", "v1"), ("Pod", "v1"),
+        ("Kustomization", "kustomize.toolkit.fluxcd.io/v1")], target.name

@@ -280,7 +280,11 @@ class Handler(BaseHTTPRequestHandler):
             items = items[:limit]
         head = (b'{"kind":"' + rt.list_kind.encode() + b'","apiVersion":"'
                 + rt.api_version.encode() + b'","metadata":' + dumps(meta) + b',"items":[')
-        self._send(200, head + b",".join(s.encoded for s in items) + b"]}")
+        if rt.group:  # a custom resource
+            body = b",".join(s.encoded for s in items)
+        else:
+            body = b",".join(s.listed for s in items)
+        self._send(200, head + body + b"]}")
 
     def _watch(self, route: Route, query: dict[str, str]) -> None:
         cluster = self.cluster

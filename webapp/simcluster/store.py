@@ -35,11 +35,12 @@ _GEN_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # k8s generateName alphabet (no vowe
 class Stored:
     """One immutable version of an object plus its lazily cached JSON encoding."""
 
-    __slots__ = ("obj", "_encoded")
+    __slots__ = ("obj", "_encoded", "_listed")
 
     def __init__(self, obj: JSON) -> None:
         self.obj = obj
         self._encoded: bytes | None = None
+        self._listed: bytes | None = None
 
     @property
     def encoded(self) -> bytes:
@@ -47,6 +48,17 @@ class Stored:
         enc = self._encoded
         if enc is None:
             enc = self._encoded = dumps(self.obj)
+        return enc
+
+    @property
+    def listed(self) -> bytes:
+        """As an item of a built-in kind's list: the API server leaves kind and apiVersion
+        out there (and only there: a GET, a watch event and a custom resource's list keep
+        them)."""
+        enc = self._listed
+        if enc is None:
+            enc = self._listed = dumps({k: v for k, v in self.obj.items()
+                                        if k not in ("kind", "apiVersion")})
         return enc
 
     @property
