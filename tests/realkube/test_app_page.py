@@ -110,6 +110,14 @@ def test_each_row_reads_as_the_servers_own_table_printing(
     # A pod being deleted: marked, and kept until its kubelet confirms.
     v1.create_namespaced_pod(namespace, pod("leaving", node="node-1"))
     v1.delete_namespaced_pod("leaving", namespace)
+    services = {"web": {"ports": [{"name": "http", "port": 80}, {"name": "https", "port": 443}]},
+                "edge": {"type": "LoadBalancer", "ports": [{"port": 443}]},
+                "node": {"type": "NodePort", "ports": [{"port": 8080, "protocol": "UDP"}]},
+                "headless": {"clusterIP": "None", "ports": [{"port": 5432}]},
+                "alias": {"type": "ExternalName", "externalName": "db.example.com"},
+                "fixed": {"ports": [{"port": 80}], "externalIPs": ["192.0.2.10"]}}
+    for name, spec in services.items():
+        v1.create_namespaced_service(namespace, {"metadata": {"name": name}, "spec": spec})
     custom.create_namespaced_custom_object(*in_ns(KS, namespace), kustomization("apps", "repo"))
     custom.patch_namespaced_custom_object_status(*in_ns(KS, namespace), "apps", {"status": {
         "conditions": [ready_condition("False", "BuildFailed",
@@ -121,6 +129,7 @@ def test_each_row_reads_as_the_servers_own_table_printing(
     raw = Raw(realkube, ADMIN)
     try:
         printed = _server_table(raw, f"/api/v1/namespaces/{namespace}/pods")
+        printed_services = _server_table(raw, f"/api/v1/namespaces/{namespace}/services")
         printed_flux = _server_table(
             raw, f"/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/{namespace}/kustomizations")
     finally:
@@ -137,6 +146,14 @@ def test_each_row_reads_as_the_servers_own_table_printing(
     assert (printed["sidecar"]["Ready"], printed["init-failed"]["Status"],
             printed["gated"]["Status"], printed["leaving"]["Status"]) == (
         "2/2", "Init:Error", "SchedulingGated", "Terminating")
+
+    shown = {row.name: row.cells for row in rows(section(page.text, "services"))}
+    assert sorted(shown) == sorted(services)
+    for name, cells in shown.items():
+        server = printed_services[name]
+        assert (cells["type"], cells["cluster-ip"], cells["external-ip"], cells["ports"]) == (
+            server["Type"], server["Cluster-IP"], server["External-IP"], server["Port(s)"]), name
+    assert printed_services["edge"]["External-IP"] == "<pending>"
 
     [flux] = rows(section(page.text, "kustomizations"))
     assert (flux.cells["ready"], flux.cells["status"]) == (
