@@ -42,9 +42,9 @@ def test_library_text_never_becomes_the_reason() -> None:
                     "NewConnectionError('<urllib3.connection.HTTPConnection object>: Failed "
                     "to establish a new connection: [Errno 99] Cannot assign requested address'))")
     assert describe(raw) == "no answer"
-    assert sentence(raw, "https://10.0.0.1:6443") == \
+    assert sentence(raw, "at https://10.0.0.1:6443") == \
         "Cannot reach the cluster at https://10.0.0.1:6443: no answer"
-    assert sentence(KubeError(503, "ServiceUnavailable", "etcd is down"), "https://k") == \
+    assert sentence(KubeError(503, "ServiceUnavailable", "etcd is down"), "at https://k") == \
         "The cluster at https://k failed to answer: HTTP 503 ServiceUnavailable: etcd is down"
 
 

@@ -5,6 +5,7 @@ connection is the agent's status, and a revoked token ends it."""
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -172,3 +173,34 @@ def test_two_replicas_share_the_load_and_one_can_go(live: Live, tunneled: Runnin
             assert agents.status(agents.get("prod")).state == "connected"
     finally:
         second.stop()
+
+
+def test_an_agent_killed_and_back_resumes_watches_without_a_relist(
+        live: Live, tunneled: RunningAgent) -> None:
+    """kill -9 of the agent (its TCP connection dropped, no close frame): the page hears at
+    once that the agent is gone; a new agent process resumes the watch from its version."""
+    live.sim.add_pod("default", "web-1", ["app"])
+    ws = live.ws(token=live.token("alice"))
+    ws.watch("pods", namespace="default")
+    ws.synced("pods")
+    [upstream] = live.hub_watches()
+    lists = upstream.lists
+
+    tunneled.agent.stopping.set()  # no reconnect, as after kill -9
+    mux = tunneled.agent._mux
+    assert mux is not None
+    mux.websocket.sock.shutdown(socket.SHUT_RDWR)
+    error = ws.recv_until(lambda m: m["type"] == "error", timeout=5)[-1]["error"]
+    assert error["message"] == "The agent of prod is not connected to agentwatch"
+
+    live.sim.add_pod("default", "web-2", ["app"])  # while no agent is there
+    back = RunningAgent(live, agent_token(live, "prod", "after-restart"))
+    try:
+        # Live again (`synced`), and what happened meanwhile follows from its version.
+        got = ws.recv_until(lambda m: ("ADDED", "web-2") in events_of([m]))
+        assert [m["type"] for m in got if m["type"] != "error"] == ["synced", "event"]
+        live.sim.add_pod("default", "web-3", ["app"])
+        assert events_of(ws.events(1)) == [("ADDED", "web-3")]
+        assert upstream.lists == lists  # resumed from its resourceVersion
+    finally:
+        back.stop()

@@ -25,13 +25,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from ..watch.faults import AGENT_NOT_CONNECTED
 from .mux import StreamReset
 from .registry import Tunnels
 
 log = logging.getLogger(__name__)
 ANSWER_SECONDS = 60.0  # for the agent to answer a request's head
 MAX_BODY = 4 * 1024 * 1024
-NOT_CONNECTED = "AgentNotConnected"  # the Status reason when no connection is open
 _FORWARDED = {"accept", "content-type", "impersonate-user", "impersonate-group"}
 
 
@@ -80,7 +80,7 @@ class _Handler(BaseHTTPRequestHandler):
                                           if k.lower() in _FORWARDED]
         mux = self.server.tunnels.pick(agent)
         if mux is None:
-            self._fail(503, NOT_CONNECTED,
+            self._fail(503, AGENT_NOT_CONNECTED,
                        f"The agent of {agent} is not connected to agentwatch")
             return
         try:
@@ -91,11 +91,15 @@ class _Handler(BaseHTTPRequestHandler):
             stream.end()
             head = stream.wait_head(ANSWER_SECONDS)
         except (StreamReset, TimeoutError) as exc:
-            self._fail(502, "BadGateway", f"the agent of {agent} did not answer: {exc}")
+            if mux.closed.is_set():  # the connection went meanwhile
+                self._fail(503, AGENT_NOT_CONNECTED,
+                           f"The agent of {agent} is not connected to agentwatch")
+            else:
+                self._fail(502, "BadGateway", f"the agent of {agent} did not answer: {exc}")
             return
-        self._relay(stream, head)
+        self._relay(stream, head, "watch=true" in url.query or "follow=true" in url.query)
 
-    def _relay(self, stream: Any, head: dict[str, Any]) -> None:
+    def _relay(self, stream: Any, head: dict[str, Any], streaming: bool) -> None:
         self.send_response(int(head.get("status") or 502))
         for name, value in head.get("headers") or []:
             if str(name).lower() == "content-type":
@@ -117,7 +121,13 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except StreamReset:
-            self.close_connection = True  # cut without a final chunk: the client sees a cut
+            if streaming:
+                # The agent's connection went, not the cluster: a watch or log ends as a
+                # server ends them, and the relay resumes from its version once the agent
+                # is back (no relist).
+                self.wfile.write(b"0\r\n\r\n")
+            # Anything else is cut without its final chunk: never a half answer as whole.
+            self.close_connection = True
         except OSError:  # our client went away: stop the request in the cluster
             stream.reset(499, "client closed the request")
             self.close_connection = True

@@ -34,6 +34,10 @@ from .resources import Identity, WatchParams
 log = logging.getLogger(__name__)
 
 
+# A tunneled agent with no connection open (tunnel/proxy.py): the cluster may be fine.
+AGENT_NOT_CONNECTED = "AgentNotConnected"
+
+
 class End(enum.Enum):
     """How one watch stream ended."""
 
@@ -109,7 +113,7 @@ def sentence(exc: KubeError, where: str) -> str:
     """What a page's banner says: "Cannot reach the cluster at https://10.0.0.1:6443:
     connection refused". `where`: "at https://..." or "through the agent's connection"."""
     where = f" {where}" if where else ""
-    if exc.reason == "AgentNotConnected":  # through a tunnel with no connection open
+    if exc.reason == AGENT_NOT_CONNECTED:
         return exc.message[:300]
     if exc.code == 0:
         return f"Cannot reach the cluster{where}: {describe(exc)}"

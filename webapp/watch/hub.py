@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from . import rawjson
 from .faults import (
+    AGENT_NOT_CONNECTED,
     End,
     Reachability,
     describe,
@@ -324,8 +325,12 @@ class UpstreamWatch:
         """List, then watch; after each ending, what faults.py says (resume, or relist)."""
         backoff = self.timing.backoff_initial
         need_list = True
+        check_version = False  # before watching again: has the cluster gone back?
         while not self._stopping.is_set():
             try:
+                if check_version and not need_list:
+                    need_list = self._went_back()
+                check_version = False
                 if need_list:
                     self._relist()
                     need_list = False
@@ -335,15 +340,7 @@ class UpstreamWatch:
                     continue
                 if end is End.NORMAL:
                     backoff = self.timing.backoff_initial
-                    current = went_back(self.client, self.key.params, self.key.identity,
-                                        self.resource_version)
-                    if current is None:
-                        continue  # resume from the last version
-                    log.warning("watch %s of %s: the cluster's resourceVersion went back "
-                                "from %s to %s (replaced or restored); relisting",
-                                self.key.params.resource, self.key.agent,
-                                self.resource_version, current)
-                    need_list = True
+                    check_version = True  # then resume from the last version
                     continue
                 need_list = True  # cut, or perhaps never to be answered
                 log.info("watch %s of %s: the stream was %s; relisting",
@@ -354,6 +351,12 @@ class UpstreamWatch:
             except KubeError as exc:
                 if self._stopping.is_set():
                     break
+                if exc.reason == AGENT_NOT_CONNECTED and self._synced:
+                    # The agent's tunnel is down, not the cluster: once it is back, check
+                    # the version and resume without a relist.
+                    check_version = not need_list
+                    backoff = self._pause(exc, backoff)
+                    continue
                 need_list = True
                 if needs_fresh_list(exc):
                     log.info("watch %s of %s: %s; relisting", self.key.params.resource,
@@ -369,6 +372,17 @@ class UpstreamWatch:
                                                 f"unexpected error: {type(exc).__name__}"),
                                       backoff)
         self._on_stopped(self)
+
+    def _went_back(self) -> bool:
+        """True when the cluster's version is lower than ours (replaced or restored)."""
+        current = went_back(self.client, self.key.params, self.key.identity,
+                            self.resource_version)
+        if current is None:
+            return False
+        log.warning("watch %s of %s: the cluster's resourceVersion went back from %s to %s "
+                    "(replaced or restored); relisting", self.key.params.resource,
+                    self.key.agent, self.resource_version, current)
+        return True
 
     def _pause(self, exc: KubeError, backoff: float) -> float:
         """Report `exc` with when the next try is, wait the jittered backoff, and return
@@ -468,6 +482,7 @@ class UpstreamWatch:
                 stream.close()
                 return End.STOPPED
             self._stream = stream
+            self._recovered()  # resumed after an error without a relist: live again
         heard = False
         try:
             for kind, obj, line in stream.events():
