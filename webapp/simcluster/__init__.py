@@ -1,4 +1,5 @@
-"""A simulated Kubernetes cluster that speaks the Kubernetes HTTP API on loopback.
+"""A simulated Kubernetes cluster that speaks the Kubernetes HTTP API on loopback, answering
+as kube-apiserver 1.37 does (tests/simcluster/test_parity.py runs against both).
 
 For tests, benchmarks and demos of code that uses the real ``kubernetes`` client: pods,
 services, events, namespaces and the Flux Kustomization/HelmRelease/GitRepository kinds,
@@ -72,9 +73,10 @@ CLI: ``python -m webapp.simcluster --port 8001 --kubeconfig PATH [--demo] [--chu
 SIGHUP replaces the cluster, SIGUSR1 is an outage, SIGUSR2 cuts every stream.
 
 Modules: ``cluster`` (Python API), ``http`` (server/routing), ``store`` (objects, RV,
-watch history), ``selectors``, ``patch``, ``pods`` (object builders, kubectl states),
-``events``, ``logs``, ``flux``, ``rbac``, ``stats``, ``scheduler``, ``resources``, ``faults``,
-``errors``, ``demo`` (seed data + churn), ``__main__`` (CLI).
+watch history), ``selectors`` (``label_selector``: apimachinery's parser), ``patch``,
+``pods`` (object builders, kubectl states), ``events``, ``logs``, ``flux``, ``rbac``,
+``stats``, ``scheduler``, ``resources``, ``faults``, ``errors``, ``demo`` (seed data +
+churn), ``__main__`` (CLI).
 """
 
 from .cluster import SimCluster
