@@ -204,3 +204,39 @@ def test_an_agent_killed_and_back_resumes_watches_without_a_relist(
         assert upstream.lists == lists  # resumed from its resourceVersion
     finally:
         back.stop()
+
+
+def test_a_list_cut_midway_fails_cleanly_never_half_read(live: Live,
+                                                         tunneled: RunningAgent) -> None:
+    """The agent's connection drops while a LIST streams: the server's client sees a cut
+    answer (an error), never a shorter list as if it were whole."""
+    for i in range(1000):  # a few MB: more than the socket buffers hold at once
+        live.sim.add_pod("default", f"web-{i}", ["app"], labels={"pad": "x" * 2000})
+    base, secret = live.app.extensions["tunnel_proxy"].endpoint()
+    response = requests.get(f"{base}/agents/prod/api/v1/namespaces/default/pods",
+                            headers={"Authorization": f"Bearer {secret}"}, stream=True,
+                            timeout=WAIT)
+    assert response.status_code == 200
+    first = response.raw.read(100)
+    assert first.startswith(b"{")
+    tunneled.agent.stopping.set()
+    mux = tunneled.agent._mux
+    assert mux is not None
+    mux.websocket.sock.shutdown(socket.SHUT_RDWR)
+    with pytest.raises(requests.exceptions.ChunkedEncodingError):
+        for _ in response.iter_content(65536):
+            pass
+
+
+def test_an_agent_never_carries_another_agents_requests(live: Live, tunneled: Any) -> None:
+    with live.app.app_context():
+        agents.create("staging", tunnel=True)
+    # Only prod's agent is connected: staging's requests have no way in.
+    base, secret = live.app.extensions["tunnel_proxy"].endpoint()
+    response = requests.get(f"{base}/agents/staging/api/v1/namespaces/default/pods",
+                            headers={"Authorization": f"Bearer {secret}"}, timeout=WAIT)
+    assert response.status_code == 503
+    assert response.json()["message"] == "The agent of staging is not connected to agentwatch"
+    # And nothing reaches the endpoint without the server's own secret.
+    assert requests.get(f"{base}/agents/prod/api/v1/namespaces/default/pods",
+                        timeout=WAIT).status_code == 401
