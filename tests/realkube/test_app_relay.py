@@ -231,11 +231,6 @@ def test_a_watch_resumed_past_etcds_compaction_relists_without_troubling_the_pag
     assert [m for m in messages if m["type"] in ("error", "reset")] == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the relay's relist compares each cached object's bytes with the list's item; a real "
-    "server lists built-in kinds without kind and apiVersion (watch events carry them), so "
-    "every object last seen in a watch event is sent again as MODIFIED after any relist "
-    "(webapp/watch/hub.py, UpstreamWatch._relist)"))
 def test_a_relist_sends_nothing_for_objects_that_did_not_change(
         live: Live, admin: str, realkube: RealCluster, v1: kubernetes.client.CoreV1Api,
         namespace: str) -> None:

@@ -451,8 +451,8 @@ class UpstreamWatch:
                     if old is None:
                         self._broadcast_event(_event_line("ADDED", cached.object_bytes),
                                               cached.suffix)
-                    elif old.version != cached.version or old.object_bytes != \
-                            cached.object_bytes:
+                    elif old.version != cached.version:  # not the bytes: a list item
+                        # of a built-in kind has no kind/apiVersion, a watch event's has
                         self._broadcast_event(_event_line("MODIFIED", cached.object_bytes),
                                               cached.suffix)
                 self._cache = fresh
