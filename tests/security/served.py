@@ -67,8 +67,8 @@ def serve(live: Live, database_url: str, tmp_path: Path) -> Iterator[Callable[..
     """Start `agentwatch serve` with `threads` and AGENTWATCH_* `settings`."""
     started: list[Served] = []
 
-    def start(threads: int = 32, **settings: Any) -> Served:
-        port = _free_port()
+    def start(threads: int = 32, port: int | None = None, **settings: Any) -> Served:
+        port = port or _free_port()
         instance = tmp_path / f"served-{len(started)}"
         instance.mkdir()
         env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTWATCH_")}

@@ -10,11 +10,13 @@ it comes, within the stream's window. A stream the server resets stops the reque
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import logging
 import random
 import ssl
 import threading
+import warnings
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -68,13 +70,8 @@ class Agent:
         backoff = self.settings.backoff_initial
         url = tunnel_url(self.settings.url)
         while not self.stopping.is_set():
-            try:
-                ws = simple_websocket.Client.connect(
-                    url, subprotocols=[SUBPROTOCOL],
-                    headers={"Authorization": f"Bearer {self.settings.token}"},
-                    ssl_context=self._ssl_context(), max_message_size=128 * 1024)
-            except Exception as exc:
-                reason = str(exc) or type(exc).__name__
+            ws, reason = self._connect(url)
+            if ws is None:
                 delay = min(backoff * random.uniform(0.5, 1.5), self.settings.backoff_max)
                 log.warning("cannot connect to %s: %s; retrying in %.1f s", url, reason, delay)
                 self.stopping.wait(delay)
@@ -103,6 +100,22 @@ class Agent:
                 backoff = self.settings.backoff_initial
             delay = min(backoff * random.uniform(0.5, 1.5), self.settings.backoff_max)
             self.stopping.wait(delay)
+
+    def _connect(self, url: str) -> tuple[Any, str]:
+        """(the WebSocket, "") or (None, why not)."""
+        # simple_websocket leaves the socket of a failed attempt to the garbage collector
+        # (it closes it; Python warns): said here, not once per retry in the log.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            try:
+                return simple_websocket.Client.connect(
+                    url, subprotocols=[SUBPROTOCOL],
+                    headers={"Authorization": f"Bearer {self.settings.token}"},
+                    ssl_context=self._ssl_context(), max_message_size=128 * 1024), ""
+            except Exception as exc:
+                reason = str(exc) or type(exc).__name__
+            gc.collect()
+        return None, reason
 
     def stop(self) -> None:
         """Close the connection (in-flight streams end) and stop reconnecting."""
