@@ -95,6 +95,18 @@
     if (el instanceof HTMLInputElement && el.classList.contains("token-value")) el.select();
   });
 
+  // <button data-copy="#id">: copies that element's text, and says so beside the button.
+  document.addEventListener("click", (event) => {
+    const button = event.target instanceof Element ? event.target.closest("[data-copy]") : null;
+    if (!button) return;
+    const source = document.querySelector(button.getAttribute("data-copy"));
+    if (!source || !navigator.clipboard) return;
+    navigator.clipboard.writeText(source.textContent).then(() => {
+      const said = button.parentElement.querySelector(".copied");
+      if (said) said.hidden = false;
+    });
+  });
+
   document.addEventListener("DOMContentLoaded", () => refreshTimes(document));
   setInterval(() => refreshTimes(document), 30000);
 })();

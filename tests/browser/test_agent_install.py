@@ -1,0 +1,48 @@
+"""Installing a tunneled agent from its Tokens page: one click makes the manifest (with a new
+token, shown this once) and another copies it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+from playwright.sync_api import Page, expect
+
+from webapp import agents, tokens
+
+from .test_notifications import sign_in
+
+pytestmark = pytest.mark.browser
+
+
+def test_a_maintainer_gets_the_manifest_and_copies_it(page: Page, h: Any, app: Any) -> None:
+    h.user("alice", "maintainer")
+    with app.app_context():
+        agents.create("prod", tunnel=True)
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    sign_in(page, "/agents/prod/tokens")
+    page.get_by_role("button", name="Install the agent…").click()
+
+    shown = page.locator("#agent-manifest")
+    expect(shown).to_contain_text("kind: Deployment")
+    page.get_by_role("button", name="Copy").click()
+    expect(page.locator(".copied")).to_be_visible()
+    copied = page.evaluate("navigator.clipboard.readText()")
+    docs = list(yaml.safe_load_all(copied))
+    assert docs[-1]["kind"] == "Deployment"
+    env = {e["name"]: e.get("value") for e in docs[-1]["spec"]["template"]["spec"]
+           ["containers"][0]["env"]}
+    assert env["AGENTWATCH_AGENT_URL"] == page.url.split("/agents/")[0]
+    with app.app_context():  # the token in it works, and is listed as the agent's
+        secret = next(d for d in docs if d["kind"] == "Secret")
+        assert tokens.authenticate(secret["stringData"]["token"]).agent().name == "prod"
+    expect(page.get_by_role("table")).to_contain_text("agent-")
+
+
+def test_an_agent_without_a_tunnel_offers_no_install(page: Page, h: Any) -> None:
+    h.user("alice", "maintainer")
+    h.agent("prod")
+    sign_in(page, "/agents/prod/tokens")
+    expect(page.get_by_role("button", name="Create token")).to_be_visible()
+    expect(page.get_by_role("button", name="Install the agent…")).to_have_count(0)
