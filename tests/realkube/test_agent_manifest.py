@@ -1,0 +1,75 @@
+"""The agent's install manifest, as kube-apiserver judges it: every document passes a
+server-side dry-run apply, and the ClusterRole it grants lets the agent's service account do
+what the agent's allowlist needs and nothing else (checked with SubjectAccessReviews)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import kubernetes
+import yaml
+
+from webapp.tunnel import manifest
+
+_PLURAL = {"Namespace": "namespaces", "ServiceAccount": "serviceaccounts",
+           "ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings",
+           "Secret": "secrets", "Deployment": "deployments"}
+
+
+def _path(doc: dict[str, Any]) -> str:
+    group_version = doc["apiVersion"]
+    base = f"/api/{group_version}" if "/" not in group_version else f"/apis/{group_version}"
+    namespace = doc["metadata"].get("namespace")
+    scope = f"/namespaces/{namespace}" if namespace else ""
+    return f"{base}{scope}/{_PLURAL[doc['kind']]}/{doc['metadata']['name']}"
+
+
+def _apply(api: kubernetes.client.ApiClient, doc: dict[str, Any], dry_run: bool) -> Any:
+    query = [("fieldManager", "agentwatch-test"), ("force", "true")]
+    if dry_run:
+        query.append(("dryRun", "All"))
+    return api.call_api(*api.param_serialize(
+        "PATCH", _path(doc), query_params=query,
+        header_params={"Content-Type": "application/apply-patch+yaml",
+                       "Accept": "application/json"},
+        body=json.dumps(doc), auth_settings=["BearerToken"])).response
+
+
+def test_every_document_passes_a_server_side_dry_run(admin_api: Any) -> None:
+    docs = manifest.documents("prod", "https://agentwatch.example.com", "awa_token")
+    _apply(admin_api, docs[0], dry_run=False)  # the Namespace, for the namespaced ones
+    for doc in docs:
+        response = _apply(admin_api, doc, dry_run=True)
+        assert response.status in (200, 201), (doc["kind"], response.data[:500])
+
+
+def test_the_role_grants_what_the_agent_does_and_nothing_more(admin_api: Any) -> None:
+    docs = manifest.documents("prod", "https://agentwatch.example.com", "awa_token",
+                              namespace="agentwatch-rbac")
+    for doc in docs[:4]:  # Namespace, ServiceAccount, ClusterRole, binding
+        assert _apply(admin_api, doc, dry_run=False).status in (200, 201)
+    user = "system:serviceaccount:agentwatch-rbac:agentwatch-agent-prod"
+    authz = kubernetes.client.AuthorizationV1Api(admin_api)
+
+    def allowed(verb: str, resource: str, group: str = "", subresource: str = "") -> bool:
+        review = kubernetes.client.V1SubjectAccessReview(spec={
+            "user": user, "groups": ["system:serviceaccounts"],
+            "resourceAttributes": {"verb": verb, "resource": resource, "group": group,
+                                   "subresource": subresource, "namespace": "default"}})
+        return bool(authz.create_subject_access_review(review).status.allowed)
+
+    for verb in ("get", "list", "watch"):
+        assert allowed(verb, "pods") and allowed(verb, "services")
+        assert allowed(verb, "kustomizations", "kustomize.toolkit.fluxcd.io")
+    assert allowed("get", "pods", subresource="log")
+    assert allowed("delete", "pods")
+    assert allowed("patch", "helmreleases", "helm.toolkit.fluxcd.io")
+    for verb, resource, group in (("get", "secrets", ""), ("list", "secrets", ""),
+                                  ("create", "pods", ""), ("delete", "services", ""),
+                                  ("patch", "pods", ""), ("get", "configmaps", ""),
+                                  ("delete", "kustomizations", "kustomize.toolkit.fluxcd.io"),
+                                  ("create", "pods", "")):
+        assert not allowed(verb, resource, group), (verb, resource)
+    assert not allowed("create", "pods", subresource="exec")
+    yaml.safe_dump_all(docs)  # and it renders
