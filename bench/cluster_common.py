@@ -5,7 +5,9 @@
   create pods, emit MODIFIED events at a fixed rate (each carrying its sequence number and
   emit time in the annotation `bench.agentwatch/stamp` = "<seq>:<time_ns>", stamped inside
   the store's lock, i.e. when the event is created), generate logs, read request counters,
-  expire the watch history.
+  expire the watch history; for the soak, churn a namespace's pods (adds, changes,
+  deletions, paused on demand), inject the simulator's faults (SOAK_FAULTS) and return the
+  pods as they are (uid -> name, resourceVersion).
 * `Rig`: a temporary instance, an admin user with a personal token, the simulator, an agent
   connected to it, and a real `agentwatch serve` (gunicorn gthread) on loopback.
 * `WsConn`: a lean WebSocket client on a raw socket (handshake with
@@ -158,6 +160,7 @@ class _SimHandlers:
         self._emitter: threading.Thread | None = None
         self._emit_result: dict[str, Any] = {}
         self._gens: list[Any] = []
+        self._churn: Any = None  # _Churn, once churn_prepare ran
 
     def ping(self) -> str:
         return "pong"
@@ -276,6 +279,260 @@ class _SimHandlers:
 
     def list_names(self, namespace: str) -> list[str]:
         return [p["metadata"]["name"] for p in self.cluster.list("pods", namespace)]
+
+    # --- the soak (bench/cluster_soak.py): churn, faults, the truth ----------------------
+
+    def churn_prepare(self, namespace: str, initial: int, rate: float, low: int, high: int,
+                      seed: int = 1) -> int:
+        """Create `initial` pods; from `churn_resume` on, add, change and delete pods at
+        `rate` per second from a thread, keeping between `low` and `high` of them."""
+        self._churn = _Churn(self.cluster, namespace, rate, low, high, seed)
+        self._churn.populate(self.cluster, initial)
+        return len(self._churn.names)
+
+    def churn_pause(self) -> dict[str, Any]:
+        """Stop changing (returns once no change is in progress): the state is still."""
+        return self._churn.pause()
+
+    def churn_resume(self) -> None:
+        self._churn.resume()
+
+    def churn_stop(self) -> dict[str, Any]:
+        return self._churn.stop()
+
+    def pod_versions(self, namespace: str) -> dict[str, tuple[str, int]]:
+        """uid -> (name, resourceVersion) of the namespace's pods: what a mirror must hold."""
+        return {p["metadata"]["uid"]: (p["metadata"]["name"],
+                                       int(p["metadata"]["resourceVersion"]))
+                for p in self.cluster.list("pods", namespace)}
+
+    def fault(self, kind: str, outage_seconds: float = 2.0) -> dict[str, Any]:
+        """Inject one fault of SOAK_FAULTS; returns what it did and the churn's next seq."""
+        cluster = self.cluster
+        server = cluster._servers[-1]
+        # Where the fault starts: the next change's number, and the time.
+        out: dict[str, Any] = {"kind": kind, "seq": self._churn.seq, "at": time.time()}
+        if kind == "cut_streams":
+            out["cut"] = server.cut_streams()
+        elif kind == "cut_connections":
+            out["cut"] = server.cut_connections()
+        elif kind == "expire_watches":
+            cluster.expire_watches()
+        elif kind == "expire_history":
+            out["hidden"] = self._churn.hidden_changes_then_expire()
+        elif kind in ("watch_410", "watch_504"):
+            cluster.faults.fail_next("watch", int(kind[-3:]), resource="pods")
+        elif kind == "outage":
+            server.outage(outage_seconds)
+        elif kind in ("replace", "replace_graceful"):
+            out["pods"] = self._churn.replace(graceful=kind == "replace_graceful")
+        else:
+            raise ValueError(f"unknown fault {kind!r}")
+        out["resourceVersion"] = cluster.resource_version
+        return out
+
+    def faults_pending(self, clear: bool = False) -> int:
+        """Injected request failures not answered yet (cleared with `clear`)."""
+        pending = self.cluster.faults.pending()
+        if clear:
+            self.cluster.faults.clear()
+        return int(pending)
+
+    def pod_requests(self, since: float) -> dict[str, Any]:
+        """Pod LIST and WATCH requests the simulator answered since `since` (time.time()),
+        as (time, what, the churn's next sequence number then): "relist" (a full list),
+        "list_page" (its next page), "version_check" (a one-item list asking the current
+        version) or "watch" (refused ones too)."""
+        now = time.time()
+        out = []
+        for rec in list(self.cluster.stats.requests):
+            if rec.at <= since or rec.resource != "pods" or rec.verb not in ("list", "watch"):
+                continue
+            if rec.verb == "list":
+                what = "version_check" if rec.query.get("limit") == "1" else (
+                    "list_page" if rec.query.get("continue") else "relist")
+            else:
+                what = "watch"
+            out.append((rec.at, what, self._churn.seq_at(rec.at) if self._churn else 0))
+        return {"requests": out, "until": now}
+
+
+SOAK_FAULTS = ("cut_streams", "expire_watches", "watch_410", "outage", "cut_connections",
+               "expire_history", "watch_504", "replace", "replace_graceful")
+
+
+class _Churn:
+    """Changes to one namespace's pods at a fixed rate, from a thread of the simulator
+    process: additions (some under a recently deleted name: a new uid), changes and
+    deletions, the pod count kept between `low` and `high`. Additions and changes carry
+    the next sequence number in ANNOTATION ("<seq>:<time_ns>"); deletions carry none."""
+
+    def __init__(self, cluster: Any, namespace: str, rate: float, low: int, high: int,
+                 seed: int) -> None:
+        import random
+
+        self.cluster = cluster
+        self.namespace = namespace
+        self.rate = rate
+        self.low, self.high = low, high
+        self.rng = random.Random(seed)
+        self.lock = threading.Lock()  # held for each change, and by pause/replace
+        self.active = threading.Event()
+        self.stopping = threading.Event()
+        self.names: list[str] = []
+        self.gone: list[str] = []  # recently deleted names, to add again
+        self.next_id = 0
+        self.seq = 0
+        self.times = array("d")  # times[seq]: when change `seq` was made (time.time())
+        self.counts = {"added": 0, "modified": 0, "deleted": 0, "readded": 0, "failed": 0}
+        self.late = 0
+        self.slow: list[tuple[int, int]] = []  # (seq, ms) of changes that took > 100 ms
+        self.thread = threading.Thread(target=self._run, daemon=True, name="bench-churn")
+
+    def populate(self, cluster: Any, count: int) -> None:
+        for _ in range(count):
+            name = self._new_name()
+            cluster.add_pod(self.namespace, name, ["app"], events=False,
+                            labels={"app": "soak"})
+            self.names.append(name)
+
+    def _new_name(self) -> str:
+        self.next_id += 1
+        return f"soak-{self.next_id}"
+
+    def pause(self) -> dict[str, Any]:
+        self.active.clear()
+        with self.lock:
+            return {"seq": self.seq, "pods": len(self.names)}
+
+    def resume(self) -> None:
+        self.active.set()
+        if not self.thread.is_alive():
+            self.thread.start()
+
+    def stop(self) -> dict[str, Any]:
+        self.stopping.set()
+        self.active.set()
+        if self.thread.is_alive():
+            self.thread.join(5)
+        return {**self.counts, "seq": self.seq, "late": self.late, "pods": len(self.names),
+                "slow_changes": self.slow}
+
+    def _run(self) -> None:
+        interval = 1.0 / self.rate
+        next_at = time.monotonic()
+        while not self.stopping.is_set():
+            if not self.active.is_set():
+                self.active.wait()
+                next_at = time.monotonic()
+            delay = next_at - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            elif delay < -interval:
+                self.late += 1
+                next_at = time.monotonic()  # do not burst to catch up
+            next_at += interval
+            with self.lock:
+                if self.active.is_set() and not self.stopping.is_set():
+                    try:
+                        t_step = time.monotonic()
+                        self._step()
+                        took = time.monotonic() - t_step
+                        if took > 0.1 and len(self.slow) < 50:
+                            self.slow.append((self.seq - 1, round(took * 1000)))
+                    except Exception:  # noqa: BLE001 - counted; the names are re-read
+                        self.counts["failed"] += 1
+                        self._reload()
+
+    def _next_seq(self) -> int:
+        self.times.append(time.time())
+        self.seq += 1
+        return self.seq - 1
+
+    def seq_at(self, at: float) -> int:
+        """The next sequence number at time `at`."""
+        import bisect
+
+        return bisect.bisect_right(self.times, at)
+
+    def _step(self) -> None:
+        n = len(self.names)
+        r = self.rng.random()
+        if n <= self.low or (n < self.high and r < 0.15):
+            readd = bool(self.gone) and self.rng.random() < 0.3
+            name = self.gone.pop(self.rng.randrange(len(self.gone))) if readd \
+                else self._new_name()
+            self.cluster.add_pod(self.namespace, name, ["app"], events=False,
+                                 labels={"app": "soak"},
+                                 annotations={ANNOTATION: f"{self._next_seq()}:{time.time_ns()}"})
+            self.names.append(name)
+            self.counts["readded" if readd else "added"] += 1
+        elif n >= self.high or r < 0.30:
+            name = self._take(self.rng.randrange(n))
+            self.cluster.delete("pods", name, namespace=self.namespace, grace_period=0)
+            self.gone.append(name)
+            del self.gone[:-50]
+            self.counts["deleted"] += 1
+        else:
+            name = self.names[self.rng.randrange(n)]
+            self.cluster.update("pods", name, _stamper(self._next_seq()),
+                                namespace=self.namespace)
+            self.counts["modified"] += 1
+
+    def _take(self, i: int) -> str:
+        """Remove names[i] in O(1) (order does not matter)."""
+        name = self.names[i]
+        self.names[i] = self.names[-1]
+        self.names.pop()
+        return name
+
+    def _reload(self) -> None:
+        self.names = [p["metadata"]["name"] for p in self.cluster.list("pods", self.namespace)]
+        self.gone = [g for g in self.gone if g not in set(self.names)]
+
+    def hidden_changes_then_expire(self) -> dict[str, int]:
+        """Change 3 pods, delete 2, add 2 and expire the watch history in ONE hold of the
+        store's lock: no watch event tells of them, only a relist finds them."""
+        from webapp.simcluster.pods import build_pod, build_status
+        from webapp.simcluster.resources import PODS
+
+        def changes(w: Any) -> None:
+            for name in self.rng.sample(self.names, 3):
+                w.update(PODS, self.namespace, name, lambda o: _label(o, "hidden", "1"))
+            for _ in range(2):
+                name = self._take(self.rng.randrange(len(self.names)))
+                w.remove(PODS, self.namespace, name)
+                self.gone.append(name)
+            for _ in range(2):
+                pod = build_pod(self.namespace, self._new_name(), containers=["app"],
+                                labels={"app": "soak"})
+                pod["status"] = build_status(pod, {"app": "Running"})
+                w.put(PODS, pod)
+                self.names.append(pod["metadata"]["name"])
+
+        with self.lock:
+            self.cluster.expire_history(changes)
+        return {"modified": 3, "deleted": 2, "added": 2}
+
+    def replace(self, graceful: bool) -> int:
+        """The cluster recreated behind the same address with the same pod names (new
+        uids, resourceVersions from 1 again)."""
+        with self.lock:
+            names = list(self.names)
+
+            def populate(fresh: Any) -> None:
+                for name in names:
+                    fresh.add_pod(self.namespace, name, ["app"], events=False,
+                                  labels={"app": "soak"})
+
+            self.cluster.replace(populate, graceful=graceful)
+            self._reload()
+            return len(self.names)
+
+
+def _label(obj: dict[str, Any], key: str, value: str) -> dict[str, Any]:
+    obj["metadata"].setdefault("labels", {})[key] = value
+    return obj
 
 
 def _stamper(seq: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
