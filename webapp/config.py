@@ -95,6 +95,11 @@ DEFAULTS: dict[str, Any] = {
     "RESERVED_THREADS": 8,
     # An open WebSocket or stream re-checks its user's sign-in and access this often.
     "RECHECK_SECONDS": 5,
+    # Where the other server processes (workers, replicas) reach this one's tunnel
+    # endpoint (webapp/tunnel/proxy.py): loopback serves the workers of one host; a
+    # replica's own address (with a fixed port) serves several hosts.
+    "TUNNEL_PEER_ADDRESS": "127.0.0.1",
+    "TUNNEL_PEER_PORT": 0,
 }
 
 # Environment variables read as integers; any other AGENTWATCH_* is taken as text.
@@ -109,7 +114,7 @@ _INT_KEYS = {
     "WEBHOOK_CONCURRENCY", "WEBHOOK_CONCURRENCY_PER_HOOK", "WEBHOOK_CLAIM_SECONDS",
     "WEBHOOK_POLL_SECONDS",
     "LOGIN_MAX_FAILURES", "LOGIN_MAX_FAILURES_PER_ADDRESS", "LOGIN_LOCKOUT_SECONDS",
-    "LOGIN_LOCKOUT_MAX_SECONDS",
+    "LOGIN_LOCKOUT_MAX_SECONDS", "TUNNEL_PEER_PORT",
 }
 # Environment variables that take one of a few words.
 _CHOICE_KEYS = {"SMTP_SECURITY": ("none", "starttls", "ssl"),

@@ -108,6 +108,8 @@ class AgentConnection(Base):
                                           index=True)
     token_id: Mapped[int | None]
     process: Mapped[str] = mapped_column(String(128))
+    # "host:port" where other server processes reach this one's tunnel endpoint.
+    address: Mapped[str | None] = mapped_column(String(255))
     opened_at: Mapped[datetime]
     seen_at: Mapped[datetime]  # refreshed while open: an old one is a crashed process's
 

@@ -19,5 +19,5 @@ def init_app(app: Flask) -> None:
 
     tunnels = Tunnels()
     app.extensions["tunnels"] = tunnels
-    app.extensions["tunnel_proxy"] = LoopbackProxy(tunnels)
+    app.extensions["tunnel_proxy"] = LoopbackProxy(app, tunnels)
     Sock(app).route("/api/v1/agent/tunnel")(tunnel_socket)

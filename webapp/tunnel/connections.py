@@ -29,12 +29,14 @@ def process_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"[:128]
 
 
-def opened(cred: Credential) -> int:
-    """Put a new connection on record; returns its id."""
+def opened(cred: Credential, address: str | None) -> int:
+    """Put a new connection on record (`address`: where other processes reach this one's
+    tunnel endpoint); returns its id."""
     now = clock.now()
     with db.write_transaction() as session:
         row = AgentConnection(agent_id=cred.agent_id, token_id=cred.token_id,
-                              process=process_name(), opened_at=now, seen_at=now)
+                              process=process_name(), address=address, opened_at=now,
+                              seen_at=now)
         session.add(row)
         connected = db.rowcount(session.execute(
             update(Agent).where(Agent.id == cred.agent_id,
@@ -81,3 +83,15 @@ def forget_stale(now: datetime | None = None) -> int:
     with db.write_transaction() as session:
         return db.rowcount(session.execute(
             delete(AgentConnection).where(AgentConnection.seen_at < now - FRESH)))
+
+
+def peer_address(agent_name: str, mine: str, now: datetime | None = None) -> str | None:
+    """The endpoint of another process holding an open connection of the agent."""
+    now = now or clock.now()
+    address = db.session().scalar(
+        select(AgentConnection.address)
+        .join(Agent, Agent.id == AgentConnection.agent_id)
+        .where(Agent.name == agent_name, AgentConnection.seen_at >= now - FRESH,
+               AgentConnection.address.is_not(None), AgentConnection.address != mine)
+        .order_by(AgentConnection.seen_at.desc()).limit(1))
+    return str(address) if address else None

@@ -39,7 +39,7 @@ def tunnel_socket(ws: Any) -> None:
             raise _Refused(CLOSE_PROTOCOL, f"offer the subprotocol {SUBPROTOCOL}")
         name, agent_id = agent.name, agent.id
         app.extensions["db_session"].remove()  # its read ends before the write below
-        connection_id = connections.opened(cred)
+        connection_id = connections.opened(cred, app.extensions["tunnel_proxy"].address())
     except AppError as exc:
         _close(ws, CLOSE_UNAUTHORIZED, exc.message)
         return

@@ -1,31 +1,41 @@
-"""The server's way into a tunneled cluster: a loopback HTTP endpoint that the ordinary
+"""The server's way into a tunneled cluster: an HTTP endpoint that the ordinary
 `kubernetes` client talks to, each request carried as one stream over the agent's tunnel.
 
 So the relay, actions, logs and the GitOps observer use one client and one code path for
 both transports: a tunneled agent's ClusterClient simply has this endpoint as its host
-(`http://127.0.0.1:PORT/agents/NAME`). The endpoint listens on loopback only and demands a
-bearer secret made at random by this process, so no other local program can use it; the
-secret is never forwarded (the agent uses its own service account). Responses stream as
-they arrive (watches, followed logs); a client that goes away resets its stream, which
-stops the request in the cluster.
+(`http://127.0.0.1:PORT/agents/NAME`). Responses stream as they arrive (watches, followed
+logs); a client that goes away resets its stream, which stops the request in the cluster.
+
+Every server process (gunicorn worker, replica) has its own endpoint and holds the
+connections of the agents that dialled it. A request for an agent connected to another
+process is forwarded, once, to that process's endpoint, found through the database
+(`agent_connections.address`). The endpoint listens on loopback unless
+AGENTWATCH_TUNNEL_PEER_ADDRESS names an address other replicas reach it at, and demands a
+bearer secret derived from the deployment's SECRET_KEY (shared by its processes, never
+forwarded to the cluster: the agent uses its own service account).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import hmac
 import json
 import logging
 import os
-import secrets
 import select
 import socket
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+import urllib3
+from flask import Flask
+
 from ..watch.faults import AGENT_NOT_CONNECTED
+from . import connections
 from .mux import StreamReset
 from .registry import Tunnels
 
@@ -33,6 +43,7 @@ log = logging.getLogger(__name__)
 ANSWER_SECONDS = 60.0  # for the agent to answer a request's head
 MAX_BODY = 4 * 1024 * 1024
 _FORWARDED = {"accept", "content-type", "impersonate-user", "impersonate-group"}
+HOP = "X-Agentwatch-Forwarded"  # a request another process forwarded: not forwarded again
 
 
 def _status(code: int, reason: str, message: str) -> bytes:
@@ -80,8 +91,12 @@ class _Handler(BaseHTTPRequestHandler):
                                           if k.lower() in _FORWARDED]
         mux = self.server.tunnels.pick(agent)
         if mux is None:
-            self._fail(503, AGENT_NOT_CONNECTED,
-                       f"The agent of {agent} is not connected to agentwatch")
+            peer = None if self.headers.get(HOP) else self.server.peer_of(agent)
+            if peer is None:
+                self._fail(503, AGENT_NOT_CONNECTED,
+                           f"The agent of {agent} is not connected to agentwatch")
+            else:
+                self._via_peer(peer, body)
             return
         try:
             stream = mux.open({"method": self.command, "path": path, "query": url.query,
@@ -133,6 +148,36 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
 
+    def _via_peer(self, address: str, body: bytes) -> None:
+        """Forward this request to the process that holds the agent's connection, and
+        stream its answer back (one hop: that process does not forward again)."""
+        headers = {k: v for k, v in self.headers.items() if k.lower() in _FORWARDED}
+        headers.update({"Authorization": f"Bearer {self.server.secret}", HOP: "1"})
+        streaming = "watch=true" in self.path or "follow=true" in self.path
+        try:
+            answer = self.server.peers.request(
+                self.command, f"http://{address}{self.path}", body=body or None,
+                headers=headers, preload_content=False, retries=False,
+                timeout=urllib3.Timeout(connect=5, read=None if streaming else 90))
+        except urllib3.exceptions.HTTPError as exc:
+            self._fail(502, "BadGateway", f"the agentwatch process at {address} holding "
+                                          f"the agent's connection did not answer: {exc}")
+            return
+        try:
+            self.send_response(answer.status)
+            self.send_header("Content-Type", answer.headers.get("Content-Type", ""))
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for data in answer.stream(65536, decode_content=False):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+        except (urllib3.exceptions.HTTPError, OSError):
+            self.close_connection = True  # cut: the client sees a cut, never a half answer
+        finally:
+            answer.release_conn()
+            answer.close()
+
     def _client_gone(self) -> bool:
         """Our client closed its connection (it sends nothing while it reads a response:
         readable means closed)."""
@@ -148,31 +193,54 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, tunnels: Tunnels) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+    def __init__(self, tunnels: Tunnels, host: str, port: int, secret: str,
+                 peer_of: Callable[[str], str | None]) -> None:
+        super().__init__((host, port), _Handler)
         self.tunnels = tunnels
-        self.secret = secrets.token_urlsafe(32)
+        self.secret = secret
+        self.peer_of = peer_of
+        self.peers = urllib3.PoolManager(maxsize=16)
 
 
 class LoopbackProxy:
     """This process's endpoint (started on first use, again after a fork)."""
 
-    def __init__(self, tunnels: Tunnels) -> None:
+    def __init__(self, app: Flask, tunnels: Tunnels) -> None:
+        self._app = app
         self._tunnels = tunnels
         self._lock = threading.Lock()
         self._server: _Server | None = None
         self._pid = 0
 
-    def endpoint(self) -> tuple[str, str]:
-        """(base URL, bearer secret) of the endpoint."""
+    def _started(self) -> _Server:
         with self._lock:
             if self._server is None or self._pid != os.getpid():
-                self._server = _Server(self._tunnels)
+                config = self._app.config
+                secret = hmac.new(str(config["SECRET_KEY"]).encode(), b"agentwatch tunnel "
+                                  b"endpoint", hashlib.sha256).hexdigest()
+                self._server = _Server(self._tunnels, str(config["TUNNEL_PEER_ADDRESS"]),
+                                       int(config["TUNNEL_PEER_PORT"]), secret, self._peer_of)
                 self._pid = os.getpid()
                 threading.Thread(target=self._server.serve_forever, daemon=True,
                                  name="tunnel-proxy").start()
-            host, port = self._server.server_address[:2]
-            return f"http://{host!s}:{port}", self._server.secret
+            return self._server
+
+    def endpoint(self) -> tuple[str, str]:
+        """(base URL, bearer secret) of the endpoint."""
+        server = self._started()
+        return f"http://{self.address()}", server.secret
+
+    def address(self) -> str:
+        """host:port where this process's endpoint is reached (by itself and its peers)."""
+        host, port = self._started().server_address[:2]
+        return f"{host!s}:{port}"
+
+    def _peer_of(self, agent: str) -> str | None:
+        with self._app.app_context():
+            try:
+                return connections.peer_address(agent, self.address())
+            finally:
+                self._app.extensions["db_session"].remove()
 
     def close(self) -> None:
         with self._lock:
