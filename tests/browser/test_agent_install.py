@@ -46,3 +46,17 @@ def test_an_agent_without_a_tunnel_offers_no_install(page: Page, h: Any) -> None
     sign_in(page, "/agents/prod/tokens")
     expect(page.get_by_role("button", name="Create token")).to_be_visible()
     expect(page.get_by_role("button", name="Install the agent…")).to_have_count(0)
+
+
+def test_a_new_token_is_copied_with_one_click(page: Page, h: Any) -> None:
+    h.user("alice", "maintainer")
+    h.agent("prod")
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    sign_in(page, "/agents/prod/tokens")
+    page.get_by_label("New token name").fill("deploy-ci")
+    page.get_by_role("button", name="Create token").click()
+    shown = page.get_by_label("New token", exact=True).input_value()
+    page.get_by_role("button", name="Copy").click()
+    expect(page.locator(".copied")).to_be_visible()
+    assert page.evaluate("navigator.clipboard.readText()") == shown
+    assert page.locator('link[rel="icon"]').count() == 1

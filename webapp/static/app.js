@@ -101,7 +101,8 @@
     if (!button) return;
     const source = document.querySelector(button.getAttribute("data-copy"));
     if (!source || !navigator.clipboard) return;
-    navigator.clipboard.writeText(source.textContent).then(() => {
+    const text = source instanceof HTMLInputElement ? source.value : source.textContent;
+    navigator.clipboard.writeText(text).then(() => {
       const said = button.parentElement.querySelector(".copied");
       if (said) said.hidden = false;
     });
