@@ -54,3 +54,45 @@ def test_sqlite_runs_in_wal_mode(tmp_path):
         assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
         assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30000
     engine.dispose()
+
+
+# What each table holds in a small live instance, inserted at the revision before the newest
+# ones, so that every later migration runs over rows it must keep.
+_KEPT_FROM = "0008"
+_ROWS = [
+    "INSERT INTO users (id, name, role, password_hash, created_at) "
+    "VALUES (1, 'alice', 'admin', 'x', '2026-11-01 00:00:00')",
+    "INSERT INTO agents (id, name, in_cluster, created_at, connection_state) "
+    "VALUES (1, 'prod', false, '2026-11-01 00:00:00', 'connected')",
+    "INSERT INTO agent_tokens (id, agent_id, name, digest, prefix, created_at) "
+    "VALUES (1, 1, 'ci', 'd1', 'awa_x', '2026-11-01 00:00:00')",
+    "INSERT INTO events (agent_id, type, category, level, happened_at, recorded_at) "
+    "VALUES (1, 'agent_connected', 'connection', 'success', '2026-11-01 00:00:00', "
+    "'2026-11-01 00:00:00')",
+]
+_COUNTED = ("users", "agents", "agent_tokens", "events")
+
+
+def _counts(engine):
+    with engine.connect() as conn:
+        return {t: conn.execute(text(f"SELECT count(*) FROM {t}")).scalar() for t in _COUNTED}
+
+
+def test_later_migrations_keep_every_row(database_url, tmp_path):
+    """A migration that rebuilds a table on SQLite drops the old one, and with foreign keys
+    on that deletes, by cascade, every row that points at it (every event of every agent)."""
+    url = _empty_database(database_url, tmp_path)
+    engine = make_engine(url)
+    migrate.upgrade(engine, _KEPT_FROM)
+    with engine.begin() as conn:
+        for statement in _ROWS:
+            conn.execute(text(statement))
+    before = _counts(engine)
+    assert before == dict.fromkeys(_COUNTED, 1)
+    migrate.upgrade(engine)
+    assert _counts(engine) == before
+    migrate.downgrade(engine, _KEPT_FROM)
+    assert _counts(engine) == before
+    migrate.upgrade(engine)
+    assert _counts(engine) == before
+    engine.dispose()

@@ -22,9 +22,10 @@ depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("agents") as batch:
-        batch.add_column(sa.Column("tunnel", sa.Boolean(), nullable=False,
-                                   server_default=sa.false()))
+    # A plain ADD COLUMN, never a batch rebuild of `agents`: on SQLite, rebuilding drops the
+    # old table, and with foreign keys on that deletes every event by cascade.
+    op.add_column("agents", sa.Column("tunnel", sa.Boolean(), nullable=False,
+                                      server_default=sa.false()))
     op.create_table(
         "agent_connections",
         sa.Column("id", sa.Integer(), primary_key=True),
@@ -40,5 +41,4 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_table("agent_connections")
-    with op.batch_alter_table("agents") as batch:
-        batch.drop_column("tunnel")
+    op.drop_column("agents", "tunnel")  # SQLite 3.35+ drops a column in place

@@ -20,10 +20,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("agent_connections") as batch:
-        batch.add_column(sa.Column("address", sa.String(255), nullable=True))
+    op.add_column("agent_connections", sa.Column("address", sa.String(255), nullable=True))
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("agent_connections") as batch:
-        batch.drop_column("address")
+    op.drop_column("agent_connections", "address")
