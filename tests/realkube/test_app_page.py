@@ -44,9 +44,13 @@ def _conditions(**values: bool) -> list[JSON]:
 
 
 RUNNING = {"running": {"startedAt": "2026-12-02T12:00:00Z"}}
-# An hour and a half ago, half a minute past: both printers say "90m" for a while.
-CRASHED = {"terminated": {"exitCode": 1, "reason": "Error", "finishedAt": _ago(minutes=90,
-                                                                               seconds=30)}}
+
+
+def _crashed() -> JSON:
+    """An hour and a half ago, half a minute past: both printers say "90m" for a while.
+    Made when the test runs, not when the module is imported (minutes earlier in a suite)."""
+    return {"terminated": {"exitCode": 1, "reason": "Error",
+                           "finishedAt": _ago(minutes=90, seconds=30)}}
 
 
 def _states() -> dict[str, tuple[JSON, JSON | None]]:
@@ -63,10 +67,10 @@ def _states() -> dict[str, tuple[JSON, JSON | None]]:
             "app", {"waiting": {"reason": "ContainerCreating"}})]}),
         "crashloop": ({}, {"phase": "Running", "containerStatuses": [_container(
             "app", {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 5m0s"}},
-            restarts=4, last=CRASHED)]}),
+            restarts=4, last=_crashed())]}),
         "oom": ({}, {"phase": "Running", "containerStatuses": [_container(
             "app", {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}, restarts=1,
-            last=CRASHED)]}),
+            last=_crashed())]}),
         "done": ({"restartPolicy": "Never"}, {"phase": "Succeeded", "containerStatuses": [
             _container("app", {"terminated": {"exitCode": 0, "reason": "Completed"}})]}),
         "init-waiting": (init, {"phase": "Pending", "conditions": _conditions(
@@ -77,7 +81,7 @@ def _states() -> dict[str, tuple[JSON, JSON | None]]:
         "init-failed": (init, {"phase": "Pending", "conditions": _conditions(
             Initialized=False), "initContainerStatuses": [_container(
                 "migrate", {"terminated": {"exitCode": 2, "reason": "Error"}}, restarts=3,
-                last=CRASHED)],
+                last=_crashed())],
             "containerStatuses": [_container("app", {"waiting": {
                 "reason": "PodInitializing"}})]}),
         "sidecar": (sidecar, {"phase": "Running", "conditions": _conditions(
