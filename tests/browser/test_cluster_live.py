@@ -391,13 +391,13 @@ def test_delete_pod_is_confirmed_and_recorded(cluster_page: Page, sim: SimCluste
 
     panel.get_by_role("button", name="Delete pod").click()
     expect(dialog).to_be_visible()
-    expect(dialog).to_contain_text("Delete pod Pod default/web-1?")
+    expect(dialog).to_contain_text("Delete pod default/web-1?")
     dialog.get_by_role("button", name="Cancel").click()
     expect(dialog).to_be_hidden()
     assert sim.find("pods", "web-1") is not None
 
     panel.get_by_role("button", name="Delete pod").click()
-    dialog.get_by_role("button", name="Confirm").click()
+    dialog.get_by_role("button", name="Delete pod").click()  # it says what it does
     expect(panel.locator(".action-result")).to_have_text("deleted pod default/web-1")
     expect(row(page, "pods", "web-1").locator('td[data-col="status"]')).to_have_text(
         "Terminating", timeout=LIVE)
@@ -422,12 +422,13 @@ def test_flux_reconcile_and_suspend_from_the_panel(cluster_page: Page,
     dialog = page.locator("#confirm-dialog")
 
     panel.get_by_role("button", name="Reconcile").click()
-    dialog.get_by_role("button", name="Confirm").click()
+    expect(dialog).to_contain_text("Reconcile Kustomization flux-system/apps now?")
+    dialog.get_by_role("button", name="Reconcile").click()
     expect(panel.locator(".action-result")).to_have_text(
         "reconciled kustomization flux-system/apps", timeout=SLOW)
 
     panel.get_by_role("button", name="Suspend", exact=True).click()
-    dialog.get_by_role("button", name="Confirm").click()
+    dialog.get_by_role("button", name="Suspend", exact=True).click()
     expect(panel.locator(".action-result")).to_have_text(
         "suspended kustomization flux-system/apps")
     expect(row(page, "kustomizations", "apps").locator('td[data-col="suspended"]')).to_have_text(

@@ -923,10 +923,12 @@
 
   // --- actions: confirm, send, show the outcome ------------------------------------------
 
-  function confirmDialog(text) {
+  // `label`: the confirming button says what it does ("Delete pod"), not "Confirm".
+  function confirmDialog(text, label) {
     const dialog = document.getElementById("confirm-dialog");
     if (!dialog || typeof dialog.showModal !== "function") return Promise.resolve(window.confirm(text));
     dialog.querySelector(".confirm-message").textContent = text;
+    dialog.querySelector(".confirm-ok").textContent = label || "Confirm";
     dialog.returnValue = "";
     dialog.showModal();
     return new Promise((resolve) => {
@@ -935,7 +937,7 @@
   }
 
   async function act(url, button, target, output) {
-    if (!(await confirmDialog(button.dataset.confirm))) return;
+    if (!(await confirmDialog(button.dataset.confirm, button.textContent.trim()))) return;
     button.disabled = true;
     output.className = "action-result";
     output.textContent = "Working…";

@@ -211,13 +211,20 @@ def _yaml(value: Any) -> str:
     return yaml.safe_dump(value, sort_keys=False, default_flow_style=False, allow_unicode=True)
 
 
-def _actions(params: WatchParams, obj: dict[str, Any]) -> list[tuple[str, str]]:
-    """(action, button label) for what this kind of object allows."""
+def _actions(params: WatchParams, obj: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(action, button label, the confirmation's question) for what this kind of object
+    allows; the question names the action and the object, its button the action."""
+    meta = obj.get("metadata") or {}
+    where = f"{meta.get('namespace')}/{meta.get('name')}"
     if params.resource == "pods":
-        return [("delete", "Delete pod")]
+        return [("delete", "Delete pod", f"Delete pod {where}? Its controller, if it has "
+                                          "one, starts a new pod.")]
     if params.resource in ("kustomizations", "helmreleases"):
-        toggle = ("resume", "Resume") if obj["spec"].get("suspend") else ("suspend", "Suspend")
-        return [("reconcile", "Reconcile"), toggle]
+        kind = KIND_LABELS[params.resource]
+        toggle = ("resume", "Resume", f"Resume {kind} {where}? Flux applies it again.") \
+            if obj["spec"].get("suspend") else \
+            ("suspend", "Suspend", f"Suspend {kind} {where}? Flux stops applying it.")
+        return [("reconcile", "Reconcile", f"Reconcile {kind} {where} now?"), toggle]
     return []
 
 

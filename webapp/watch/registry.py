@@ -21,8 +21,9 @@ def connection_of(agent: Agent) -> Connection:
         return Connection(kubeconfig=agent.kubeconfig_path, context=agent.kube_context,
                           allow_exec=bool(current_app.config.get("KUBECONFIG_ALLOW_EXEC")))
     raise KubeError(0, "NotConfigured",
-                    f"Agent {agent.name} has no cluster connection: give it a kubeconfig "
-                    "(agentwatch agents create --kubeconfig) or in-cluster access")
+                    f"Agent {agent.name} has no cluster connection: reach it through its "
+                    "agent (--tunnel) or give the server a kubeconfig (--kubeconfig) or "
+                    "in-cluster access (agentwatch agents create)")
 
 
 class Clusters:
