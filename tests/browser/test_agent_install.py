@@ -60,3 +60,16 @@ def test_a_new_token_is_copied_with_one_click(page: Page, h: Any) -> None:
     expect(page.locator(".copied")).to_be_visible()
     assert page.evaluate("navigator.clipboard.readText()") == shown
     assert page.locator('link[rel="icon"]').count() == 1
+
+
+def test_the_new_agent_form_checks_the_name_as_it_is_typed(page: Page, h: Any) -> None:
+    """The name's pattern is a valid expression where Chrome compiles it (with the `v`
+    flag): an invalid one is ignored, and any name passed the browser's check."""
+    h.user("alice", "maintainer")
+    sign_in(page, "/agents/new")
+    name = page.get_by_label("Name")
+    pattern = name.get_attribute("pattern")
+    assert page.evaluate("p => { new RegExp(p, 'v'); return true; }", pattern)
+    for typed, valid in (("prod-eu-1", True), ("Prod", False), ("-edge", False), ("a", True)):
+        name.fill(typed)
+        assert name.evaluate("el => el.checkValidity()") is valid, typed
