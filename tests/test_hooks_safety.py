@@ -267,3 +267,11 @@ def test_sender_refuses_without_connecting(receiver):
                           sender.Limits(5, 10, safety.Allowlist()))
     assert not outcome.ok and outcome.error.startswith("Refused")
     assert receiver.received == []
+
+
+def test_a_name_that_does_not_resolve_is_said_in_words():
+    with pytest.raises(Invalid) as refused:
+        safety.check("https://no-such-receiver.invalid/hook", safety.Allowlist())
+    said = str(refused.value)
+    assert "cannot resolve no-such-receiver.invalid: " in said
+    assert "Errno" not in said and "gaierror" not in said

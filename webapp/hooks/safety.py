@@ -178,6 +178,18 @@ def _normalized(address: IPAddress) -> IPAddress:
     return address
 
 
+def _resolution_error(exc: BaseException) -> str:
+    """What a failed lookup means, in words (the resolver's text without "[Errno -2]")."""
+    if isinstance(exc, socket.gaierror):
+        return {socket.EAI_NONAME: "no such host",
+                socket.EAI_AGAIN: "the DNS server did not answer (try again later)",
+                getattr(socket, "EAI_NODATA", -5): "the host has no address"}.get(
+            exc.errno or 0, str(exc.strerror or "lookup failed").lower())
+    if isinstance(exc, UnicodeError):
+        return "the name cannot be written in DNS form"
+    return str(getattr(exc, "strerror", None) or exc)
+
+
 def _getaddrinfo(host: str, port: int) -> list[str]:
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
@@ -201,7 +213,7 @@ def resolve(target: Target, allowlist: Allowlist) -> list[IPAddress]:
             found = [ipaddress.ip_address(a.split("%", 1)[0])
                      for a in _getaddrinfo(target.host, target.port)]
         except (OSError, UnicodeError) as exc:
-            raise Refused(f"cannot resolve {target.host}: {exc}") from None
+            raise Refused(f"cannot resolve {target.host}: {_resolution_error(exc)}") from None
         if not found:
             raise Refused(f"{target.host} has no address")
     if literal is None and allowlist.allows_host(target.host):
