@@ -90,10 +90,10 @@ class Accepted:
 
 def submit(agent: Agent, text: str, *, source: str, by: str | None = None,
            commit: str | None = None, token: AgentToken | None = None) -> Accepted:
-    """Validate and store a configuration text; record its events either way.
+    """Validate and store a configuration text; record its events.
 
-    Raises ConfigInvalid (after recording `config_invalid`) when the text is refused; the
-    version in force then stays as it was.
+    Raises ConfigInvalid when the text is refused (after recording `config_invalid`,
+    except for a save in the UI); the version in force then stays as it was.
     """
     _check_size(text)
     return _submit(agent, lambda _current, _access: text, source=source, by=by, commit=commit,
@@ -160,10 +160,13 @@ def _submit(agent: Agent, make_text: Callable[[ConfigVersion | None, ClusterAcce
             checked, access_kept, refused = _agent_access(checked, access)
         key = commit or checked.digest
         if not checked.ok:
-            record(session, agent.id, _by([NewEvent(
-                "config_invalid", now, commit_sha=key, message=checked.message,
-                details={"errors": [p.to_json() for p in checked.problems],
-                         "digest": checked.digest, "source": source})], by, token), now)
+            # A commit the agent (or a script) pushed and that was refused is activity; a
+            # person's refused save in the editor is not: they see why there, nothing changed.
+            if source != "ui":
+                record(session, agent.id, _by([NewEvent(
+                    "config_invalid", now, commit_sha=key, message=checked.message,
+                    details={"errors": [p.to_json() for p in checked.problems],
+                             "digest": checked.digest, "source": source})], by, token), now)
         else:
             same = _same_version(session, agent.id, current, checked.digest, commit)
             if same is not None:
