@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from conftest import bearer
 
@@ -175,3 +177,15 @@ def test_personal_token_is_shown_once_and_stored_as_digest(client, h, app):
     with app.app_context():
         stored = users.personal_tokens(users.get("alice"))[0]
     assert stored.digest != raw and raw.startswith(stored.prefix)
+
+
+def test_delete_is_offered_only_where_it_can_work(client, h):
+    """Not on your own account, not on the last admin: the page does not offer what the
+    server would refuse."""
+    h.user()  # alice, the only admin
+    h.user("bob", "viewer")
+    h.login(client)
+    page = client.get("/users/").text
+    rows = {name: row for name, row in re.findall(r"<td>(\w+)</td>(.*?)</tr>", page, re.S)}
+    assert "Delete" not in rows["alice"] and ">you<" in rows["alice"]
+    assert "Delete user bob?" in rows["bob"]
