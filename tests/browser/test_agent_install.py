@@ -73,3 +73,20 @@ def test_the_new_agent_form_checks_the_name_as_it_is_typed(page: Page, h: Any) -
     for typed, valid in (("prod-eu-1", True), ("Prod", False), ("-edge", False), ("a", True)):
         name.fill(typed)
         assert name.evaluate("el => el.checkValidity()") is valid, typed
+
+
+def test_revoking_a_token_is_confirmed_in_the_pages_dialog(page: Page, h: Any) -> None:
+    h.user("alice", "maintainer")
+    h.agent_with_token("prod")
+    page.on("dialog", lambda d: (_ for _ in ()).throw(AssertionError("a native dialog")))
+    sign_in(page, "/agents/prod/tokens")
+    dialog = page.locator("#confirm-dialog")
+    page.get_by_role("button", name="Revoke").click()
+    expect(dialog).to_be_visible()
+    expect(dialog).to_contain_text("Agents using it are refused at once.")
+    dialog.get_by_role("button", name="Cancel").click()
+    expect(page.get_by_role("table")).to_contain_text("Active")
+
+    page.get_by_role("button", name="Revoke").click()
+    dialog.get_by_role("button", name="Revoke").click()  # it says what it does
+    expect(page.get_by_role("table")).to_contain_text("Revoked")

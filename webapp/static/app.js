@@ -73,14 +73,29 @@
 
   // Behaviour the templates ask for with data attributes: the Content-Security-Policy
   // runs no inline handler (onsubmit=, onchange=, …).
-  // <form data-confirm="Question?">: submitted only once confirmed.
+  // <form data-confirm="Question?">: submitted only once confirmed, in the page's dialog
+  // (base.html), whose button says what the form's own button says ("Revoke", "Delete").
   document.addEventListener("submit", (event) => {
     const form = event.target;
-    if (form instanceof HTMLFormElement && form.dataset.confirm !== undefined
-        && !window.confirm(form.dataset.confirm)) {
-      event.preventDefault();
-      event.stopImmediatePropagation();
+    if (!(form instanceof HTMLFormElement) || form.dataset.confirm === undefined) return;
+    if (form.dataset.confirmed === "yes") { delete form.dataset.confirmed; return; }
+    event.preventDefault();
+    event.stopImmediatePropagation();
+    const dialog = document.getElementById("confirm-dialog");
+    const label = (event.submitter && event.submitter.textContent.trim()) || "Confirm";
+    if (!dialog || typeof dialog.showModal !== "function") {
+      if (window.confirm(form.dataset.confirm)) form.submit();
+      return;
     }
+    dialog.querySelector(".confirm-message").textContent = form.dataset.confirm;
+    dialog.querySelector(".confirm-ok").textContent = label;
+    dialog.returnValue = "";
+    dialog.addEventListener("close", () => {
+      if (dialog.returnValue !== "confirm") return;
+      form.dataset.confirmed = "yes";
+      form.requestSubmit(event.submitter || undefined);
+    }, { once: true });
+    dialog.showModal();
   }, true);
   // <select data-autosubmit>: a change submits its form.
   document.addEventListener("change", (event) => {
