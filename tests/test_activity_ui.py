@@ -200,3 +200,18 @@ def test_new_agent_form_validates_dns_label(signed_in):
     dup = signed_in.post("/agents/new", data={"name": "prod-1", "connection": "none",
                                               "csrf_token": csrf})
     assert dup.status_code == 409 and "already exists" in dup.text
+
+
+def test_a_new_agent_reached_through_its_agent_says_what_to_do_next(signed_in, app):
+    form = signed_in.get("/agents/new").text
+    assert re.search(r'value="tunnel"\s+checked', form)  # the recommended way, chosen
+    csrf = re.search(r'name="csrf_token" value="([^"]+)"', form).group(1)
+    created = signed_in.post("/agents/new", data={"name": "edge", "connection": "tunnel",
+                                                  "csrf_token": csrf}, follow_redirects=True)
+    assert created.status_code == 200
+    assert "Agent edge created." in created.text
+    assert "agentwatch agent manifest edge --url http://localhost" in created.text
+    assert "Install the agent…" in created.text
+    with app.app_context():
+        from webapp import agents
+        assert agents.get("edge").tunnel

@@ -28,7 +28,7 @@ def index() -> str:
 @bp.route("/agents/new", methods=["GET", "POST"])
 @role_required("maintainer")
 def new() -> Response | str | tuple[str, int]:
-    form = {"name": "", "kubeconfig": "", "context": "", "connection": "none"}
+    form = {"name": "", "kubeconfig": "", "context": "", "connection": "tunnel"}
     if request.method == "POST":
         form.update({k: request.form.get(k, "").strip() for k in form})
         try:
@@ -37,6 +37,7 @@ def new() -> Response | str | tuple[str, int]:
                 kubeconfig_path=form["kubeconfig"] if form["connection"] == "kubeconfig" else None,
                 kube_context=form["context"] if form["connection"] == "kubeconfig" else None,
                 in_cluster=form["connection"] == "in-cluster",
+                tunnel=form["connection"] == "tunnel",
             )
         except AppError as exc:
             return render_template("agents/new.html", form=form, error=exc.message), exc.status
