@@ -22,8 +22,8 @@ def maintainer(client, h):
 
 def save(client, h, text):
     csrf = h.csrf(client, "/agents/prod/settings")
-    return client.post("/agents/prod/settings/config", data={"config": text,
-                                                             "csrf_token": csrf})
+    # Where the editor's form posts: the Settings tab's own address.
+    return client.post("/agents/prod/settings", data={"config": text, "csrf_token": csrf})
 
 
 def test_maintainer_saves_a_version_and_sees_it_in_force(maintainer, h, app):
@@ -57,6 +57,7 @@ def test_invalid_save_shows_line_and_column_and_keeps_the_text(maintainer, h, ap
     assert escape("field user_access.access_as must be one of agent, user, not 'root' "
                        "(line 4 column 14)") in page
     assert "access_as: root\n</textarea>" in page  # what was typed is not lost
+    assert 'id="config-form"' in page and 'action="/agents/prod/settings#configuration"' in page
     # Nothing was committed: the activity (and the notifications) stay as they were.
     events = [e.type for e in h.events() if e.category == "configuration"]
     assert events == ["config_commit_received"]

@@ -33,6 +33,9 @@ def editor_context(agent: Agent, text: str | None = None,
     }
 
 
+# The editor posts to the page's own address: after a refusal (the page drawn again with
+# the problems) the address bar still names the Settings tab, and a reload shows it.
+@bp.post("/agents/<name>/settings")
 @bp.post("/agents/<name>/settings/config")
 @role_required("maintainer")
 def save(name: str) -> Response | tuple[str, int]:
