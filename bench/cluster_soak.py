@@ -42,6 +42,7 @@ cleanly between faults (the relay resumes without a relist), and a refused watch
 from __future__ import annotations
 
 import argparse
+import bisect
 import contextlib
 import json
 import os
@@ -472,6 +473,8 @@ def analyse(args: argparse.Namespace, cycles: list[dict[str, Any]], final: list[
     live_lat = array("l")
     all_lat = array("l")
     slow: list[tuple[int, int]] = []  # live events later than 1 s: (seq, ms)
+    starts = [c["fault"]["seq"] for c in cycles]
+    per_cycle: list[array[int]] = [array("l") for _ in range(len(cycles) + 1)]
     for f in final:
         for w in f["witnesses"]:
             # A skip from `last` to `seq` must lie within a window; a step back (a relist
@@ -494,6 +497,7 @@ def analyse(args: argparse.Namespace, cycles: list[dict[str, Any]], final: list[
             for s, p, v in zip(seqs, positions, lat, strict=True):
                 if not inside[p + 1]:
                     live_lat.append(v)
+                    per_cycle[bisect.bisect_right(starts, p)].append(v)  # 0: before the first
                     if v > 1_000_000:
                         slow.append((s, v // 1000))
     lost_live = sum(b - a - 1 for a, b in unexplained_gaps)
@@ -542,8 +546,30 @@ def analyse(args: argparse.Namespace, cycles: list[dict[str, Any]], final: list[
         "ordering_violations": violations, "violation_examples": last["examples"],
         "latency_live_ms": summary_ms(live_lat), "latency_all_ms": summary_ms(all_lat),
         "slow_live_events": [(s, ms, after_fault(s, cycles)) for s, ms in sorted(slow)[:20]],
+        "latency_live_by_load": by_load(cycles, per_cycle[1:]),
         "rss": rss,
     }
+
+
+def by_load(cycles: list[dict[str, Any]], per_cycle: list[array[int]]) -> dict[str, Any]:
+    """Live latency of the cycles (a fault to the next) while other processes used less
+    than half a core, and the rest; and of the first and the last third of the run."""
+    for c, lat in zip(cycles, per_cycle, strict=True):
+        c["live_ms"] = summary_ms(lat)
+    third = max(1, len(cycles) // 3)
+    groups = {"other_below_0.5": [i for i, c in enumerate(cycles) if c["cpu"]["other"] < 0.5],
+              "other_from_0.5": [i for i, c in enumerate(cycles) if c["cpu"]["other"] >= 0.5],
+              "first_third": list(range(third)),
+              "last_third": list(range(len(cycles) - third, len(cycles)))}
+    out = {}
+    for name, indexes in groups.items():
+        merged = array("l")
+        for i in indexes:
+            merged.extend(per_cycle[i])
+        out[name] = {"cycles": len(indexes), "other_cores": sum(
+            cycles[i]["cpu"]["other"] for i in indexes) / len(indexes) if indexes else 0.0,
+            **summary_ms(merged)}
+    return out
 
 
 def after_fault(seq: int, cycles: list[dict[str, Any]]) -> str:
@@ -616,7 +642,9 @@ def main(argv: list[str] | None = None) -> int:
         fault_at = t0 + args.interval
         while fault_at + args.check_after + args.settle <= end:
             kind = SOAK_FAULTS[len(cycles) % len(SOAK_FAULTS)]
+            cycle_meter = CpuMeter(pids)
             cycle = run_cycle(rig, args, clients, kind, fault_at, since, previous)
+            cycle["cpu"] = {k: round(v, 3) for k, v in cycle_meter.stop().items()}
             since = cycle.pop("until")
             cycle["t"] = round(time.monotonic() - t0, 1)
             cycles.append(cycle)
@@ -628,7 +656,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{ch['took_max_ms']:.0f} ms) streams differ {ch['streams_differing']} | "
                 f"pods {cycle['pods']} | errors/synced sent {ch['errors_new']}/"
                 f"{ch['synced_new']} | RSS {cycle['rss_kib'] / 1024:.1f} MiB, threads "
-                f"{cycle['threads']}, fds {cycle['fds']}"
+                f"{cycle['threads']}, fds {cycle['fds']} | other load {cycle['cpu']['other']:.2f}"
                 + (f" | NOT TAKEN {cycle['not_taken']}" if cycle["not_taken"] else "")
                 + (f" | violations {ch['violations_new']}" if ch["violations_new"] else "")
                 + (f" | diverged {ch['diverged'][:2]}" if ch["diverged"] else ""))
@@ -687,6 +715,9 @@ def report(out: dict[str, Any]) -> None:
         f"{out['violation_examples'] or ''}")
     log(f"relay latency of live events {fmt_ms(out['latency_live_ms'])}")
     log(f"relay latency incl. relists   {fmt_ms(out['latency_all_ms'])}")
+    for name, g in out["latency_live_by_load"].items():
+        log(f"  live, {name:16} ({g['cycles']} cycles, other load {g['other_cores']:.2f}): "
+            f"{fmt_ms(g)}")
     if out["slow_live_events"]:
         log(f"live events later than 1 s (seq, ms, after): {out['slow_live_events'][:5]}")
     log(f"server worker RSS: subscribed {rss['subscribed_kib'] / 1024:.1f} MiB, after warm-up "
