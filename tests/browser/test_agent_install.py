@@ -26,8 +26,9 @@ def test_a_maintainer_gets_the_manifest_and_copies_it(page: Page, h: Any, app: A
 
     shown = page.locator("#agent-manifest")
     expect(shown).to_contain_text("kind: Deployment")
+    page.bring_to_front()  # the clipboard answers the focused page only
     page.get_by_role("button", name="Copy").click()
-    expect(page.locator(".copied")).to_be_visible()
+    expect(page.locator(".copied")).to_have_text("Copied")
     copied = page.evaluate("navigator.clipboard.readText()")
     docs = list(yaml.safe_load_all(copied))
     assert docs[-1]["kind"] == "Deployment"
@@ -56,8 +57,9 @@ def test_a_new_token_is_copied_with_one_click(page: Page, h: Any) -> None:
     page.get_by_label("New token name").fill("deploy-ci")
     page.get_by_role("button", name="Create token").click()
     shown = page.get_by_label("New token", exact=True).input_value()
+    page.bring_to_front()
     page.get_by_role("button", name="Copy").click()
-    expect(page.locator(".copied")).to_be_visible()
+    expect(page.locator(".copied")).to_have_text("Copied")
     assert page.evaluate("navigator.clipboard.readText()") == shown
     assert page.locator('link[rel="icon"]').count() == 1
 

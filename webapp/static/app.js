@@ -115,12 +115,23 @@
     const button = event.target instanceof Element ? event.target.closest("[data-copy]") : null;
     if (!button) return;
     const source = document.querySelector(button.getAttribute("data-copy"));
-    if (!source || !navigator.clipboard) return;
+    if (!source) return;
     const text = source instanceof HTMLInputElement ? source.value : source.textContent;
-    navigator.clipboard.writeText(text).then(() => {
-      const said = button.parentElement.querySelector(".copied");
-      if (said) said.hidden = false;
-    });
+    const said = button.parentElement.querySelector(".copied");
+    const done = (ok) => {
+      if (!said) return;
+      said.textContent = ok ? "Copied" : "Selected: press Ctrl+C to copy";
+      said.hidden = false;
+    };
+    // The clipboard API can refuse (no focus, no permission): then select the text, so
+    // one key press copies it, and say so.
+    const select = () => {
+      if (source instanceof HTMLInputElement) { source.focus(); source.select(); }
+      else window.getSelection().selectAllChildren(source);
+      done(false);
+    };
+    if (navigator.clipboard) navigator.clipboard.writeText(text).then(() => done(true), select);
+    else select();
   });
 
   document.addEventListener("DOMContentLoaded", () => refreshTimes(document));
