@@ -223,19 +223,12 @@ def _relisted_after_compaction(live: Live, token: str, realkube: RealCluster,
 def test_a_watch_resumed_past_etcds_compaction_relists_without_troubling_the_page(
         live: Live, admin: str, realkube: RealCluster, v1: kubernetes.client.CoreV1Api,
         namespace: str) -> None:
+    """No error, no reset, and nothing sent again for objects that did not change (a real
+    server lists built-in kinds without kind and apiVersion, its watch events carry them:
+    the relay compares resourceVersions, not bytes)."""
     ws = _relisted_after_compaction(live, admin, realkube, v1, namespace)
     v1.create_namespaced_event(namespace, event("after", namespace))
     messages = ws.recv_until(lambda m: m["type"] == "event"
                              and m["event"]["object"]["metadata"]["name"] == "after")
-    assert events_of(messages)[-1] == ("ADDED", "after")
     assert [m for m in messages if m["type"] in ("error", "reset")] == []
-
-
-def test_a_relist_sends_nothing_for_objects_that_did_not_change(
-        live: Live, admin: str, realkube: RealCluster, v1: kubernetes.client.CoreV1Api,
-        namespace: str) -> None:
-    ws = _relisted_after_compaction(live, admin, realkube, v1, namespace)
-    v1.create_namespaced_event(namespace, event("after", namespace))
-    messages = ws.recv_until(lambda m: m["type"] == "event"
-                             and m["event"]["object"]["metadata"]["name"] == "after")
     assert events_of(messages) == [("ADDED", "after")]
