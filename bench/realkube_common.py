@@ -31,6 +31,7 @@ import time
 import traceback
 from array import array
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -189,30 +190,54 @@ class ApiDriver:
     def stats(self, namespace: str | None = None) -> dict[str, Any]:
         """Pod requests (in `namespace`, if given) since reset_stats, as "who:verb:resource"
         -> count, who being direct / emitter / setup (the benchmark's own clients, by user
-        agent) or relay (everyone else: the app's client does not rename itself)."""
+        agent) or relay (everyone else: the app's client does not rename itself). A list of
+        one item (`limit=1`, the relay asking the current version before it resumes a watch)
+        counts as "version-check". `relay_open_watches_max`: how many watches of the relay
+        were open at once, at most (it renews its stream every 4-6 minutes)."""
         counts: dict[str, int] = {}
+        watches: dict[str, list[float]] = {}  # auditID -> [opened, closed]
         seen: set[str] = set()
         with open(self.real.audit_log, "rb") as handle:
             handle.seek(self._mark)
             for line in handle:
                 event = json.loads(line)
                 ref = event.get("objectRef") or {}
-                if event["auditID"] in seen or (namespace and ref.get("namespace") != namespace):
+                if namespace and ref.get("namespace") != namespace:
                     continue
-                seen.add(event["auditID"])  # a watch logs ResponseStarted and ResponseComplete
                 agent = event.get("userAgent", "")
                 who = agent.split("/", 1)[0].removeprefix("bench-") \
                     if agent.startswith("bench-") else "relay"
+                if who == "relay" and event["verb"] == "watch":
+                    span = watches.setdefault(event["auditID"], [_when(
+                        event["requestReceivedTimestamp"]), float("inf")])
+                    if event["stage"] == "ResponseComplete":
+                        span[1] = _when(event["stageTimestamp"])
+                if event["auditID"] in seen:  # a watch logs ResponseStarted and -Complete
+                    continue
+                seen.add(event["auditID"])
+                verb = event["verb"]
+                if verb == "list" and "limit=1&" in event.get("requestURI", "") + "&":
+                    verb = "version-check"
                 resource = ref.get("resource", "")
                 if ref.get("subresource"):
                     resource += "/" + ref["subresource"]
-                key = f"{who}:{event['verb']}:{resource}"
+                key = f"{who}:{verb}:{resource}"
                 counts[key] = counts.get(key, 0) + 1
-        return {"by_client": counts}
+        edges = sorted([(a, 1) for a, _ in watches.values()] +
+                       [(b, -1) for _, b in watches.values()])
+        open_now = open_max = 0
+        for _, step in edges:
+            open_now += step
+            open_max = max(open_max, open_now)
+        return {"by_client": counts, "relay_open_watches_max": open_max}
 
     def close(self) -> None:
         if self._api is not None:
             self._api.close()
+
+
+def _when(timestamp: str) -> float:
+    return datetime.fromisoformat(timestamp).timestamp()
 
 
 def pid_of(command: str, parent: int | None = None) -> int:
