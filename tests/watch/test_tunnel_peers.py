@@ -55,6 +55,9 @@ def test_a_page_on_another_process_reaches_the_agent_through_the_one_it_dialled(
             assert events_of([ws.recv()]) == [("ADDED", "web-2")]
         finally:
             ws.close()
+        # Once the page is gone (and the shared watch's 10 s of grace), the watch stops in
+        # the cluster too, through both processes and the agent.
+        eventually(lambda: live.sim.stats.open_watches("pods") == 0, timeout=30)
         # An action through the other process reaches the cluster too.
         response = requests.post(
             f"{other.base_url}/agents/prod/cluster/actions", timeout=WAIT,

@@ -163,6 +163,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._fail(502, "BadGateway", f"the agentwatch process at {address} holding "
                                           f"the agent's connection did not answer: {exc}")
             return
+        finished = threading.Event()
+        if streaming:  # a closed page stops the watch at the other process too
+            threading.Thread(target=self._stop_when_gone, args=(answer, finished),
+                             daemon=True, name="tunnel-peer-watch").start()
         try:
             self.send_response(answer.status)
             self.send_header("Content-Type", answer.headers.get("Content-Type", ""))
@@ -175,8 +179,16 @@ class _Handler(BaseHTTPRequestHandler):
         except (urllib3.exceptions.HTTPError, OSError):
             self.close_connection = True  # cut: the client sees a cut, never a half answer
         finally:
+            finished.set()
             answer.release_conn()
             answer.close()
+
+    def _stop_when_gone(self, answer: Any, finished: threading.Event) -> None:
+        while not finished.wait(1.0):
+            if self._client_gone():
+                with contextlib.suppress(Exception):
+                    answer.shutdown()  # wakes the read above; the peer sees us go
+                return
 
     def _client_gone(self) -> bool:
         """Our client closed its connection (it sends nothing while it reads a response:
