@@ -19,7 +19,7 @@ resourceVersion, built only from the messages it got) is compared with the simul
 pods. Goals: divergence after convergence 0, messages lost 0, the server worker's RSS flat
 within 10 % (from the end of the warm-up to the end).
 
-    .venv/bin/python bench/cluster_soak.py             # 200 subscribers, 30 min (~31 min)
+    .venv/bin/python bench/cluster_soak.py             # 200 subscribers, 30 min (~32 min)
     .venv/bin/python bench/cluster_soak.py --small     # 20 subscribers, 2 min
     options: --minutes M --subscribers N --rate R --interval S --json PATH --keep
 
