@@ -222,6 +222,7 @@ def fanout_phase(rig: Rig, tr: Transports, args: argparse.Namespace, agent: str,
     for c in clients:
         c.send("go", count)
     reference.send("go")
+    log(f"[{label}] emitting {count} events at {args.rate:.0f}/s")
     rig.sim.call("emit_start", namespace, names, args.rate, count, 0)
     emitted = rig.sim.call("emit_wait", args.seconds * 3 + 30)
     time.sleep(3.0)  # stragglers
