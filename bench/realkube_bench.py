@@ -6,7 +6,8 @@ figures of bench/cluster_fanout.py and bench/cluster_bigns.py.
     .venv/bin/python bench/realkube_bench.py --bigns      # a 5,000-pod namespace
     .venv/bin/python bench/realkube_bench.py --fanout --bigns --small  # 20 subs, 100/s, 5 s
     options: --subscribers N --rate R --seconds S --procs P --pods K --emitters E
-             --emitter-threads T --bigns-pods N --renders N --no-inprocess --json PATH --keep
+             --emitter-threads T --cluster-nice N --bigns-pods N --renders N --no-inprocess
+             --json PATH --keep
 
 Each part starts its own control plane (etcd + kube-apiserver on loopback, certificates,
 static tokens, RBAC, the Flux CRDs: tests/realkube/cluster.py) and `agentwatch serve`; the
@@ -54,7 +55,13 @@ from cluster_common import (  # noqa: E402
     thread_count,
 )
 from common import log, wait_quiet, write_result  # noqa: E402
-from realkube_common import RealRig, create_pods, emitter_main, ordered_clients_main  # noqa: E402
+from realkube_common import (  # noqa: E402
+    RealRig,
+    create_pods,
+    emitter_main,
+    ordered_clients_main,
+    renice,
+)
 
 
 def options(argv: list[str] | None = None) -> argparse.Namespace:
@@ -73,6 +80,10 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--emitters", type=int, default=2, help="emitter processes")
     ap.add_argument("--emitter-threads", type=int, default=4,
                     help="threads (connections) per emitter process")
+    ap.add_argument("--cluster-nice", type=int, default=0,
+                    help="nice value for kube-apiserver, etcd and the emitters (e.g. 19): "
+                         "the relay then gets the CPU first, as it would with the control "
+                         "plane and the writers on other machines")
     ap.add_argument("--batch-subscribers", action="store_true",
                     help="subscriber processes run as SCHED_BATCH (see cluster_fanout.py)")
     ap.add_argument("--threads", type=int, default=300, help="server threads (fan-out)")
@@ -126,6 +137,10 @@ def fanout(rig: RealRig, args: argparse.Namespace, namespace: str = "fanout") ->
                 for part in range(args.emitters)]
     for e in emitters:
         e.expect("ready", 60)
+    if args.cluster_nice:
+        for pid in (rig.apiserver_pid, rig.etcd_pid, *(e.pid for e in emitters)):
+            renice(pid, args.cluster_nice)
+        log(f"[fanout] kube-apiserver, etcd and the emitters at nice {args.cluster_nice}")
     others = wait_quiet(args.quiet_wait, threshold=0.35)
     log(f"[fanout] other load before the run: {others:.2f} cores")
     pids = {"server": rig.worker_pid, "apiserver": rig.apiserver_pid, "etcd": rig.etcd_pid,
@@ -218,7 +233,7 @@ def fanout(rig: RealRig, args: argparse.Namespace, namespace: str = "fanout") ->
         if delivered else 0.0,
         "apiserver_etcd_cpu_ms_per_write": (cpu["apiserver"] + cpu["etcd"]) * cpu["seconds"]
         / max(written, 1) * 1000,
-        "cpu": cpu, "other_load_before": others,
+        "cpu": cpu, "other_load_before": others, "cluster_nice": args.cluster_nice,
         "server_threads": [threads_before, threads_during],
     }
     log(f"[fanout] writes: {written} of {count} at {emitter['achieved_rate']:.0f}/s "

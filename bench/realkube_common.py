@@ -240,6 +240,16 @@ def _when(timestamp: str) -> float:
     return datetime.fromisoformat(timestamp).timestamp()
 
 
+def renice(pid: int, value: int) -> int:
+    """Set the nice value of every thread of `pid` (Linux niceness is per thread; threads
+    created later inherit their creator's); returns how many threads."""
+    tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    for tid in tids:
+        with contextlib.suppress(ProcessLookupError):
+            os.setpriority(os.PRIO_PROCESS, tid, value)
+    return len(tids)
+
+
 def pid_of(command: str, parent: int | None = None) -> int:
     """The child of this process (or of `parent`) running `command`."""
     for pid in children(parent or os.getpid()):
