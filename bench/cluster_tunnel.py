@@ -6,7 +6,7 @@ page subscribers; a 5,000-pod LIST through the tunnel <= 1.5x direct; log follow
 the same tunnel is stalled; and, reported: the agent's RSS with 50 open streams and its
 CPU at 500 events/s.
 
-    .venv/bin/python bench/cluster_tunnel.py            # full size (~5 min)
+    .venv/bin/python bench/cluster_tunnel.py            # full size (~6 min)
     .venv/bin/python bench/cluster_tunnel.py --small    # 20 subscribers, 100/s, 500 pods
     options: --subscribers N --rate R --seconds S --rounds N --pods N --renders N
              --log-rate R --log-seconds S --streams N --only PART[,PART] --json PATH
