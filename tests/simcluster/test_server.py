@@ -30,15 +30,17 @@ def test_discovery_documents(http, url) -> None:  # type: ignore[no-untyped-def]
     assert get("/version")["major"] == "1"
     assert get("/api")["versions"] == ["v1"]
     groups = {g["name"]: g for g in get("/apis")["groups"]}
-    assert set(groups) == {"kustomize.toolkit.fluxcd.io", "helm.toolkit.fluxcd.io",
-                           "source.toolkit.fluxcd.io"}
+    assert list(groups) == ["apps", "batch", "networking.k8s.io", "storage.k8s.io",
+                            "discovery.k8s.io", "demo.agentwatch.dev",
+                            "kustomize.toolkit.fluxcd.io", "source.toolkit.fluxcd.io",
+                            "helm.toolkit.fluxcd.io"]
     assert groups["helm.toolkit.fluxcd.io"]["preferredVersion"]["version"] == "v2"
     core = {r["name"]: r for r in get("/api/v1")["resources"]}
     assert {"pods", "pods/log", "services", "events", "namespaces"} <= set(core)
     assert core["namespaces"]["namespaced"] is False and core["pods"]["kind"] == "Pod"
     ks = get("/apis/kustomize.toolkit.fluxcd.io/v1")
     assert ks["groupVersion"] == "kustomize.toolkit.fluxcd.io/v1"
-    assert http.request("GET", url("/apis/apps/v1")).status == 404
+    assert http.request("GET", url("/apis/rbac.authorization.k8s.io/v1")).status == 404
     assert http.request("GET", url("/api/v1/namespaces/default/deployments")).status == 404
 
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import yaml
 
+from . import defaults
 from . import patch as patching
 from .errors import ApiError
 from .events import EventRecorder
@@ -242,8 +243,9 @@ class SimCluster:
     def create(self, obj: JSON) -> JSON:
         """Create any supported object (kind decides the resource); namespaces auto-created."""
         rt = _rt_of(obj)
-        created = self.store.create(rt, obj, require_namespace=False)
-        return created
+        obj = defaults.apply(rt.plural, obj, api=False)
+        return self.store.create(rt, obj, require_namespace=False,
+                                 keep_uid=rt.plural == "jobs")
 
     def get(self, resource: str, name: str, namespace: str = "default") -> JSON:
         rt = resolve(resource)
@@ -274,7 +276,7 @@ class SimCluster:
         rt = resolve(resource)
         return self.store.update(
             rt, namespace, name,
-            lambda cur: patching.apply(content_type, cur, body, custom=bool(rt.group)))
+            lambda cur: patching.apply(content_type, cur, body, custom=rt.crd))
 
     def delete(self, resource: str, name: str, namespace: str = "default",
                grace_period: int | None = None) -> JSON:

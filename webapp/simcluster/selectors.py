@@ -130,7 +130,7 @@ def parse_fields(selector: str | None, rt: ResourceType) -> list[FieldRequiremen
         path, op, raw = split
         value = _unescape(raw)
         if path not in allowed:
-            if rt.group:
+            if rt.crd:
                 known = ", ".join(f'"{f}"' for f in allowed)
                 raise ApiError(400, f'"{path}" is not a known field selector: only {known}')
             raise ApiError(400, f'field label not supported: {path}')
