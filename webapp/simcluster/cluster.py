@@ -39,7 +39,7 @@ from .flux import (
     git_revision,
 )
 from .logs import LogBuffer, LogGenerator, LogStore
-from .pods import PHASE_DEFAULT_STATE, build_pod, build_service, build_status
+from .pods import PHASE_DEFAULT_STATE, STATES, build_pod, build_service, build_status
 from .rbac import RBAC
 from .resources import (
     GITREPOSITORIES,
@@ -56,6 +56,7 @@ from .selectors import compile_selector
 from .stats import Stats
 from .store import HiddenWrites, Store, WatchEvent
 from .util import JSON, json_copy, new_uid, rfc3339, stable_hex
+from .workloads import STATE_ANNOTATION, Workloads, owner_ref, random_suffix
 
 if TYPE_CHECKING:
     from .demo import Demo
@@ -89,9 +90,10 @@ class SimCluster:
         self, history_size: int = 1000, bookmark_interval: float = 5.0, *,
         token: str | None = None, flux_delay: float = 0.2, log_max_lines: int = 50_000,
         namespaces: Iterable[str] = DEFAULT_NAMESPACES, block_timeout: float = BLOCK_TIMEOUT,
-        start_rv: int = 1,
+        start_rv: int = 1, job_seconds: float = 1.0,
     ) -> None:
         self._settings = (history_size, flux_delay, log_max_lines, tuple(namespaces))
+        self._job_seconds = job_seconds
         self.store = Store(history_size, start_rv)
         self.stats = Stats()
         self.rbac = RBAC()
@@ -100,6 +102,7 @@ class SimCluster:
         self.scheduler = Scheduler()
         self.events = EventRecorder(self.store)
         self.flux = FluxController(self.store, self.events, self.scheduler, flux_delay)
+        self.workloads = Workloads(self, job_seconds=job_seconds)
         self.bookmark_interval = bookmark_interval
         self.block_timeout = block_timeout
         self.token = token  # when set, HTTP requests must carry this bearer token
@@ -182,13 +185,13 @@ class SimCluster:
         fresh = SimCluster(history_size, self.bookmark_interval, token=self.token,
                            flux_delay=flux_delay, log_max_lines=log_max_lines,
                            namespaces=namespaces, block_timeout=self.block_timeout,
-                           start_rv=start_rv)
+                           start_rv=start_rv, job_seconds=self._job_seconds)
         if populate is not None:
             populate(fresh)
         old = (self.store, self.logs, self.scheduler)
         # Take over fresh's parts; fresh itself is dropped, never closed.
         self.store, self.logs, self.scheduler = fresh.store, fresh.logs, fresh.scheduler
-        self.events, self.flux = fresh.events, fresh.flux
+        self.events, self.flux, self.workloads = fresh.events, fresh.flux, fresh.workloads
         # Its controllers stay subscribed to its store; its own kubelet hook becomes ours.
         self.store._listeners = [self._on_event if fn == fresh._on_event else fn
                                  for fn in self.store._listeners]
@@ -322,11 +325,20 @@ class SimCluster:
                                                                         meta["uid"]))
 
     def _kubelet_start(self, namespace: str, name: str, uid: str) -> None:
+        state = "Running"
+
         def start(o: JSON) -> JSON | None:
+            nonlocal state
             if o["metadata"]["uid"] != uid or (o.get("status") or {}).get("conditions"):
                 return None
             o["spec"].setdefault("nodeName", "sim-worker")
-            o["status"] = build_status(o, {})
+            # A pod template may ask for a failing start (the demo's broken workloads); a
+            # job's outcome is decided when it finishes.
+            wanted = (o["metadata"].get("annotations") or {}).get(STATE_ANNOTATION)
+            state = wanted if wanted in STATES and wanted not in ("Error", "Completed") \
+                else "Running"
+            names = [c["name"] for c in o["spec"]["containers"]]
+            o["status"] = build_status(o, dict.fromkeys(names, state))
             return o
 
         try:
@@ -336,7 +348,7 @@ class SimCluster:
         if pod["metadata"]["uid"] == uid:
             for c in pod["spec"]["containers"]:
                 self.logs.container(namespace, name, c["name"])
-            self._startup_events(pod, "Running")
+            self._startup_events(pod, state)
 
     # --- builders -------------------------------------------------------------------------
 
@@ -543,6 +555,23 @@ class SimCluster:
         return self.store.create(HELMRELEASES, build_helmrelease(
             namespace, name, chart=chart, version=version, suspend=suspend, values=values,
             target_namespace=target_namespace))
+
+    def run_cronjob(self, namespace: str, name: str, job_name: str | None = None) -> JSON:
+        """What ``kubectl create job --from=cronjob/<name>`` creates: a Job from the CronJob's
+        jobTemplate, owned by it, annotated ``cronjob.kubernetes.io/instantiate: manual``."""
+        cj = self.get("cronjobs", name, namespace)
+        template = cj["spec"]["jobTemplate"]
+        tmeta = template.get("metadata") or {}
+        ref = owner_ref(cj)
+        ref.pop("blockOwnerDeletion")
+        return self.create({
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": job_name or f"{name}-manual-{random_suffix()}",
+                         "namespace": namespace, "labels": dict(tmeta.get("labels") or {}),
+                         "annotations": {**(tmeta.get("annotations") or {}),
+                                         "cronjob.kubernetes.io/instantiate": "manual"},
+                         "ownerReferences": [ref]},
+            "spec": json_copy(template.get("spec") or {})})
 
     def record_event(
         self, obj: JSON, reason: str, message: str, type: str = "Normal",  # noqa: A002

@@ -23,7 +23,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
-from . import defaults, errors, printers
+from . import defaults, errors, printers, scale
 from . import patch as patching
 from .errors import ApiError
 from .logs import LogBuffer
@@ -190,6 +190,8 @@ class Handler(BaseHTTPRequestHandler):
                 self._list(route, query)
             elif route.sub == "log":
                 self._log(route, query)
+            elif route.sub == "scale":
+                self._scale(verb, route, body)
             elif verb == "get":
                 self._get(route, query)
             elif verb == "create":
@@ -479,6 +481,30 @@ class Handler(BaseHTTPRequestHandler):
         self._send(200, dumps({"kind": rt.list_kind, "apiVersion": rt.api_version,
                                "metadata": {"resourceVersion": self.cluster.resource_version},
                                "items": deleted}))
+
+    def _scale(self, verb: str, route: Route, body: bytes) -> None:
+        """GET/PUT/PATCH of ``{deployments,statefulsets,replicasets}/scale``: an
+        autoscaling/v1 Scale that reads and writes the object's ``spec.replicas``."""
+        assert route.name is not None
+        store, rt, ns, name = self.cluster.store, route.rt, route.namespace or "", route.name
+        if verb == "get":
+            self._send(200, dumps(scale.of(store.get(rt, ns, name).obj)))
+            return
+        ctype = self.headers.get("Content-Type") or ""
+        doc = self._json_body(body, ctype)
+
+        def change(cur: JSON) -> JSON:
+            current = scale.of(cur)
+            wanted = doc if verb == "update" else patching.apply(ctype, current, doc)
+            replicas = scale.replicas_of(wanted, name)
+            expect = ((wanted or {}).get("metadata") or {}).get("resourceVersion")
+            if expect and expect != cur["metadata"]["resourceVersion"]:
+                raise errors.conflict(rt, name)
+            cur["spec"]["replicas"] = replicas
+            return cur
+
+        result = store.update(rt, ns, name, change)
+        self._send(200, dumps(scale.of(result)))
 
     # --- logs --------------------------------------------------------------------------------
 
