@@ -112,7 +112,10 @@ def test_seed_demo(cluster: SimCluster, v1: kubernetes.client.CoreV1Api) -> None
         .get("observedGeneration") for n in ("infrastructure", "apps", "payments")))
     payments = cluster.get("kustomizations", "payments", "flux-system")
     ready = next(c for c in payments["status"]["conditions"] if c["type"] == "Ready")
-    assert (ready["status"], ready["reason"]) == ("False", "BuildFailed")
+    assert (ready["status"], ready["reason"]) == ("False", "HealthCheckFailed")
+    assert "Deployment/payments/ledger" in ready["message"]  # the object that broke it
+    assert {"id": "payments_ledger_apps_Deployment", "v": "v1"} in \
+        payments["status"]["inventory"]["entries"]
     apps = cluster.get("kustomizations", "apps", "flux-system")
     assert {"id": "shop_web_policy_PodDisruptionBudget", "v": "v1beta1"} in \
         apps["status"]["inventory"]["entries"]

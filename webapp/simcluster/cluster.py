@@ -42,6 +42,7 @@ from .logs import LogBuffer, LogGenerator, LogStore
 from .pods import PHASE_DEFAULT_STATE, STATES, build_pod, build_service, build_status
 from .rbac import RBAC
 from .resources import (
+    CRONJOBS,
     GITREPOSITORIES,
     HELMRELEASES,
     KUSTOMIZATIONS,
@@ -247,6 +248,8 @@ class SimCluster:
         """Create any supported object (kind decides the resource); namespaces auto-created."""
         rt = _rt_of(obj)
         obj = defaults.apply(rt.plural, obj, api=False)
+        if rt is SERVICES and not (obj.get("spec") or {}).get("clusterIPs"):
+            obj = _allocated_service(obj)
         return self.store.create(rt, obj, require_namespace=False,
                                  keep_uid=rt.plural == "jobs")
 
@@ -556,22 +559,49 @@ class SimCluster:
             namespace, name, chart=chart, version=version, suspend=suspend, values=values,
             target_namespace=target_namespace))
 
-    def run_cronjob(self, namespace: str, name: str, job_name: str | None = None) -> JSON:
-        """What ``kubectl create job --from=cronjob/<name>`` creates: a Job from the CronJob's
-        jobTemplate, owned by it, annotated ``cronjob.kubernetes.io/instantiate: manual``."""
+    def run_cronjob(self, namespace: str, name: str, job_name: str | None = None, *,
+                    scheduled_at: float | None = None) -> JSON:
+        """A Job from the CronJob's jobTemplate, owned by it: what ``kubectl create job
+        --from=cronjob/<name>`` creates (annotated ``cronjob.kubernetes.io/instantiate:
+        manual``), or with ``scheduled_at`` what the CronJob controller creates for that
+        scheduled time (``<name>-<minutes since the epoch>``, ``lastScheduleTime``)."""
         cj = self.get("cronjobs", name, namespace)
         template = cj["spec"]["jobTemplate"]
         tmeta = template.get("metadata") or {}
         ref = owner_ref(cj)
-        ref.pop("blockOwnerDeletion")
-        return self.create({
+        annotations = dict(tmeta.get("annotations") or {})
+        if scheduled_at is None:
+            ref.pop("blockOwnerDeletion")  # kubectl sets only controller
+            annotations["cronjob.kubernetes.io/instantiate"] = "manual"
+            job_name = job_name or f"{name}-manual-{random_suffix()}"
+        else:
+            annotations["batch.kubernetes.io/cronjob-scheduled-timestamp"] = \
+                rfc3339(scheduled_at)
+            job_name = job_name or f"{name}-{int(scheduled_at // 60)}"
+        job = self.create({
             "apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": job_name or f"{name}-manual-{random_suffix()}",
-                         "namespace": namespace, "labels": dict(tmeta.get("labels") or {}),
-                         "annotations": {**(tmeta.get("annotations") or {}),
-                                         "cronjob.kubernetes.io/instantiate": "manual"},
-                         "ownerReferences": [ref]},
+            "metadata": {"name": job_name, "namespace": namespace,
+                         "labels": dict(tmeta.get("labels") or {}),
+                         "annotations": annotations, "ownerReferences": [ref]},
             "spec": json_copy(template.get("spec") or {})})
+        if scheduled_at is not None:
+            def scheduled(o: JSON) -> JSON:
+                o.setdefault("status", {})["lastScheduleTime"] = rfc3339(scheduled_at)
+                return o
+            self.store.update(CRONJOBS, namespace, name, scheduled)
+            self.events.record(cj, "SuccessfulCreate", f"Created job {job_name}",
+                               component="cronjob-controller")
+        return job
+
+    def settle(self, timeout: float = 10.0) -> None:
+        """Wait until the controllers have nothing queued and every pod has been started
+        by the kubelet (or left Pending for want of a node)."""
+        def settled() -> bool:
+            if not self.workloads.idle():
+                return False
+            return all((p.get("status") or {}).get("conditions")
+                       for p in self.list("pods"))
+        self.wait_for(settled, timeout=timeout)
 
     def record_event(
         self, obj: JSON, reason: str, message: str, type: str = "Normal",  # noqa: A002
@@ -633,6 +663,21 @@ class SimCluster:
         from .demo import seed_demo
 
         return seed_demo(self, seed=seed)
+
+
+def _allocated_service(obj: JSON) -> JSON:
+    """A Service as the API allocates it, its load balancer (if any) provisioned, as
+    ``add_service`` builds them."""
+    status = obj.get("status")
+    out = defaults.service(obj)
+    if (out.get("spec") or {}).get("type") == "LoadBalancer":
+        meta, spec = out["metadata"], out["spec"]
+        built = build_service(meta.get("namespace", "default"), meta["name"],
+                              type="LoadBalancer", ports=spec.get("ports"))
+        out["status"] = built["status"]
+    if status:
+        out["status"] = status
+    return out
 
 
 def _has_image_ids(pod: JSON) -> bool:

@@ -172,6 +172,10 @@ class Workloads:
             self._scheduled = True
         self.cluster.scheduler.call_later(self.delay, self._drain)
 
+    def idle(self) -> bool:
+        with self._lock:
+            return not self._pending and not self._scheduled
+
     def _drain(self) -> None:
         while True:
             with self._lock:
