@@ -39,6 +39,7 @@ from .errors import ApiError
 from .label_selector import labels_match, parse_labels
 from .printers import format_label_selector
 from .resources import (
+    BY_PLURAL,
     CRONJOBS,
     DAEMONSETS,
     DEPLOYMENTS,
@@ -151,6 +152,7 @@ class Workloads:
         self._pending: dict[Key, None] = {}
         self._scheduled = False
         self._node_turn = 0
+        self.paused = False  # pause(): as on an API server without a controller-manager
         self.reconcilers: dict[str, Callable[[str, str], None]] = {
             "deployments": self._deployment, "replicasets": self._replicaset,
             "statefulsets": self._statefulset, "daemonsets": self._daemonset,
@@ -159,6 +161,18 @@ class Workloads:
         self.store.add_listener(self._on_event)
 
     # --- the work queue ---------------------------------------------------------------
+
+    def pause(self) -> None:
+        """Stop reacting (what a control plane without kube-controller-manager does): status
+        written by a client stays as written. ``resume()`` catches up on everything."""
+        self.paused = True
+
+    def resume(self) -> None:
+        self.paused = False
+        for plural in self.reconcilers:
+            _, items = self.store.list_objects(BY_PLURAL[plural])
+            for s in items:
+                self.enqueue(plural, s.namespace, s.obj["metadata"]["name"])
 
     def enqueue(self, plural: str, namespace: str, name: str, delay: float | None = None) -> None:
         if delay is not None:
@@ -185,6 +199,8 @@ class Workloads:
                 key = next(iter(self._pending))
                 del self._pending[key]
             plural, ns, name = key
+            if self.paused:
+                continue
             try:
                 self.reconcilers[plural](ns, name)
             except ApiError as exc:
@@ -194,6 +210,8 @@ class Workloads:
                     self.enqueue(plural, ns, name, delay=self.delay)
 
     def _on_event(self, ev: WatchEvent) -> None:
+        if self.paused:
+            return
         plural = ev.rt.plural
         obj = ev.new.obj
         ns = ev.namespace
