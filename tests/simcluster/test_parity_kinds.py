@@ -548,3 +548,32 @@ def test_unsupported_field_selectors_are_refused_in_the_servers_words(
     refused = call(target, "GET", path.format(ns=target_namespace),
                    query={"fieldSelector": selector})
     assert (refused.status, refused.body["message"]) == (400, message), target.name
+
+
+def test_metadata_only_reads(bare_target: Target, target_namespace: str) -> None:
+    target = bare_target
+    path = f"/apis/apps/v1/namespaces/{target_namespace}/deployments"
+    created = ok(target, "POST", path, _deployment("web"))
+    partial_list = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
+    partial = "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io"
+    listed = ok(target, "GET", path, accept=partial_list)
+    assert (listed["kind"], listed["apiVersion"]) == ("PartialObjectMetadataList",
+                                                      "meta.k8s.io/v1")
+    [item] = listed["items"]
+    assert set(item) == {"kind", "apiVersion", "metadata"}, target.name
+    assert (item["kind"], item["metadata"]["uid"]) == ("PartialObjectMetadata",
+                                                       created["metadata"]["uid"])
+    one = ok(target, "GET", f"{path}/web", accept=partial)
+    assert set(one) == {"kind", "apiVersion", "metadata"} and one["metadata"]["name"] == "web"
+    refused = call(target, "GET", path, accept=partial)
+    assert (refused.status, refused.body["message"]) == (
+        406, "you requested PartialObjectMetadata, but the requested object is a list "
+             "(*apps.DeploymentList)"), target.name
+    refused = call(target, "GET", f"{path}/web", accept=partial_list)
+    assert (refused.status, refused.body["message"]) == (
+        406, "you requested PartialObjectMetadataList, but the requested object is not a list "
+             "(*apps.Deployment)"), target.name
+    events = call(target, "GET", path, accept=partial, query={
+        "watch": "1", "resourceVersion": "0", "timeoutSeconds": "1"}).lines
+    assert [(e["type"], e["object"]["kind"], set(e["object"])) for e in events] == [
+        ("ADDED", "PartialObjectMetadata", {"kind", "apiVersion", "metadata"})], target.name

@@ -254,6 +254,10 @@ class Handler(BaseHTTPRequestHandler):
         assert route.name is not None
         self._wait_fresh(query)
         stored = self.cluster.store.get(route.rt, route.namespace or "", route.name)
+        if self.rep.partial:
+            _check_partial(route.rt, self.rep, listed=False)
+            self._send(200, dumps(_partial(self.rep, stored.obj)))
+            return
         if self.rep.table:
             meta = {"resourceVersion": stored.obj["metadata"].get("resourceVersion", "")}
             self._send(200, dumps(_table(route.rt, self.rep, meta, [stored.obj])))
@@ -288,6 +292,13 @@ class Handler(BaseHTTPRequestHandler):
                 "name": last.obj["metadata"]["name"]})).decode()
             meta["remainingItemCount"] = len(items) - limit
             items = items[:limit]
+        if self.rep.partial:
+            _check_partial(rt, self.rep, listed=True)
+            self._send(200, dumps({
+                "kind": "PartialObjectMetadataList",
+                "apiVersion": f"meta.k8s.io/{self.rep.partial_version}", "metadata": meta,
+                "items": [_partial(self.rep, s.obj) for s in items]}))
+            return
         if self.rep.table:
             self._send(200, dumps(_table(rt, self.rep, meta, [s.obj for s in items])))
             return
@@ -674,6 +685,27 @@ def _table_row(rt: ResourceType, rep: Representation, obj: JSON) -> JSON:
     return row
 
 
+def _partial(rep: Representation, obj: JSON) -> JSON:
+    return {"kind": "PartialObjectMetadata", "apiVersion": f"meta.k8s.io/{rep.partial_version}",
+            "metadata": obj.get("metadata") or {}}
+
+
+_GO_PACKAGES = {"": "core", "apps": "apps", "batch": "batch", "networking.k8s.io": "networking",
+                "discovery.k8s.io": "discovery", "storage.k8s.io": "storage"}
+
+
+def _check_partial(rt: ResourceType, rep: Representation, listed: bool) -> None:
+    """A list asked for as one object's metadata (or the reverse) is refused with 406."""
+    if (rep.partial == "PartialObjectMetadataList") == listed:
+        return
+    go_type = "unstructured.UnstructuredList" if rt.crd and listed else \
+        "unstructured.Unstructured" if rt.crd else \
+        f"{_GO_PACKAGES.get(rt.group, rt.group)}.{rt.list_kind if listed else rt.kind}"
+    what = "is a list" if listed else "is not a list"
+    raise ApiError(406, f"you requested {rep.partial}, but the requested object {what} "
+                        f"(*{go_type})", reason="NotAcceptable")
+
+
 class _WatchLines:
     """One watcher's event lines: the store's shared encodings for plain JSON, or a Table
     per event (the columns in the first one only, as the server sends them)."""
@@ -688,18 +720,28 @@ class _WatchLines:
         self.columns_sent = True
         return b'{"type":"' + type_.encode() + b'","object":' + dumps(table) + b"}\n"
 
+    def _partial_line(self, type_: str, obj: JSON) -> bytes:
+        return b'{"type":"' + type_.encode() + b'","object":' + \
+            dumps(_partial(self.rep, obj)) + b"}\n"
+
     def event(self, type_: str, obj: JSON, encoded: bytes) -> bytes:
+        if self.rep.partial:
+            return self._partial_line(type_, obj)
         if self.rep.table:
             return self._table_line(type_, obj)
         return b'{"type":"' + type_.encode() + b'","object":' + encoded + b"}\n"
 
     def of(self, ev: WatchEvent, type_: str) -> bytes:
+        if self.rep.partial:
+            return self._partial_line(type_, ev.object_for(type_))
         if self.rep.table:
             return self._table_line(type_, ev.object_for(type_))
         return ev.line(type_)
 
     def bookmark(self, rv: int, initial_end: bool = False) -> bytes:
         obj = _bookmark_object(self.rt, rv, initial_end)
+        if self.rep.partial:
+            return self._partial_line("BOOKMARK", obj)
         if self.rep.table:
             return self._table_line("BOOKMARK", obj)
         return dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
