@@ -59,6 +59,11 @@ DISCOVERY: dict[str, dict[str, dict[str, Any]]] = {
     "/apis/storage.k8s.io/v1": {
         "storageclasses": {"kind": "StorageClass", "namespaced": False, "shortNames": ["sc"]},
     },
+    "/apis/apiextensions.k8s.io/v1": {
+        "customresourcedefinitions": {"kind": "CustomResourceDefinition", "namespaced": False,
+                                      "shortNames": ["crd", "crds"],
+                                      "categories": ["api-extensions"]},
+    },
     "/apis/kustomize.toolkit.fluxcd.io/v1": {
         "kustomizations": {"kind": "Kustomization", "shortNames": ["ks"], "verbs": CRD_VERBS},
     },
@@ -75,7 +80,8 @@ DISCOVERY: dict[str, dict[str, dict[str, Any]]] = {
                     "verbs": CRD_VERBS},
     },
 }
-GROUP_ORDER = ["apps", "batch", "networking.k8s.io", "storage.k8s.io", "discovery.k8s.io",
+GROUP_ORDER = ["apps", "batch", "networking.k8s.io", "storage.k8s.io", "apiextensions.k8s.io",
+               "discovery.k8s.io",
                "demo.agentwatch.dev", "kustomize.toolkit.fluxcd.io",
                "source.toolkit.fluxcd.io", "helm.toolkit.fluxcd.io"]
 
@@ -388,6 +394,17 @@ def test_cluster_scoped_kinds_print_the_servers_table(
         assert rows("/apis/storage.k8s.io/v1/storageclasses", f"{ns}-std") == [
             [f"{ns}-std (default)", "rancher.io/local-path", "Delete", "WaitForFirstConsumer",
              False, "<age>"]], bare_target.name
+        crd = ok(bare_target, "GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                 accept=TABLE, query={"fieldSelector": "metadata.name=backups.demo.agentwatch.dev"})
+        assert [(c["name"], c["type"], c["priority"]) for c in crd["columnDefinitions"]] == [
+            ("Name", "string", 0), ("Scope", "string", 0), ("Versions", "string", 0),
+            ("Created At", "date", 0), ("Group", "string", 1), ("Kind", "string", 1),
+            ("ShortNames", "string", 1), ("Established", "boolean", 1)]
+        [row] = crd["rows"]
+        assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", row["cells"][3])  # not an age
+        assert row["cells"][:3] + row["cells"][4:] == [
+            "backups.demo.agentwatch.dev", "Namespaced", "v1(storage)", "demo.agentwatch.dev",
+            "Backup", "bk", True], bare_target.name
         assert rows("/api/v1/persistentvolumes", f"{ns}-pv") == [
             [f"{ns}-pv", "5Gi", "RWO,RWX", "Retain", "Pending", "", "", "<unset>", "", "<age>",
              "Filesystem"]], bare_target.name

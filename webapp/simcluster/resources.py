@@ -135,20 +135,44 @@ ENDPOINTSLICES = _builtin("discovery.k8s.io", "v1", "endpointslices", "EndpointS
 STORAGECLASSES = _builtin("storage.k8s.io", "v1", "storageclasses", "StorageClass", ("sc",),
                           namespaced=False, subs=())
 
+# apiextensions.k8s.io/v1: the CRDs of crds/ as objects (what a client lists to learn them)
+CUSTOMRESOURCEDEFINITIONS = _builtin(
+    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
+    ("crd", "crds"), namespaced=False, categories=("api-extensions",))
+
 BUILTIN: tuple[ResourceType, ...] = (
     CONFIGMAPS, EVENTS, NAMESPACES, NODES, PVCS, PVS, PODS, SECRETS, SERVICES,
     DAEMONSETS, DEPLOYMENTS, REPLICASETS, STATEFULSETS, CRONJOBS, JOBS,
-    INGRESSES, NETWORKPOLICIES, ENDPOINTSLICES, STORAGECLASSES,
+    INGRESSES, NETWORKPOLICIES, ENDPOINTSLICES, STORAGECLASSES, CUSTOMRESOURCEDEFINITIONS,
 )
 # The order kube-apiserver lists its built-in groups in (/apis), of those served here.
 BUILTIN_GROUP_ORDER = ("apps", "batch", "networking.k8s.io", "storage.k8s.io",
-                       "discovery.k8s.io")
+                       "apiextensions.k8s.io", "discovery.k8s.io")
 
 
 def load_crds(directory: Path = CRD_DIR) -> list[JSON]:
     """The CustomResourceDefinitions the simulator serves (and tests/realkube applies)."""
     return [doc for path in sorted(directory.glob("*.yaml"))
             for doc in yaml.safe_load_all(path.read_text()) if doc]
+
+
+def crd_object(crd: JSON, now: str) -> JSON:
+    """A CRD of crds/ as the API server holds it once established."""
+    obj = {k: v for k, v in crd.items() if k != "status"}
+    names = dict(crd["spec"]["names"])
+    names.setdefault("singular", names["kind"].lower())
+    names.setdefault("listKind", f"{names['kind']}List")
+    obj["spec"] = {**crd["spec"], "conversion": {"strategy": "None"}}
+    obj["status"] = {
+        "conditions": [
+            {"type": "NamesAccepted", "status": "True", "lastTransitionTime": now,
+             "reason": "NoConflicts", "message": "no conflicts found"},
+            {"type": "Established", "status": "True", "lastTransitionTime": now,
+             "reason": "InitialNamesAccepted", "message": "the initial names have been accepted"}],
+        "acceptedNames": names,
+        "storedVersions": [v["name"] for v in crd["spec"]["versions"] if v.get("storage")],
+    }
+    return obj
 
 
 def _from_crd(crd: JSON) -> ResourceType:
