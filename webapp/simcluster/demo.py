@@ -19,7 +19,8 @@ plane), StorageClasses, and namespaces
   suspended).
 
 ``Churn`` then keeps it moving: pods are deleted and replaced by their ReplicaSets, crash
-and recover, log lines flow, new Git revisions land and Flux reconciles them.
+and recover, Deployments scale, CronJobs run, log lines flow, new Git revisions land and Flux
+reconciles them.
 """
 
 from __future__ import annotations
@@ -347,8 +348,8 @@ class Churn:
         """One random action; returns its name (for tests)."""
         self.actions += 1
         action = self.rng.choices(
-            ["replace", "crash", "recover", "revision", "reconcile", "chart"],
-            weights=[4, 2, 3, 1, 1, 1])[0]
+            ["replace", "crash", "recover", "revision", "reconcile", "chart", "cron", "scale"],
+            weights=[4, 2, 3, 1, 1, 1, 1, 1])[0]
         getattr(self, f"_{action}")()
         return action
 
@@ -359,6 +360,22 @@ class Churn:
         if pods:
             victim = self.rng.choice(pods)["metadata"]["name"]
             self.cluster.delete_object(PODS, dep.namespace, victim, self.grace_period)
+
+    def _cron(self) -> None:
+        """A CronJob's schedule comes round: its controller makes a Job."""
+        if self.demo.cronjobs:
+            ns, name = self.rng.choice(self.demo.cronjobs)
+            with contextlib.suppress(ApiError):  # this minute's run exists already
+                self.cluster.run_cronjob(ns, name, scheduled_at=time.time())
+
+    def _scale(self) -> None:
+        """Someone (or an autoscaler) moves a Deployment between 1 and 4 replicas."""
+        dep = self.rng.choice(self.demo.deployments)
+        current = int(self.cluster.get("deployments", dep.name, dep.namespace)["spec"]
+                      .get("replicas", 1))
+        wanted = max(1, min(4, current + self.rng.choice((-1, 1))))
+        self.cluster.patch("deployments", dep.name, {"spec": {"replicas": wanted}},
+                           dep.namespace)
 
     def _crash(self) -> None:
         dep = self.rng.choice(self.demo.deployments)
