@@ -226,8 +226,21 @@ def seed_demo(cluster: SimCluster, seed: int = 0) -> Demo:
     cluster.add_helmrelease("monitoring", "kube-prometheus-stack", version="65.1.0")
     demo.helmreleases += [("shop", "podinfo"), ("monitoring", "kube-prometheus-stack")]
 
+    for namespace, release, chart, version in (
+            ("shop", "podinfo", "podinfo", "6.7.1"),
+            ("monitoring", "kube-prometheus-stack", "kube-prometheus-stack", "65.1.0")):
+        cluster.create(_helm_release_secret(namespace, release, chart, version))
+
     _settle(cluster, demo, rng)
     return demo
+
+
+def _helm_release_secret(namespace: str, release: str, chart: str, version: str) -> JSON:
+    """Where Helm keeps a release (``sh.helm.release.v1.<name>.v<revision>``)."""
+    return b.secret(namespace, f"sh.helm.release.v1.{release}.v1",
+                    {"release": f"{chart}-{version}"}, type="helm.sh/release.v1",
+                    labels={"name": release, "owner": "helm", "status": "deployed",
+                            "version": "1"})
 
 
 def _settle(cluster: SimCluster, demo: Demo, rng: random.Random) -> None:

@@ -287,6 +287,8 @@ class Workloads:
         }
         if tmeta.get("annotations"):
             pod["metadata"]["annotations"] = dict(tmeta["annotations"])
+        if owner["kind"] != "StatefulSet":  # the others name their pods by generateName
+            pod["metadata"]["generateName"] = f"{meta['name']}-"
         from .defaults import apply
         pod = apply("pods", pod)
         try:
