@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from webapp.simcluster import Demo, SimCluster
+from webapp.simcluster import Churn, Demo, SimCluster
 from webapp.simcluster.printers import PRINTERS
 from webapp.simcluster.resources import BY_KIND
 
@@ -97,3 +97,20 @@ def test_the_demo_shows_failures(seeded: tuple[SimCluster, Demo]) -> None:
     slices = cluster.list("endpointslices", "shop",
                           label_selector="kubernetes.io/service-name=web")
     assert len(slices[0]["endpoints"]) == 3
+
+
+def test_gitops_changes_on_their_own_clock() -> None:
+    cluster = SimCluster(flux_delay=0.1)
+    demo = cluster.seed_demo()
+    churn = Churn(cluster, demo, rate=50, log_rate=0, seed=4, gitops_per_minute=1.0,
+                  failure_chance=1.0)
+    assert {churn.step() for _ in range(30)}.isdisjoint({"revision", "reconcile", "chart"})
+    while churn.gitops_step() != "revision":
+        pass
+    apps = cluster.flux._inventory[("flux-system", "apps")]
+    assert any(e["id"].endswith("_policy_PodDisruptionBudget") for e in apps)
+    cluster.wait_for(lambda: next(
+        c["reason"] for c in cluster.get("kustomizations", "payments", "flux-system")
+        ["status"]["conditions"] if c["type"] == "Ready") == "BuildFailed")
+    cluster.close()
+    assert cluster.errors == []
