@@ -181,8 +181,8 @@ def test_agent_list_shows_status_and_24h_counts(signed_in, h, app, clock):
                             ("gitops_sync_failed", 60 * 25, {"commit_sha": "d" * 40})],
                agent="alpha")
     page = signed_in.get("/").text
-    alpha = re.search(r"<tr>\s*<td><a href=\"/agents/alpha\">.*?</tr>", page, re.S).group(0)
-    beta = re.search(r"<tr>\s*<td><a href=\"/agents/beta\">.*?</tr>", page, re.S).group(0)
+    alpha = re.search(r"<tr[^>]*>\s*<td><a href=\"/agents/alpha\">.*?</tr>", page, re.S).group(0)
+    beta = re.search(r"<tr[^>]*>\s*<td><a href=\"/agents/beta\">.*?</tr>", page, re.S).group(0)
     assert "Connected" in alpha and "Never connected" in beta
     assert re.findall(r'<td class="num[^"]*">(\d+)</td>', alpha) == ["2", "1"]
 
