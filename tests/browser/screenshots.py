@@ -107,9 +107,20 @@ def shoot(base_url: str, out: Path) -> list[Path]:
                 target = out / f"{name}{suffix}-{scheme}.png"
                 page.screenshot(path=str(target))
                 written.append(target)
+                if name == "cluster" and not suffix:
+                    written.append(_panel(page, out / f"cluster-panel-{scheme}.png"))
             context.close()
         browser.close()
     return written
+
+
+def _panel(page: Page, target: Path) -> Path:
+    """The side panel of the pod that is failing, as someone investigating would open it."""
+    page.locator("#pods-table tbody.rows tr", has_text="CrashLoopBackOff").first.click()
+    page.wait_for_selector("#object-panel:not([hidden]) h2", timeout=15_000)
+    time.sleep(1)  # events and logs arrive
+    page.screenshot(path=str(target))
+    return target
 
 
 def main() -> None:
