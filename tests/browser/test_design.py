@@ -262,6 +262,28 @@ def test_j_and_k_move_through_the_rows_and_enter_opens_one(signed_in: Page) -> N
     expect(page).to_have_url(re.compile(r"/agents/bravo$"))
 
 
+def test_the_selection_and_the_filter_outlive_a_refresh_of_the_rows(signed_in: Page) -> None:
+    """The agents list refreshes itself (HTMX swaps the table): the selected row stays
+    selected and the filter stays applied."""
+    page = signed_in
+    page.keyboard.press("j")
+    page.keyboard.press("j")
+    assert selected(page) == "bravo"
+    page.evaluate("""() => new Promise((done) => {
+      document.body.addEventListener("htmx:afterSettle", () => done(), {once: true});
+      htmx.ajax("GET", "/", {target: "#agents-table", swap: "innerHTML"});
+    })""")
+    assert selected(page) == "bravo"
+    expect(page.locator("[data-row='bravo']")).to_be_focused()
+
+    page.get_by_role("searchbox", name="Filter agents").fill("char")
+    page.evaluate("""() => new Promise((done) => {
+      document.body.addEventListener("htmx:afterSettle", () => done(), {once: true});
+      htmx.ajax("GET", "/", {target: "#agents-table", swap: "innerHTML"});
+    })""")
+    expect(page.locator("#agents-table [data-row]").filter(visible=True)).to_have_count(1)
+
+
 def press_and_arrive(page: Page, keys: str, url: str) -> None:
     for key in keys.split():
         page.keyboard.press(key)
