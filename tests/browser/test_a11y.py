@@ -32,6 +32,7 @@ PAGES = [
     "/",
     "/agents/new",
     f"/agents/{AGENT}",
+    f"/agents/{AGENT}/events/{{event}}",
     f"/agents/{AGENT}/cluster",
     f"/agents/{AGENT}/tokens",
     f"/agents/{AGENT}/settings",
@@ -42,6 +43,7 @@ PAGES = [
     "/notifications/settings",
     "/users/",
     "/account/",
+    "/docs/agent-config",
 ]
 
 
@@ -68,8 +70,8 @@ def app(app: Flask, sim: SimCluster) -> Iterator[Flask]:
 
 
 @pytest.fixture
-def hook_id(app: Flask, h: Any, sim: SimCluster, tmp_path: Path,
-            agent_client: AgentClient) -> int:
+def seeded(app: Flask, h: Any, sim: SimCluster, tmp_path: Path,
+           agent_client: AgentClient) -> dict[str, int]:
     """An admin, the agent with its cluster, a few events (one notifies) and a webhook."""
     h.user("alice", "admin")
     path = sim.write_kubeconfig(tmp_path / "kubeconfig", context="sim")
@@ -82,9 +84,9 @@ def hook_id(app: Flask, h: Any, sim: SimCluster, tmp_path: Path,
     token = h.token(AGENT)
     agent_client.post_event(token, type="gitops_commit_received", commit=SHA,
                             project="platform/manifests")
-    agent_client.post_event(token, type="gitops_sync_failed", commit=SHA,
-                            message="context deadline exceeded: API server timeout")
-    return int(hook_id)
+    failed = agent_client.post_event(token, type="gitops_sync_failed", commit=SHA,
+                                     message="context deadline exceeded: API server timeout")
+    return {"hook": int(hook_id), "event": failed}
 
 
 def sign_in(page: Page) -> None:
@@ -106,12 +108,22 @@ def check(page: Page, path: str) -> list[str]:
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_no_serious_accessibility_problem_on_any_page(
-        page: Page, browser: Browser, live_server: str, hook_id: int, scheme: str) -> None:
+        page: Page, browser: Browser, live_server: str, seeded: dict[str, int],
+        scheme: str) -> None:
     page.emulate_media(color_scheme=scheme)
     problems = check(page, "/login")
     sign_in(page)
     for path in PAGES:
-        problems += check(page, path.format(hook=hook_id))
+        problems += check(page, path.format(**seeded))
+    # The shortcuts dialog and the phone's open menu.
+    page.goto("/")
+    page.keyboard.press("?")
+    expect(page.get_by_role("dialog", name="Keyboard shortcuts")).to_be_visible()
+    problems += [f"/ with the shortcuts: {p}" for p in axe_problems(page)]
+    page.keyboard.press("Escape")
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.get_by_role("button", name="Menu").click()
+    problems += [f"/ at 390 px, menu open: {p}" for p in axe_problems(page)]
 
     # An error page, in its own tab: the shared one counts a 404 as a failure.
     context = browser.new_context(base_url=live_server, color_scheme=scheme)
