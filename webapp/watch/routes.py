@@ -82,12 +82,14 @@ def act(name: str) -> tuple[Response, int]:
     # The kind the action serves, the namespace and the name are checked before any client
     # is built; perform() checks them again (it is the one place that acts).
     name_ = actions.target_name(action, params, body.get("name"))
+    replicas = actions.replica_count(action, body.get("replicas"))
     try:
         client = clusters_client(agent)
     except KubeError as exc:
         return jsonify({"error": {"code": "cluster_unavailable", "message": exc.message}}), 502
     outcome = actions.perform(client, user, agent, action, params, name_,
-                              current_app.config.get("RECONCILE_TIMEOUT_SECONDS", 30))
+                              current_app.config.get("RECONCILE_TIMEOUT_SECONDS", 30),
+                              replicas)
     if outcome.result == "failed":
         return jsonify({"error": {"code": "action_failed", "message": outcome.message}}), \
             outcome.status
