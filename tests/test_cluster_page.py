@@ -266,14 +266,20 @@ def test_pod_panel_shows_metadata_yaml_events_logs_and_actions(
     assert "<html" not in html  # a fragment
     assert "<code>app=web</code>" in html
     assert "<code>team</code>" in html and "&lt;payments&gt;" in html
-    assert re.search(r'<pre class="yaml" data-yaml="status">[^<]*phase: Running', html)
-    assert re.search(r'<pre class="yaml" data-yaml="spec">[^<]*containers:', html)
+    manifest = re.search(r'<pre class="yaml" id="panel-manifest" data-yaml="manifest"[^>]*>'
+                         r'([^<]*)</pre>', html)
+    assert manifest is not None
+    assert "kind: Pod" in manifest[1] and "containers:" in manifest[1]
+    assert "phase: Running" in manifest[1] and "managedFields" not in manifest[1]
+    assert [tab for tab in re.findall(r'role="tab" id="panel-tab-(\w+)"', html)] == [
+        "overview", "yaml", "events", "logs", "activity"]
     events = html[html.index('id="panel-events"'):]
     assert "pulled the image" in events and "Scheduled" in events
     uid = pod["metadata"]["uid"]
     assert f'involvedObject.uid={uid}' in html
     assert '"fieldSelector": "metadata.name=web-1"' in html
-    assert '<option value="app">app</option><option value="sidecar">sidecar</option>' in html
+    assert ('<option value="" selected>All containers</option><option value="app">app</option>'
+            '<option value="sidecar">sidecar</option>') in html
     assert 'data-action="delete"' in html
     assert "part=details" in html
 
@@ -283,7 +289,7 @@ def test_panel_details_part_is_only_the_details(app: Flask, signed_in: FlaskClie
     sim.add_pod("default", "web-1", state="Running")
     make_agent(app, sim, tmp_path)
     html = signed_in.get(panel_url("web-1") + "&part=details").text
-    assert 'data-yaml="status"' in html
+    assert 'data-part="manifest"' in html and "phase: Running" in html
     assert "panel-events" not in html and "panel-head" not in html
 
 

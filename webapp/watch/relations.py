@@ -13,11 +13,15 @@ here and every rule can be tested on its own.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from .resources import WatchParams
 from .rows import normalize, pod_columns, status_tone
+
+if TYPE_CHECKING:
+    from .hub import Snapshot
 
 JSON = dict[str, Any]
 
@@ -529,3 +533,36 @@ def culprits(tree: Tree) -> list[Node]:
         if node.health.broken and not any(child.worst.broken for child in node.children):
             found.append(node)
     return found
+
+
+# --- the world, from the shared watches -------------------------------------------------
+
+class SnapshotWorld:
+    """A World read from watch snapshots (`take`: the shared watch's cached state, as
+    hub.Hub.snapshot gives it): each kind and namespace is asked once. `watched` lists what
+    was read, so a page can follow the same watches and refresh the tree when they change.
+
+    Secrets are never read (their values must not be fetched); kinds that cannot be
+    watched (`watchable` says which) are unknown, not empty."""
+
+    def __init__(self, take: Callable[[WatchParams], Snapshot],
+                 watchable: Callable[[str, str, str], bool]) -> None:
+        self._take = take
+        self._watchable = watchable
+        self._cache: dict[WatchParams, list[JSON] | None] = {}
+        self.watched: list[WatchParams] = []
+
+    def objects(self, group: str, kind: str, namespace: str | None) -> list[JSON] | None:
+        known = KINDS.get((group, kind))
+        if known is None or (group, kind) == ("", "Secret"):
+            return None
+        version, resource, namespaced = known
+        if not self._watchable(group, version, resource):
+            return None
+        params = WatchParams(group, version, resource, namespace if namespaced else None)
+        if params not in self._cache:
+            snap = self._take(params)
+            self._cache[params] = None if snap.error is not None else snap.objects
+            if snap.error is None:
+                self.watched.append(params)
+        return self._cache[params]
