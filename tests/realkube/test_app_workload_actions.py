@@ -148,9 +148,10 @@ def test_trigger_makes_the_job_kubectl_would(live: Live, browser: Browser,
     assert job.metadata.annotations == {INSTANTIATE: "manual", "owner": "db-team"}
     assert job.metadata.labels["team"] == "data"
     [owner] = job.metadata.owner_references
+    # As kubectl: the controller, not blocking the CronJob's deletion.
     assert (owner.kind, owner.name, owner.uid, owner.controller,
             owner.block_owner_deletion) == ("CronJob", "nightly-backup", cron.metadata.uid,
-                                            True, True)
+                                            True, None)
     assert job.spec.backoff_limit == 1
     assert job.spec.template.spec.containers[0].image == "busybox:1.36"
     [event] = live.events()

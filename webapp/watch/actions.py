@@ -190,7 +190,9 @@ def _scale(client: ClusterClient, identity: Identity, params: WatchParams, name:
 def manual_job(cronjob: dict[str, Any], job_name: str) -> dict[str, Any]:
     """The Job `kubectl create job NAME --from=cronjob/CRONJOB` makes: the CronJob's job
     template (its labels and annotations too), marked as instantiated by hand, and owned
-    by the CronJob (so it shows under it, and goes with it)."""
+    by the CronJob (so it shows under it, and goes with it). As kubectl, the owner
+    reference is the controller but does not block the owner's deletion: that would need
+    the right to update cronjobs/finalizers where OwnerReferencesPermissionEnforcement runs."""
     meta = cronjob.get("metadata") or {}
     template = (cronjob.get("spec") or {}).get("jobTemplate") or {}
     template_meta = template.get("metadata") or {}
@@ -202,7 +204,7 @@ def manual_job(cronjob: dict[str, Any], job_name: str) -> dict[str, Any]:
             "annotations": {INSTANTIATE: "manual", **(template_meta.get("annotations") or {})},
             "ownerReferences": [{"apiVersion": "batch/v1", "kind": "CronJob",
                                  "name": meta.get("name"), "uid": meta.get("uid"),
-                                 "controller": True, "blockOwnerDeletion": True}],
+                                 "controller": True}],
         },
         "spec": template.get("spec") or {},
     }
