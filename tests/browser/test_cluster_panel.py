@@ -237,3 +237,81 @@ def test_the_objects_activity_lists_what_was_done_to_it(cluster_page: Page,
     page.goto("/agents/prod/cluster?namespace=flux-system"
               "&panel=kustomizations/flux-system/other&tab=activity")
     expect(panel.locator("#tabpanel-activity")).to_contain_text("No activity names this object")
+
+
+# --- workloads: their tree, scale, restart, trigger --------------------------------------
+
+def workloads(sim: SimCluster) -> None:
+    from webapp.simcluster import builders as b
+    app = [b.container("app", "nginx:1.27")]
+    sim.add_namespace("shop")
+    sim.create(b.deployment("shop", "web", app, replicas=2))
+    sim.create(b.cronjob("shop", "nightly", "0 3 * * *", app))
+
+
+def test_scale_restart_and_trigger_from_the_panel(cluster_page: Page, sim: SimCluster,
+                                                  h: Any) -> None:
+    page = cluster_page
+    workloads(sim)
+    sim.wait_for(lambda: len(sim.list("pods", "shop")) == 2)
+    open_cluster(page, "?namespace=shop&panel=deployments/shop/web")
+    panel = page.locator(PANEL)
+    dialog = page.locator("#confirm-dialog")
+    tree = panel.locator(".relations-tree")
+    expect(tree.locator('[data-role="owned"] .chip', has_text="Pod")).to_have_count(2)
+    expect(tree.locator('[data-role="owned"] .chip', has_text="ReplicaSet")).to_have_count(1)
+
+    # Scale: the dialog says from how many to how many; the tree follows the new pods.
+    replicas = panel.get_by_label("Replicas")
+    expect(replicas).to_have_value("2")
+    replicas.fill("3")
+    panel.get_by_role("button", name="Scale", exact=True).click()
+    expect(dialog).to_contain_text("Scale Deployment shop/web from 2 to 3 replicas?")
+    dialog.get_by_role("button", name="Scale", exact=True).click()
+    expect(panel.locator(".action-result")).to_have_text(
+        "scaled deployment shop/web from 2 to 3 replicas")
+    expect(tree.locator('[data-role="owned"] .chip', has_text="Pod")).to_have_count(
+        3, timeout=SLOW)
+    assert sim.get("deployments", "web", "shop")["spec"]["replicas"] == 3
+    replicas.fill("-1")  # refused in the page, before any dialog
+    panel.get_by_role("button", name="Scale", exact=True).click()
+    expect(panel.locator(".action-result")).to_contain_text("a whole number from 0")
+    expect(dialog).to_be_hidden()
+
+    # Restart: a second ReplicaSet takes over, live in the tree.
+    panel.get_by_role("button", name="Restart").click()
+    expect(dialog).to_contain_text("Restart Deployment shop/web?")
+    dialog.get_by_role("button", name="Restart").click()
+    expect(panel.locator(".action-result")).to_have_text("restarted deployment shop/web")
+    expect(tree.locator('[data-role="owned"] .chip', has_text="ReplicaSet")).to_have_count(
+        2, timeout=SLOW)
+
+    # Trigger a CronJob: its Job shows under it.
+    page.goto("/agents/prod/cluster?namespace=shop&panel=cronjobs/shop/nightly")
+    panel.get_by_role("button", name="Trigger now").click()
+    expect(dialog).to_contain_text("Trigger CronJob shop/nightly now?")
+    dialog.get_by_role("button", name="Trigger now").click()
+    expect(panel.locator(".action-result")).to_contain_text(
+        "triggered cronjob shop/nightly: job shop/nightly-manual-")
+    expect(tree.locator('[data-role="owned"] .chip', has_text="Job")).to_have_count(
+        1, timeout=SLOW)
+    recorded = [(e.details["action"], e.user_name) for e in h.events("prod")
+                if e.type == "cluster_action"]
+    assert recorded == [("scale", "alice"), ("restart", "alice"), ("trigger", "alice")]
+
+
+def test_a_pods_owners_lead_to_its_deployment(cluster_page: Page, sim: SimCluster) -> None:
+    page = cluster_page
+    workloads(sim)
+    sim.wait_for(lambda: len(sim.list("pods", "shop")) == 2)
+    pod = sim.list("pods", "shop")[0]["metadata"]["name"]
+    open_cluster(page, "?namespace=shop")
+    row(page, "pods", pod).click()
+    panel = page.locator(PANEL)
+    tree = panel.locator(".relations-tree")
+    expect(tree.locator('[data-role="owner"]')).to_have_count(2)
+    expect(tree.locator(":scope > li > .rel-line .chip")).to_have_text("Deployment")
+    expect(tree.locator('[aria-current="true"] > .rel-line')).to_contain_text(pod)
+    tree.get_by_role("link", name="web", exact=True).click()
+    expect(panel.locator("h2")).to_have_text("web")
+    assert query(page)["panel"] == "deployments/shop/web"
