@@ -314,4 +314,4 @@ def test_a_pods_owners_lead_to_its_deployment(cluster_page: Page, sim: SimCluste
     expect(tree.locator('[aria-current="true"] > .rel-line')).to_contain_text(pod)
     tree.get_by_role("link", name="web", exact=True).click()
     expect(panel.locator("h2")).to_have_text("web")
-    assert query(page)["panel"] == "deployments/shop/web"
+    assert query(page)["panel"] == "deployments.apps/shop/web"

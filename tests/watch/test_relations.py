@@ -298,3 +298,35 @@ def test_a_huge_inventory_is_cut_and_says_how_much() -> None:
                           kustomization("big", entries), world)
     assert len(tree.nodes()) == relations.MAX_NODES
     assert tree.left_out == 51
+
+
+# --- the world from snapshots -----------------------------------------------------------
+
+def test_a_snapshot_world_reads_each_watch_once_and_never_secrets() -> None:
+    from webapp.watch.hub import Snapshot
+    from webapp.watch.kube import KubeError
+    from webapp.watch.resources import WatchParams
+
+    taken: list[WatchParams] = []
+    pods = [pod("web-1")]
+
+    def take(params: WatchParams) -> Snapshot:
+        taken.append(params)
+        if params.resource == "replicasets":
+            return Snapshot([], [], KubeError(403, "Forbidden", "replicasets is forbidden"))
+        return Snapshot(pods if params.resource == "pods" else [], [], None)
+
+    served = {("", "Pod"): ("v1", "pods", True), ("", "Secret"): ("v1", "secrets", True),
+              ("apps", "ReplicaSet"): ("v1", "replicasets", True),
+              ("", "Namespace"): ("v1", "namespaces", False)}
+    world = relations.SnapshotWorld(take, lambda group, kind: served.get((group, kind)))
+    assert world.objects("", "Pod", "shop") == pods
+    assert world.objects("", "Pod", "shop") == pods  # asked once
+    assert world.objects("", "Secret", "shop") is None  # never read
+    assert world.objects("apps", "ReplicaSet", "shop") is None  # refused: not known
+    assert world.objects("apps", "Deployment", "shop") is None  # not served
+    assert world.objects("", "Namespace", "shop") == []  # cluster-scoped: no namespace
+    assert [(p.resource, p.namespace) for p in taken] == [
+        ("pods", "shop"), ("replicasets", "shop"), ("namespaces", None)]
+    assert [(p.resource, p.namespace) for p in world.watched] == [
+        ("pods", "shop"), ("namespaces", None)]

@@ -10,6 +10,7 @@ picker narrows it, and the choice stays in the URL (links and reloads keep it).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -200,11 +201,30 @@ RESTARTABLE = ("deployments", "statefulsets", "daemonsets")
 
 def panel_ref(resource: str, namespace: str | None, name: str, group: str | None = None
               ) -> str:
-    """`<resource>/<namespace>/<name>` (the namespace empty for cluster-scoped kinds), the
-    resource as `<resource>.<group>` when its plural alone names several kinds."""
-    same = [g for g, _v, r in RESOURCES if r == resource]
-    qualified = f"{resource}.{group}" if group is not None and len(same) > 1 else resource
+    """`<resource>/<namespace>/<name>` (the namespace empty for cluster-scoped kinds); with
+    a group, the resource as kubectl names it, `<resource>.<group>` (`deployments.apps`),
+    so that a CRD's plural never stands for another kind."""
+    qualified = f"{resource}.{group}" if group else resource
     return f"{qualified}/{namespace or ''}/{name}"
+
+
+# (group, version, resource, namespaced) of what a panel may show, and the Kind names of
+# those relations.py knows; one place to ask, so the panel follows what the cluster serves.
+PanelKind = tuple[str, str, str, bool]
+
+
+def _panel_kinds(agent: Agent) -> list[PanelKind]:
+    return [(g, v, r, namespaced) for (g, v, r), namespaced in RESOURCES.items()]
+
+
+def _served_kind(kinds: list[PanelKind]) -> Callable[[str, str], tuple[str, str, bool] | None]:
+    """(group, Kind) -> (version, resource, namespaced) when the cluster serves it."""
+    by_resource = {(g, r): (v, r, namespaced) for g, v, r, namespaced in kinds}
+
+    def served(group: str, kind: str) -> tuple[str, str, bool] | None:
+        known = relations.KINDS.get((group, kind))
+        return by_resource.get((group, known[1])) if known else None
+    return served
 
 
 def object_url(agent: str, resource: str, namespace: str | None, name: str,
@@ -220,15 +240,17 @@ def object_url(agent: str, resource: str, namespace: str | None, name: str,
 bp.add_app_template_global(object_url, "cluster_object_url")
 
 
-def _resolve_ref(ref: str) -> tuple[WatchParams, str]:
-    """A deep link's `panel=` value as the watch params of its kind and the name."""
+def _resolve_ref(agent: Agent, ref: str) -> tuple[WatchParams, str]:
+    """A deep link's `panel=` value as the watch params of its kind and the name: the
+    resource alone names the kind when one group serves it, else `<resource>.<group>`."""
     parts = ref.split("/")
     if len(parts) != 3:
         raise Invalid("panel: <resource>/<namespace>/<name> is expected",
                       code="invalid_params", field="panel")
     resource, namespace, name = parts
-    resource, _, group = resource.partition(".")
-    found = [(g, v, r) for g, v, r in RESOURCES if r == resource and (not group or g == group)]
+    resource, dot, group = resource.partition(".")
+    found = [(g, v, r) for g, v, r, _ns in _panel_kinds(agent)
+             if r == resource and (g == group if dot else True)]
     if len(found) != 1:
         raise Invalid(f"panel: {resource[:64]!r} is not a kind agentwatch shows"
                       if not found else f"panel: say which {resource}: <resource>.<group>",
@@ -239,20 +261,24 @@ def _resolve_ref(ref: str) -> tuple[WatchParams, str]:
     return params, name
 
 
-def _object_params() -> tuple[WatchParams, str]:
+def _object_params(agent: Agent) -> tuple[WatchParams, str]:
     """The one object a panel shows: a kind agentwatch shows (not events), a namespace
     when that kind has one, and a name valid for that kind (checked before it becomes a
     path). Given as group/version/resource/namespace/name, or as a deep link's `ref`."""
     args = request.args
     if args.get("ref"):
-        params, name = _resolve_ref(args["ref"])
+        params, name = _resolve_ref(agent, args["ref"])
     else:
         params = WatchParams.parse({key: args.get(key) for key in
                                     ("group", "version", "resource", "namespace")})
         name = args.get("name", "")
     if params.resource == "events":
         raise Invalid("events have no panel", code="invalid_params", field="resource")
-    if params.namespace is None and RESOURCES[(params.group, params.version, params.resource)]:
+    namespaced = {(g, v, r): ns for g, v, r, ns in _panel_kinds(agent)}
+    if (params.group, params.version, params.resource) not in namespaced:
+        raise Invalid(f"{params.resource} are not a kind this cluster serves",
+                      code="unsupported_resource", field="resource")
+    if params.namespace is None and namespaced[(params.group, params.version, params.resource)]:
         raise Invalid(f"namespace: {params.resource} live in a namespace; it is required",
                       code="invalid_params", field="namespace")
     return params, names.object_name(params.resource, name)
@@ -356,7 +382,7 @@ def _relations(agent: Agent, identity: Identity, params: WatchParams,
         except KubeError as exc:
             return Snapshot([], [], exc)
 
-    world = relations.SnapshotWorld(take, lambda g, v, r: (g, v, r) in RESOURCES)
+    world = relations.SnapshotWorld(take, _served_kind(_panel_kinds(agent)))
     group, kind = relations.KIND_OF_RESOURCE.get(params.resource,
                                                  (params.group, _kind_name(params)))
     return relations.tree(group, kind, obj, world), world
@@ -369,7 +395,7 @@ def object_panel(name: str) -> tuple[str, int] | Response:
     (labels, annotations, manifest), `relations` (the tree), `activity`."""
     agent, context = _agent_page(name)
     try:
-        params, object_name = _object_params()
+        params, object_name = _object_params(agent)
     except Invalid as exc:  # a 422 naming the field, as the cluster endpoints answer
         return json_error(exc.status, exc.code, exc.message, **exc.extra)
     part = request.args.get("part") or ""

@@ -542,23 +542,24 @@ class SnapshotWorld:
     hub.Hub.snapshot gives it): each kind and namespace is asked once. `watched` lists what
     was read, so a page can follow the same watches and refresh the tree when they change.
 
-    Secrets are never read (their values must not be fetched); kinds that cannot be
-    watched (`watchable` says which) are unknown, not empty."""
+    `served` says how the cluster serves a kind (group, Kind) -> (version, resource,
+    namespaced), None when it does not: such a kind is unknown, not empty. Secrets are
+    never read (their values must not be fetched)."""
 
     def __init__(self, take: Callable[[WatchParams], Snapshot],
-                 watchable: Callable[[str, str, str], bool]) -> None:
+                 served: Callable[[str, str], tuple[str, str, bool] | None]) -> None:
         self._take = take
-        self._watchable = watchable
+        self._served = served
         self._cache: dict[WatchParams, list[JSON] | None] = {}
         self.watched: list[WatchParams] = []
 
     def objects(self, group: str, kind: str, namespace: str | None) -> list[JSON] | None:
-        known = KINDS.get((group, kind))
-        if known is None or (group, kind) == ("", "Secret"):
+        if (group, kind) == ("", "Secret"):
+            return None
+        known = self._served(group, kind)
+        if known is None:
             return None
         version, resource, namespaced = known
-        if not self._watchable(group, version, resource):
-            return None
         params = WatchParams(group, version, resource, namespace if namespaced else None)
         if params not in self._cache:
             snap = self._take(params)
