@@ -466,3 +466,33 @@ def test_activity_part_lists_what_names_the_object(app: Flask, signed_in: FlaskC
     assert html.count('class="event ') == 1 and "deleted pod default/web-1" in html
     other = signed_in.get(panel_url("web-2") + "&part=activity").text
     assert "No activity names this object" in other
+
+
+def test_a_failed_sync_points_at_the_pod_that_broke_it(app: Flask, signed_in: FlaskClient,
+                                                       sim: SimCluster, tmp_path: Path) -> None:
+    """A Kustomization whose Deployment's pod crash-loops: its tree goes Kustomization →
+    Deployment → ReplicaSet → Pods, and what is broken is the pod, not the Deployment."""
+    from webapp.simcluster import builders as b
+    sim.add_namespace("shop")
+    sim.create(b.deployment("shop", "api", [b.container("api", "api:1")], replicas=1,
+                            state="CrashLoopBackOff"))
+    sim.create(b.service("shop", "api", 80, selector={"app.kubernetes.io/name": "api"}))
+    sim.add_kustomization(FLUX_NS, "shop", inventory=[
+        {"id": "shop_api_apps_Deployment", "v": "v1"}, {"id": "shop_api__Service", "v": "v1"}])
+    sim.settle()
+    make_agent(app, sim, tmp_path)
+    url = panel_url("shop", "kustomizations", FLUX_NS, "kustomize.toolkit.fluxcd.io")
+
+    def tree() -> str:
+        return signed_in.get(url + "&part=relations").text
+    sim.wait_for(lambda: "CrashLoopBackOff" in tree(), timeout=10)
+    html = tree()
+    culprits = html[html.index('class="culprits"'):html.index("</div>",
+                                                               html.index('class="culprits"'))]
+    assert "CrashLoopBackOff" in culprits and "api-" in culprits
+    assert 'panel=deployments.apps/shop/api"' not in culprits  # the pod, not its owner
+    assert re.findall(r'data-role="(\w+)"', html) == [
+        "self", "applied", "owned", "owned", "applied", "selected"]
+    watches = json.loads(re.search(r"data-watches='([^']*)'", html)[1])  # type: ignore[index]
+    assert {(w["resource"], w.get("namespace")) for w in watches} == {
+        ("deployments", "shop"), ("replicasets", "shop"), ("pods", "shop"), ("services", "shop")}

@@ -37,8 +37,8 @@ class World:
         found = self.by_kind.get((group, kind))
         if found is None:
             return None
-        return [o for o in found
-                if namespace is None or o["metadata"].get("namespace") == namespace]
+        return [o for o in found if namespace is None or (
+            isinstance(o.get("metadata"), dict) and o["metadata"].get("namespace") == namespace)]
 
 
 def meta(name: str, namespace: str = "shop", uid: str | None = None,
@@ -330,3 +330,26 @@ def test_a_snapshot_world_reads_each_watch_once_and_never_secrets() -> None:
         ("pods", "shop"), ("replicasets", "shop"), ("namespaces", None)]
     assert [(p.resource, p.namespace) for p in world.watched] == [
         ("pods", "shop"), ("namespaces", None)]
+
+
+def test_malformed_objects_do_not_stop_the_tree() -> None:
+    odd: list[JSON] = [
+        {"metadata": ["not", "a", "dict"]},
+        {"metadata": {"name": "a", "namespace": "shop", "ownerReferences": {"uid": "x"},
+                      "labels": ["app"]}, "status": {"conditions": 7, "active": 3}},
+        {"metadata": {"name": "b", "namespace": "shop", "ownerReferences": ["x", 1]},
+         "spec": "nope", "status": None},
+    ]
+    svc = {"metadata": meta("web"), "spec": {"selector": ["app"]}}
+    ks = kustomization("apps", [])
+    ks["status"]["inventory"] = {"entries": "shop_a__Service"}
+    job = {"metadata": meta("job"), "spec": {}, "status": {}}
+    world = World(*[("", "Pod", o) for o in odd], *[("batch", "CronJob", o) for o in odd],
+                  ("", "Service", svc), ("batch", "Job", job))
+    for group, kind, obj in (("", "Service", svc), ("batch", "Job", job),
+                             ("kustomize.toolkit.fluxcd.io",
+                                                    "Kustomization", ks), *[
+            ("batch", "CronJob", o) for o in odd[1:]], *[("", "Pod", o) for o in odd[1:]]):
+        tree = relations.tree(group, kind, obj, world)
+        assert tree.root.ref.kind
+        relations.culprits(tree)

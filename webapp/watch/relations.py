@@ -165,13 +165,22 @@ class Tree:
 
 # --- names ------------------------------------------------------------------------------
 
+def _d(value: Any) -> JSON:
+    """`value` when it is an object, else {}: a malformed object must not stop the tree."""
+    return value if isinstance(value, dict) else {}
+
+
+def _l(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def group_of(api_version: str) -> str:
     """`apps/v1` -> `apps`; `v1` -> `` (the core group)."""
     return api_version.rsplit("/", 1)[0] if "/" in api_version else ""
 
 
 def ref_of(obj: JSON, group: str | None = None, kind: str | None = None) -> Ref:
-    meta = obj.get("metadata") or {}
+    meta = _d(obj.get("metadata"))
     return Ref(group if group is not None else group_of(str(obj.get("apiVersion") or "")),
                kind or str(obj.get("kind") or ""), str(meta.get("namespace") or ""),
                str(meta.get("name") or ""))
@@ -201,9 +210,8 @@ def parse_inventory_id(entry_id: str) -> Ref | None:
 
 def inventory(obj: JSON) -> list[Ref]:
     """The objects a Flux object applied, in its inventory's order."""
-    status = obj.get("status") or {}
-    entries = (status.get("inventory") or {}).get("entries") or [] \
-        if isinstance(status.get("inventory"), dict) else []
+    entries = _d(_d(obj.get("status")).get("inventory")).get("entries")
+    entries = entries if isinstance(entries, list) else []
     found = []
     for entry in entries:
         ref = parse_inventory_id(str(entry.get("id") or "")) if isinstance(entry, dict) \
@@ -227,8 +235,8 @@ def helm_release_name(obj: JSON) -> tuple[str, str]:
 def made_by_helm_release(hr: JSON, obj: JSON) -> bool:
     """Labelled by helm-controller for this HelmRelease, or annotated by Helm for its
     release."""
-    meta = obj.get("metadata") or {}
-    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+    meta = _d(obj.get("metadata"))
+    labels, annotations = _d(meta.get("labels")), _d(meta.get("annotations"))
     hr_meta = hr["metadata"]
     if labels.get(HELM_NAME_LABEL) == hr_meta["name"] and \
             labels.get(HELM_NAMESPACE_LABEL) == hr_meta["namespace"]:
@@ -243,12 +251,13 @@ def selects(selector: Any, obj: JSON) -> bool:
     empty selector selects nothing: such a Service has its endpoints managed by hand."""
     if not isinstance(selector, dict) or not selector:
         return False
-    labels = (obj.get("metadata") or {}).get("labels") or {}
+    labels = _d(_d(obj.get("metadata")).get("labels"))
     return all(labels.get(key) == value for key, value in selector.items())
 
 
 def owner_refs(obj: JSON) -> list[JSON]:
-    refs = (obj.get("metadata") or {}).get("ownerReferences") or []
+    refs = _d(obj.get("metadata")).get("ownerReferences")
+    refs = refs if isinstance(refs, list) else []
     return [r for r in refs if isinstance(r, dict)]
 
 
@@ -262,7 +271,7 @@ def controller_ref(obj: JSON) -> JSON | None:
 
 
 def owns(owner: JSON, obj: JSON) -> bool:
-    uid = (owner.get("metadata") or {}).get("uid")
+    uid = _d(owner.get("metadata")).get("uid")
     return bool(uid) and any(r.get("uid") == uid for r in owner_refs(obj))
 
 
@@ -270,7 +279,7 @@ def owns(owner: JSON, obj: JSON) -> bool:
 
 def _conditions(obj: JSON) -> dict[str, JSON]:
     found = {}
-    for cond in obj["status"].get("conditions") or []:
+    for cond in _l(obj["status"].get("conditions")):
         if isinstance(cond, dict) and cond.get("type"):
             found[str(cond["type"])] = cond
     return found
@@ -355,7 +364,7 @@ def _job_health(obj: JSON) -> Health:
 def _cronjob_health(obj: JSON) -> Health:
     if obj["spec"].get("suspend"):
         return Health(SUSPENDED, "Suspended")
-    active = len(obj["status"].get("active") or [])
+    active = len(_l(obj["status"].get("active")))
     last = obj["status"].get("lastScheduleTime")
     if active:
         return Health(HEALTHY, f"{active} active")
@@ -435,7 +444,7 @@ class _Builder:
         if objects is None:
             return None, False
         for obj in objects:
-            meta = obj.get("metadata") or {}
+            meta = _d(obj.get("metadata"))
             if uid and meta.get("uid") == uid:
                 return obj, True
             if not uid and meta.get("name") == ref.name and \
@@ -506,7 +515,7 @@ class _Builder:
 
 
 def _by_name(obj: JSON) -> str:
-    return str((obj.get("metadata") or {}).get("name") or "")
+    return str(_d(obj.get("metadata")).get("name") or "")
 
 
 def tree(group: str, kind: str, obj: JSON, world: World) -> Tree:
