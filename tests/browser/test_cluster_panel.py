@@ -277,6 +277,11 @@ def test_scale_restart_and_trigger_from_the_panel(cluster_page: Page, sim: SimCl
     panel.get_by_role("button", name="Scale", exact=True).click()
     expect(panel.locator(".action-result")).to_contain_text("a whole number from 0")
     expect(dialog).to_be_hidden()
+    replicas.fill("1")  # the current count follows the object
+    panel.get_by_role("button", name="Scale", exact=True).click()
+    expect(dialog).to_contain_text("Scale Deployment shop/web from 3 to 1 replicas?")
+    dialog.get_by_role("button", name="Cancel").click()
+    assert sim.get("deployments", "web", "shop")["spec"]["replicas"] == 3
 
     # Restart: a second ReplicaSet takes over, live in the tree.
     panel.get_by_role("button", name="Restart").click()

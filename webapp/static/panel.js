@@ -475,7 +475,6 @@
       const events = new Table(panel.querySelector("#panel-events"));
       const eventsCount = panel.querySelector('#panel-tab-events .count');
       const gone = panel.querySelector(".panel-gone");
-      const scale = panel.querySelector(".scale-control input");
       const within = this.parentWatch && { watchId: this.parentWatch, namespace: panel.dataset.namespace, name: panel.dataset.name };
       const objectSink = {
         start() {}, reset() {}, error() {}, stale() {}, synced() {},
@@ -486,8 +485,6 @@
           // ADDED too: a watch (re)started after a change lists the object anew.
           this.latestVersion = event.type === "DELETED" ? null : (obj.metadata || {}).resourceVersion || null;
           if (this.latestVersion && this.latestVersion !== shownVersion(panel)) this.refreshDetails(panel);
-          syncToggle(panel, obj);
-          if (scale && obj.spec && Number.isInteger(obj.spec.replicas)) scale.dataset.current = String(obj.spec.replicas);
           this.scheduleRelations(panel);
         },
       };
@@ -512,6 +509,7 @@
           this.scheduleRelations(panel);
         }));
       });
+      const scale = panel.querySelector(".scale-control input");
       if (scale) scale.addEventListener("keydown", (event) => {
         if (event.key === "Enter") { event.preventDefault(); panel.querySelector('button[data-action="scale"]').click(); }
       });
@@ -647,6 +645,7 @@
               manifest.remove();
             }
             panel.querySelector(".panel-details").replaceChildren(fragment);
+            syncActions(panel);
           } else failed = response.status >= 500;
         } catch (err) {
           failed = true;
@@ -697,11 +696,18 @@
     return details ? details.dataset.resourceVersion : null;
   }
 
-  // Suspend and Resume follow the object's spec.suspend as it changes.
-  function syncToggle(panel, obj) {
+  // Suspend/Resume and the scale field follow the object as its details say it is now.
+  function syncActions(panel) {
+    const details = panel.querySelector(".panel-details [data-resource-version]");
+    if (!details) return;
+    const scale = panel.querySelector(".scale-control input");
+    if (scale && details.dataset.replicas !== undefined && scale.dataset.current !== details.dataset.replicas) {
+      if (scale.value === scale.dataset.current) scale.value = details.dataset.replicas;  // not being edited
+      scale.dataset.current = details.dataset.replicas;
+    }
     const button = panel.querySelector('button[data-action="suspend"], button[data-action="resume"]');
-    if (!button || !obj.spec) return;
-    const suspended = Boolean(obj.spec.suspend);
+    if (!button) return;
+    const suspended = details.dataset.suspended === "true";
     const action = suspended ? "resume" : "suspend";
     if (button.dataset.action === action) return;
     button.dataset.action = action;

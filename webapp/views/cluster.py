@@ -414,7 +414,7 @@ def object_panel(name: str) -> tuple[str, int] | Response:
         return render_template("cluster/_panel_error.html", error=exc, params=params,
                                name=object_name, kind=kind), status
     meta = obj["metadata"]
-    details = {"meta": meta, "manifest_yaml": _yaml(_manifest(params, obj))}
+    details = {"obj": obj, "meta": meta, "manifest_yaml": _yaml(_manifest(params, obj))}
     if part == "details":
         return render_template("cluster/_panel_details.html", with_manifest=True,
                                **details), 200
@@ -439,7 +439,7 @@ def object_panel(name: str) -> tuple[str, int] | Response:
     containers = _containers(obj) if params.resource == "pods" else []
     tabs = [t for t in PANEL_TABS if t != "logs" or containers]
     return render_template(
-        "cluster/_panel.html", obj=obj, params=params, kind=kind,
+        "cluster/_panel.html", params=params, kind=kind,
         tabs=tabs, panel_tab=tab if tab in tabs else "overview",
         ref=panel_ref(params.resource, meta["namespace"], meta["name"], params.group),
         summary_columns=rows.columns(object_watch),
