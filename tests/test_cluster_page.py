@@ -411,6 +411,15 @@ def test_object_url_is_the_cluster_tab_with_the_panel_open(app: Flask) -> None:
         template = app.jinja_env.from_string(
             "{{ cluster_object_url('prod', 'services', 'shop', 'web') }}")
         assert template.render() == "/agents/prod/cluster?panel=services/shop/web"
+        # As GitOps events and cluster actions name their object (details.object).
+        template = app.jinja_env.from_string("{{ cluster_scope_url('prod', scope) }}")
+        assert template.render(scope="Kustomization/flux-system/apps") == \
+            "/agents/prod/cluster?panel=kustomizations.kustomize.toolkit.fluxcd.io/" \
+            "flux-system/apps"
+        assert template.render(scope="Deployment/shop/web") == \
+            "/agents/prod/cluster?panel=deployments.apps/shop/web"
+        for odd in ("Widget/shop/x", "Pod/shop", "", None, "Pod/shop/"):
+            assert template.render(scope=odd) == "None"
 
 
 def test_a_secrets_manifest_never_holds_its_values() -> None:

@@ -237,7 +237,22 @@ def object_url(agent: str, resource: str, namespace: str | None, name: str,
     return url_for("cluster.page", name=agent, **args)
 
 
+def scope_url(agent: str, scope: Any) -> str | None:
+    """object_url of an object named as GitOps events and cluster actions name it in
+    `details.object`: `Kind/namespace/name` (`Kustomization/flux-system/apps`); None when
+    that is not a kind agentwatch knows by name."""
+    if not isinstance(scope, str) or scope.count("/") != 2:
+        return None
+    kind, namespace, name = scope.split("/")
+    found = [(group, known[1]) for (group, k), known in relations.KINDS.items() if k == kind]
+    if len(found) != 1 or not name:
+        return None
+    group, resource = found[0]
+    return object_url(agent, resource, namespace or None, name, group=group)
+
+
 bp.add_app_template_global(object_url, "cluster_object_url")
+bp.add_app_template_global(scope_url, "cluster_scope_url")
 
 
 def _resolve_ref(agent: Agent, ref: str) -> tuple[WatchParams, str]:
