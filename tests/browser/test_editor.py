@@ -214,3 +214,16 @@ def test_without_scripts_the_form_still_saves(browser: Browser, live_server: str
         context.close()
     with app.app_context():
         assert service.in_force(agents.get("prod")).text.endswith("# no script\n")
+
+
+def test_a_viewer_reads_the_configuration_without_editing_it(page: Page, maintainer: None,
+                                                             h: Any) -> None:
+    h.user("val", "viewer")
+    sign_in(page, SETTINGS, name="val")
+    content = page.locator(f"{EDITOR} .cm-content")
+    expect(content).to_contain_text("namespaces: [apps]")
+    assert content.get_attribute("contenteditable") == "false"
+    expect(page.get_by_role("button", name="Save configuration")).to_have_count(0)
+    # No live check either (it is a maintainer's call): any request would fail the test.
+    page.get_by_role("link", name="See it in the configuration").click()
+    expect(page.locator("#config-check")).to_be_empty()
