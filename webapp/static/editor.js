@@ -58,7 +58,7 @@
   function diagnosticsOf(doc, problems) {
     return problems.map((problem) => {
       const { from, to } = rangeOf(doc, problem);
-      return { from, to, severity: "error", source: "agentwatch", message: problem.message };
+      return { from, to, severity: "error", message: problem.message };
     });
   }
 
