@@ -264,11 +264,11 @@
       const original = normalized(holder.dataset.inForce || "");
       const current = normalized(view.state.doc.toString());
       if (merge) merge.destroy();
-      const readOnly = [shared, CM.lineNumbers(), CM.EditorState.readOnly.of(true),
-        CM.EditorView.editable.of(false)];
+      const readOnly = (name) => [shared, CM.lineNumbers(), CM.EditorState.readOnly.of(true),
+        CM.EditorView.editable.of(false), CM.EditorView.contentAttributes.of({ "aria-label": name })];
       merge = new CM.MergeView({
-        a: { doc: original, extensions: readOnly },
-        b: { doc: current, extensions: readOnly },
+        a: { doc: original, extensions: readOnly(holder.dataset.inForceLabel) },
+        b: { doc: current, extensions: readOnly("Your text") },
         parent: diff,
         collapseUnchanged: { margin: 2, minSize: 4 },
       });
