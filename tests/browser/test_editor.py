@@ -227,3 +227,22 @@ def test_a_viewer_reads_the_configuration_without_editing_it(page: Page, maintai
     # No live check either (it is a maintainer's call): any request would fail the test.
     page.get_by_role("link", name="See it in the configuration").click()
     expect(page.locator("#config-check")).to_be_empty()
+
+
+def test_keys_and_values_are_suggested_from_the_schema(page: Page, maintainer: None) -> None:
+    sign_in(page, SETTINGS)
+    replace_text(page, "gitops:\n  kustomizations:\n    - name: web\n      ")
+    page.keyboard.type("nam")
+    options = page.locator(".cm-tooltip-autocomplete li")
+    expect(options).to_have_text(["namespace"])  # `name` is written already
+    page.wait_for_timeout(200)  # Enter accepts once the list has been seen for a moment
+    page.keyboard.press("Enter")
+    page.keyboard.insert_text("apps\nuser_access:\n  access_as: ")
+    page.keyboard.type("u")
+    expect(options).to_have_text(["user"])
+    page.wait_for_timeout(200)
+    page.keyboard.press("Enter")
+    expect(page.locator(f"{EDITOR} .cm-content")).to_contain_text("access_as: user")
+    assert page.locator("#config-text").input_value() == (
+        "gitops:\n  kustomizations:\n    - name: web\n      namespace: apps\n"
+        "user_access:\n  access_as: user")

@@ -13,6 +13,7 @@ import {
 import { classHighlighter } from "@lezer/highlight";
 import { searchKeymap, highlightSelectionMatches } from "@codemirror/search";
 import { lintGutter, linter, setDiagnostics, forceLinting, lintKeymap } from "@codemirror/lint";
+import { autocompletion, completionKeymap } from "@codemirror/autocomplete";
 import { yaml } from "@codemirror/lang-yaml";
 import { MergeView } from "@codemirror/merge";
 
@@ -25,6 +26,7 @@ window.AgentwatchCodeMirror = Object.freeze({
   classHighlighter,
   searchKeymap, highlightSelectionMatches,
   lintGutter, linter, setDiagnostics, forceLinting, lintKeymap,
+  autocompletion, completionKeymap,
   yaml,
   MergeView,
 });

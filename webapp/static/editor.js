@@ -4,8 +4,8 @@
 // kept up to date), so without this script, or without CodeMirror, the form works as plain
 // HTML. What the script adds: line numbers and YAML highlighting, the server's problems
 // marked at their line:column (checked as you type, with the same validation as a save),
-// problem lists whose items move the cursor, and the changes against the version in force
-// shown before a save.
+// problem lists whose items move the cursor, keys and values suggested from the schema, and
+// the changes against the version in force shown before a save.
 //
 // The Content-Security-Policy refuses inline styles; CodeMirror writes its base styles into
 // a <style> element, which carries the nonce that this page's policy allows (the server
@@ -178,6 +178,7 @@
           "spellcheck": "false", "autocorrect": "off", "autocapitalize": "off",
         }),
         editable ? CM.linter(serverCheck, { delay: CHECK_DELAY_MS }) : [],
+        editable ? completion(CM, holder.dataset.schemaUrl) : [],
         CM.EditorView.updateListener.of((update) => {
           if (update.docChanged) textarea.value = update.state.doc.toString();
         }),
@@ -249,6 +250,20 @@
       // Checked as you type: the Check button has nothing to add.
       for (const el of form.querySelectorAll(".config-check")) el.hidden = true;
     }
+  }
+
+  // Keys and values suggested from the JSON Schema (editor-complete.js), fetched once.
+  function completion(CM, url) {
+    const complete = window.AgentwatchConfigCompletion;
+    if (!complete || !url) return [];
+    let source = null;
+    const loading = fetch(url, { credentials: "same-origin" })
+      .then((response) => (response.ok ? response.json() : null))
+      .then((schema) => { source = schema ? complete.source(schema) : null; })
+      .catch(() => {});
+    return CM.autocompletion({
+      override: [async (context) => { await loading; return source ? source(context) : null; }],
+    });
   }
 
   // Before a save, the changes against the version in force, side by side.
