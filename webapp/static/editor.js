@@ -126,12 +126,13 @@
     const editable = !textarea.readOnly;
     const checkTarget = document.getElementById("config-check");
     const darkMode = new CM.Compartment();
-    let checked = null;  // the text of the last live check, and its answer
-    let controller = null;
+    let controller = null;  // the live check in flight, aborted by a newer one
 
     // The server's validation, as a CodeMirror linter: the same rules as a save.
     async function serverCheck(view) {
-      const text = view.state.doc.toString();
+      // Marks are placed in the text that was checked (CodeMirror drops them if it changed).
+      const doc = view.state.doc;
+      const text = doc.toString();
       if (controller) controller.abort();
       controller = new AbortController();
       let answer;
@@ -148,9 +149,8 @@
       } catch (error) {
         return [];  // aborted by a newer check, or offline: the save still validates
       }
-      checked = { text, answer };
-      if (checkTarget) renderCheck(checkTarget, answer);
-      return diagnosticsOf(view.state.doc, answer.problems);
+      if (checkTarget && view.state.doc === doc) renderCheck(checkTarget, answer);
+      return diagnosticsOf(doc, answer.problems);
     }
 
     const shared = [
