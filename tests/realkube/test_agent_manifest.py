@@ -65,6 +65,19 @@ def test_the_role_grants_what_the_agent_does_and_nothing_more(admin_api: Any) ->
     assert allowed("get", "pods", subresource="log")
     assert allowed("delete", "pods")
     assert allowed("patch", "helmreleases", "helm.toolkit.fluxcd.io")
+    # The workload actions: restart, scale, trigger a CronJob.
+    for resource in ("deployments", "statefulsets", "daemonsets"):
+        assert allowed("patch", resource, "apps")
+    for resource in ("deployments", "statefulsets", "replicasets"):
+        assert allowed("get", resource, "apps", "scale")
+        assert allowed("patch", resource, "apps", "scale")
+    assert allowed("create", "jobs", "batch")
+    for verb, resource, group, sub in (("patch", "replicasets", "apps", ""),
+                                       ("patch", "daemonsets", "apps", "scale"),
+                                       ("create", "deployments", "apps", ""),
+                                       ("delete", "jobs", "batch", ""),
+                                       ("patch", "cronjobs", "batch", "")):
+        assert not allowed(verb, resource, group, sub), (verb, resource, sub)
     for verb, resource, group in (("get", "secrets", ""), ("list", "secrets", ""),
                                   ("create", "pods", ""), ("delete", "services", ""),
                                   ("patch", "pods", ""), ("get", "configmaps", ""),

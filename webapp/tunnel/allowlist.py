@@ -2,7 +2,10 @@
 
 Reads (get, list, watch) of the kinds agentwatch shows (watch/resources.py RESOURCES),
 pod logs, deleting a pod, and merge patches of the Flux kinds (reconcile, suspend,
-resume); discovery (`/api`, `/apis`, `/version`). Never Secrets, never any other write.
+resume); patching a Deployment, StatefulSet or DaemonSet (restart), reading and patching
+the scale of a Deployment, StatefulSet or ReplicaSet (scale), creating a Job (a CronJob
+triggered by hand); discovery (`/api`, `/apis`, `/version`). Never Secrets, never any
+other write.
 Names and namespaces in the path must be DNS-1123 (as the server validates them too).
 """
 
@@ -46,11 +49,21 @@ def _collections() -> list[tuple[re.Pattern[str], str, bool]]:
 
 _COLLECTIONS = _collections()
 _POD_LOG = re.compile(f"^/api/v1/namespaces/{_NAMESPACE}/pods/{_NAME}/log$")
+# The workload actions (watch/actions.py): restart patches the pod template, scale goes
+# through the scale subresource, a CronJob is triggered by creating its Job.
+RESTARTABLE = ("deployments", "statefulsets", "daemonsets")
+_SCALE = re.compile(f"^/apis/apps/v1/namespaces/{_NAMESPACE}/"
+                    f"(deployments|statefulsets|replicasets)/{_NAME}/scale$")
+_JOBS = re.compile(f"^/apis/batch/v1/namespaces/{_NAMESPACE}/jobs$")
 
 
 def check(method: str, path: str) -> Verdict:
     """Whether the agent performs `method path` (the query is not part of `path`)."""
     if method == "GET" and (_DISCOVERY.match(path) or _POD_LOG.match(path)):
+        return Verdict(True)
+    if method in ("GET", "PATCH") and _SCALE.match(path):
+        return Verdict(True)
+    if method == "POST" and _JOBS.match(path):
         return Verdict(True)
     for pattern, resource, is_object in _COLLECTIONS:
         match = pattern.match(path)
@@ -61,8 +74,10 @@ def check(method: str, path: str) -> Verdict:
             return Verdict(True)
         if method == "DELETE" and resource == "pods" and is_object:
             return Verdict(True)
-        if method == "PATCH" and is_object and group in FLUX_GROUPS:
+        if method == "PATCH" and is_object and (group in FLUX_GROUPS or (
+                group == "apps" and resource in RESTARTABLE)):
             return Verdict(True)
         return Verdict(False, f"{method} of {resource} is not something agentwatch does")
     return Verdict(False, f"{method} {path[:200]} is outside what the agent serves "
-                          "(the kinds agentwatch shows, pod logs, pod deletion, Flux patches)")
+                          "(the kinds agentwatch shows, pod logs, pod deletion, Flux patches, "
+                          "restart, scale, CronJob trigger)")

@@ -1,7 +1,8 @@
 """The Kubernetes YAML that installs an agent: `agentwatch agent manifest NAME --url URL`.
 
 Least privilege: the ClusterRole grants what allowlist.py lets the agent do (reads of the
-kinds agentwatch shows, pod logs, deleting pods, patching Flux objects) and nothing else;
+kinds agentwatch shows, pod logs, deleting pods, patching Flux objects, restarting and
+scaling workloads, creating Jobs from CronJobs) and nothing else;
 Secrets are not in it. The last document is the Deployment.
 """
 
@@ -12,7 +13,7 @@ from typing import Any
 import yaml
 
 from ..watch.resources import RESOURCES
-from .allowlist import FLUX_GROUPS
+from .allowlist import FLUX_GROUPS, RESTARTABLE
 
 DEFAULT_IMAGE = "agentwatch:latest"
 HEALTH_PORT = 8080
@@ -31,6 +32,11 @@ def _rules() -> list[dict[str, Any]]:
     for group in sorted(FLUX_GROUPS & set(by_group)):
         rules.append({"apiGroups": [group], "resources": sorted(by_group[group]),
                       "verbs": ["patch"]})
+    rules.append({"apiGroups": ["apps"], "resources": sorted(RESTARTABLE), "verbs": ["patch"]})
+    rules.append({"apiGroups": ["apps"], "resources": [
+        "deployments/scale", "replicasets/scale", "statefulsets/scale"],
+        "verbs": ["get", "patch"]})
+    rules.append({"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create"]})
     return rules
 
 

@@ -18,6 +18,13 @@ RESOURCES: dict[tuple[str, str, str], bool] = {
     ("kustomize.toolkit.fluxcd.io", "v1", "kustomizations"): True,
     ("helm.toolkit.fluxcd.io", "v2", "helmreleases"): True,
     ("source.toolkit.fluxcd.io", "v1", "gitrepositories"): True,
+    # Workloads: the side panel's relations (owner chains) and actions.
+    ("apps", "v1", "deployments"): True,
+    ("apps", "v1", "replicasets"): True,
+    ("apps", "v1", "statefulsets"): True,
+    ("apps", "v1", "daemonsets"): True,
+    ("batch", "v1", "jobs"): True,
+    ("batch", "v1", "cronjobs"): True,
 }
 _SELECTOR_MAX = 1024
 
