@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import yaml
@@ -60,6 +60,7 @@ class ResourceType:
     # A custom resource: its CRD's printer columns (``additionalPrinterColumns``).
     crd: bool = False
     printer_columns: tuple[JSON, ...] = field(default=(), compare=False, hash=False)
+    storage_version: str = ""  # the version objects are stored as, when not ``version``
 
     @property
     def api_version(self) -> str:
@@ -85,7 +86,8 @@ class ResourceType:
     @property
     def storage_version_hash(self) -> str:
         """apiserver's StorageVersionHash: the first 8 bytes of sha256("group/version/kind")."""
-        digest = hashlib.sha256(f"{self.group}/{self.version}/{self.kind}".encode()).digest()
+        stored = self.storage_version or self.version
+        digest = hashlib.sha256(f"{self.group}/{stored}/{self.kind}".encode()).digest()
         return base64.b64encode(digest[:8]).decode()
 
 
@@ -136,9 +138,10 @@ STORAGECLASSES = _builtin("storage.k8s.io", "v1", "storageclasses", "StorageClas
                           namespaced=False, subs=())
 
 # apiextensions.k8s.io/v1: the CRDs of crds/ as objects (what a client lists to learn them)
-CUSTOMRESOURCEDEFINITIONS = _builtin(
+CUSTOMRESOURCEDEFINITIONS = replace(_builtin(
     "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
-    ("crd", "crds"), namespaced=False, categories=("api-extensions",))
+    ("crd", "crds"), namespaced=False, categories=("api-extensions",)),
+    storage_version="v1beta1")  # etcd still holds CRDs as v1beta1
 
 BUILTIN: tuple[ResourceType, ...] = (
     CONFIGMAPS, EVENTS, NAMESPACES, NODES, PVCS, PVS, PODS, SECRETS, SERVICES,
