@@ -112,6 +112,8 @@ def pv(obj: JSON) -> None:
     spec = obj.setdefault("spec", {})
     spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
     spec.setdefault("volumeMode", "Filesystem")
+    if isinstance(spec.get("hostPath"), dict):
+        spec["hostPath"].setdefault("type", "")
     obj["metadata"].setdefault("finalizers", ["kubernetes.io/pv-protection"])
     obj.setdefault("status", {"phase": "Pending", "lastPhaseTransitionTime": rfc3339()})
 
