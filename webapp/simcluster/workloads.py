@@ -297,7 +297,7 @@ class Workloads:
             if exc.code == 409:
                 return None
             raise
-        self._event(owner, "SuccessfulCreate", f"Created pod: {name}", component)
+        self._event(owner, "SuccessfulCreate", _pod_message(owner, "create", name), component)
         return created
 
     def _delete_pod(self, owner: JSON, pod: JSON, component: str) -> None:
@@ -308,7 +308,7 @@ class Workloads:
             if exc.code != 404:
                 raise
             return
-        self._event(owner, "SuccessfulDelete", f"Deleted pod: {name}", component)
+        self._event(owner, "SuccessfulDelete", _pod_message(owner, "delete", name), component)
 
     def _pick_node(self) -> str:
         _, nodes = self.store.list_objects(NODES)
@@ -824,6 +824,13 @@ class Workloads:
                          "labels": labels, "ownerReferences": [owner_ref(svc)],
                          "generateName": f"{name}-"},
             "addressType": "IPv4", "endpoints": endpoints, "ports": ports})
+
+
+def _pod_message(owner: JSON, verb: str, pod: str) -> str:
+    """The controllers' event messages: the StatefulSet controller words its own."""
+    if owner["kind"] == "StatefulSet":
+        return f"{verb} Pod {pod} in StatefulSet {owner['metadata']['name']} successful"
+    return f"{'Created' if verb == 'create' else 'Deleted'} pod: {pod}"
 
 
 def _job_condition(type_: str, reason: str, message: str) -> JSON:
