@@ -313,3 +313,22 @@ def test_rollout_restart_by_strategic_patch_through_http(target: Target) -> None
         return len(pods) == 1 and pods[0]["metadata"]["uid"] not in first and \
             pods[0].get("status", {}).get("phase") == "Running"
     eventually(replaced)
+
+
+def test_a_daemonset_restart_replaces_its_pods_node_by_node(
+        client: kubernetes.client.ApiClient) -> None:
+    apps, core = AppsV1Api(client), CoreV1Api(client)
+    ds = b.daemonset(NS, "logs", [b.container("fluent", "fluent-bit:3")], labels={"app": "logs"})
+    ds["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 0
+    apps.create_namespaced_daemon_set(NS, ds)
+    before = {p.metadata.uid for p in _running(core, "app=logs", 2)}
+    apps.patch_namespaced_daemon_set("logs", NS, {"spec": {"template": {"metadata": {
+        "annotations": {"kubectl.kubernetes.io/restartedAt": "2026-12-03T18:00:00Z"}}}}})
+
+    def replaced() -> bool:
+        pods = _live_pods(core, "app=logs")
+        return len(pods) == 2 and all(p.metadata.uid not in before and
+                                      p.status.phase == "Running" for p in pods)
+    eventually(replaced)
+    eventually(lambda: apps.read_namespaced_daemon_set("logs", NS).status
+               .updated_number_scheduled == 2)
