@@ -89,7 +89,9 @@ Modules: ``cluster`` (Python API), ``http`` (server/routing), ``negotiation`` (A
 Table, aggregated discovery), ``store`` (objects, RV, watch history), ``selectors``
 (``label_selector``: apimachinery's parser), ``patch``, ``pods`` (object builders, kubectl
 states), ``builders`` (nodes, workloads, config, storage), ``defaults`` (what the server
-defaults on create), ``workloads`` (the controllers), ``scale``, ``printers`` (Table cells;
+defaults on create), ``workloads`` (the controllers, fed by store events:
+``controller_base`` their queue and helpers, ``apps_controllers``, ``batch_controllers``,
+``endpointslices``), ``scale``, ``printers`` (Table cells;
 ``columns.json``: the server's column definitions), ``events``, ``logs``, ``flux``,
 ``rbac``, ``stats``, ``scheduler``, ``resources`` (kinds, CRDs, discovery), ``faults``,
 ``errors``, ``demo`` (seed data + churn), ``__main__`` (CLI).
