@@ -86,15 +86,15 @@ CLI: ``python -m webapp.simcluster --port 8001 --kubeconfig PATH [--demo] [--chu
 SIGHUP replaces the cluster, SIGUSR1 is an outage, SIGUSR2 cuts every stream.
 
 Modules: ``cluster`` (Python API), ``http`` (server/routing), ``negotiation`` (Accept:
-Table, aggregated discovery), ``representation`` (Tables and metadata-only answers), ``store`` (objects, RV, watch history), ``selectors``
-(``label_selector``: apimachinery's parser), ``patch``, ``pods`` (object builders, kubectl
-states), ``builders`` (nodes, workloads, config, storage), ``defaults`` (what the server
-defaults on create), ``workloads`` (the controllers, fed by store events:
-``controller_base`` their queue and helpers, ``apps_controllers``, ``batch_controllers``,
-``endpointslices``), ``scale``, ``printers`` (Table cells;
-``columns.json``: the server's column definitions), ``events``, ``logs``, ``flux``,
-``rbac``, ``stats``, ``scheduler``, ``resources`` (kinds, CRDs, discovery), ``faults``,
-``errors``, ``demo`` (seed data + churn), ``__main__`` (CLI).
+Table, aggregated discovery), ``representation`` (Tables and metadata-only answers),
+``store`` (objects, RV, watch history), ``selectors`` (``label_selector``: apimachinery's
+parser), ``patch``, ``pods`` (object builders, kubectl states), ``builders`` (nodes,
+workloads, config, storage), ``defaults`` (what the server defaults on create),
+``workloads`` (the controllers, fed by store events: ``controller_base`` their queue and
+helpers, ``apps_controllers``, ``batch_controllers``, ``endpointslices``), ``scale``,
+``printers`` (Table cells; ``columns.json``: the server's column definitions), ``events``,
+``logs``, ``flux``, ``rbac``, ``stats``, ``scheduler``, ``resources`` (kinds, CRDs,
+discovery), ``faults``, ``errors``, ``demo`` (seed data + churn), ``__main__`` (CLI).
 """
 
 from .cluster import SimCluster
