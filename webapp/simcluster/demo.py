@@ -127,13 +127,8 @@ def seed_demo(cluster: SimCluster, seed: int = 0) -> Demo:
     cluster.add_kustomization("flux-system", "infrastructure", path="./infrastructure",
                               inventory=[inventory_entry("", ns, "Namespace", group="")
                                          for ns in ("shop", "payments", "monitoring")])
-    cluster.add_kustomization("flux-system", "apps", path="./apps", wait=True, inventory=[
-        inventory_entry("shop", "web", "Deployment"),
-        inventory_entry("shop", "web", "Service", group=""),
-        inventory_entry("shop", "api", "Deployment"),
-        inventory_entry("shop", "web", "PodDisruptionBudget", group="policy", version="v1beta1"),
-        inventory_entry("payments", "payments-api", "Deployment"),
-    ])
+    cluster.add_kustomization("flux-system", "apps", path="./apps", wait=True,
+                              inventory=_apps_inventory(deprecated=True))
     cluster.flux.set_failing("flux-system", "payments", "BuildFailed")
     cluster.add_kustomization("flux-system", "payments", path="./payments")
     cluster.add_kustomization("flux-system", "monitoring", path="./monitoring", suspend=True)
@@ -146,15 +141,33 @@ def seed_demo(cluster: SimCluster, seed: int = 0) -> Demo:
     return demo
 
 
+def _apps_inventory(deprecated: bool) -> list[dict[str, Any]]:
+    """What the "apps" Kustomization applies; `deprecated`: with a policy/v1beta1 PDB."""
+    entries = [inventory_entry("shop", "web", "Deployment"),
+               inventory_entry("shop", "web", "Service", group=""),
+               inventory_entry("shop", "api", "Deployment"),
+               inventory_entry("payments", "payments-api", "Deployment")]
+    if deprecated:
+        entries.insert(3, inventory_entry("shop", "web", "PodDisruptionBudget", group="policy",
+                                          version="v1beta1"))
+    return entries
+
+
 class Churn:
     """Background activity at ``rate`` actions/s plus ``log_rate`` log lines/s."""
 
     def __init__(self, cluster: SimCluster, demo: Demo | None = None, *, rate: float = 2.0,
                  log_rate: float = 20.0, seed: int | None = None,
-                 grace_period: int = 2) -> None:
+                 grace_period: int = 2, gitops_per_minute: float | None = None,
+                 failure_chance: float = 0.15) -> None:
         self.cluster = cluster
         self.demo = demo or seed_demo(cluster)
         self.rate = rate
+        # GitOps changes (new revisions, chart bumps) on their own, calmer clock: each makes
+        # agentwatch record events, and a demo should show a few a minute, not hundreds.
+        # None: they are part of the `rate` mix like any other action.
+        self.gitops_per_minute = gitops_per_minute
+        self.failure_chance = failure_chance
         self.log_rate = log_rate
         self.grace_period = grace_period
         self.rng = random.Random(seed)
@@ -195,6 +208,8 @@ class Churn:
                     log_debt -= int(log_debt)
                 if self.rate > 0 and self.rng.random() < min(1.0, (0.1 / period)):
                     self.step()
+                if self.gitops_per_minute and self.rng.random() < self.gitops_per_minute / 600:
+                    self.gitops_step()
             except ApiError:
                 pass  # raced with another change (e.g. pod already gone): fine for churn
             except Exception as exc:  # keep churning; surface for tests
@@ -220,9 +235,30 @@ class Churn:
     def step(self) -> str:
         """One random action; returns its name (for tests)."""
         self.actions += 1
-        action = self.rng.choices(
-            ["replace", "crash", "recover", "revision", "reconcile", "chart"],
-            weights=[4, 2, 3, 1, 1, 1])[0]
+        actions = {"replace": 4, "crash": 2, "recover": 3, "revision": 1, "reconcile": 1,
+                   "chart": 1}
+        if self.gitops_per_minute:
+            for gitops in ("revision", "reconcile", "chart"):
+                del actions[gitops]
+        action = self.rng.choices(list(actions), weights=list(actions.values()))[0]
+        getattr(self, f"_{action}")()
+        return action
+
+    def gitops_step(self) -> str:
+        """A new Git revision (now and then a broken one: the payments Kustomization fails to
+        build until the next) or a chart bump."""
+        action = self.rng.choices(["revision", "chart"], weights=[3, 1])[0]
+        if action == "revision":
+            # Now and then a commit breaks a build or brings back a removed API version.
+            for ns, name in self.demo.kustomizations:
+                if name == "payments":
+                    if self.rng.random() < self.failure_chance:
+                        self.cluster.flux.set_failing(ns, name, "BuildFailed")
+                    else:
+                        self.cluster.flux.clear_failure(ns, name)
+                if name == "apps":
+                    self.cluster.flux.set_inventory(ns, name, _apps_inventory(
+                        deprecated=self.rng.random() < self.failure_chance))
         getattr(self, f"_{action}")()
         return action
 
