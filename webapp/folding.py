@@ -16,8 +16,9 @@ rows that arrive later (live, or with older pages) with the same key and window.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from . import events
@@ -59,14 +60,17 @@ class Fold:
 
 
 def fold(rows: list[Any], window: timedelta = FOLD_WINDOW,
-         key: Any = fold_key) -> list[Fold]:
-    """Rows newest first (by happened_at, then id) into folds, in the same order."""
+         key: Callable[[Any], str] = fold_key,
+         when: Callable[[Any], datetime] = lambda event: event.happened_at) -> list[Fold]:
+    """Rows newest first into folds, in the same order. The feed is in happened_at order;
+    notifications are in recorded order, where a late event may have happened after the
+    fold's newest: the window counts either way."""
     out: list[Fold] = []
     latest: dict[str, Fold] = {}
     for event in rows:
         k = key(event)
         current = latest.get(k)
-        if current is not None and current.head.happened_at - event.happened_at <= window:
+        if current is not None and abs(when(current.head) - when(event)) <= window:
             current.events.append(event)
             continue
         current = Fold(k, [event])

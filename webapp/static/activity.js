@@ -1,7 +1,8 @@
 // The Activity tab's page script: places live rows in time order, folds identical rows
 // (the same rule as webapp/folding.py: same data-fold key, within the list's
 // data-fold-window of the fold's newest row), keeps new rows behind an "N new" button
-// while the reader is scrolled down or busy in the list, and opens folds and long messages.
+// while the reader is scrolled down or busy in the list, and opens folds and long messages
+// (folds of the notifications page too).
 "use strict";
 
 (function () {
@@ -213,7 +214,7 @@
     const target = event.target instanceof Element ? event.target : null;
     if (!target) return;
     if (target.closest("#feed-new")) { release(); return; }
-    const toggle = target.closest("#feed-list button.fold-toggle");
+    const toggle = target.closest("ol.feed button.fold-toggle");
     if (toggle) {
       const members = document.getElementById(toggle.getAttribute("aria-controls"));
       const open = toggle.getAttribute("aria-expanded") !== "true";
