@@ -1,10 +1,11 @@
 """Folding identical events into one row with a count.
 
-Two events are *identical* when they have the same type and say the same thing once their
-commit is left out: the one-line message (events.describe) of each, written without its
-commit, is the same. "Invalid manifest in commit 1a2b3c4d: Deployment/web: image: Required
-value" and the same error in commit 5e6f7a8b fold; a different error, another project,
-another Flux object, another token or another person's action do not.
+Two events are *identical* when they have the same type, come from the same project, are
+about the same cluster object (if any) and say the same thing once their commit is left
+out: the one-line message (events.describe) of each, written without its commit, is the
+same. "Invalid manifest in commit 1a2b3c4d: Deployment/web: image: Required value" and the
+same error in commit 5e6f7a8b fold; a different error, another project, another Flux
+object, another token or another person's action do not.
 
 They fold *within a window*: going newest first, an event joins the fold of the newest
 identical event if it happened at most FOLD_WINDOW before it; otherwise it starts a new
@@ -16,6 +17,7 @@ rows that arrive later (live, or with older pages) with the same key and window.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -42,7 +44,11 @@ def fold_key(event: events.EventLike) -> str:
     bare = _WithoutCommit(event.type, event.user_name, event.token_name, None, event.project,
                           event.message, event.details)
     said = events.describe(bare)
-    return hashlib.blake2b(f"{event.type}\0{said}".encode(), digest_size=8).hexdigest()
+    # The project and the Flux object, which not every type's message names.
+    observed = (event.details or {}).get("object")
+    key = json.dumps([event.type, said, event.project, observed if isinstance(observed, str)
+                      else None])
+    return hashlib.blake2b(key.encode(), digest_size=8).hexdigest()
 
 
 @dataclass

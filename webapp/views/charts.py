@@ -17,6 +17,10 @@ from .filters import local
 STACK = ("error", "warning", "success", "info")
 _PLURAL = {"error": "errors", "warning": "warnings", "success": "successes", "info": "info"}
 
+
+def _levels(n: int, level: str) -> str:
+    return f"{n} {level if n == 1 else _PLURAL[level]}"
+
 BAR = 6  # width of one hour in the histogram's coordinates
 PLOT = 64  # height of its bars
 AXIS = 16  # room under the bars for the day labels
@@ -26,8 +30,7 @@ def counts_text(counts: dict[str, int] | Bucket, total: int | None = None) -> st
     """ "12 events: 3 errors, 1 warning" (levels with none left out)."""
     get = counts.of if isinstance(counts, Bucket) else (lambda level: counts.get(level, 0))
     n = total if total is not None else sum(get(level) for level in STACK)
-    parts = [f"{get(level)} {level if get(level) == 1 and level != 'success' else _PLURAL[level]}"
-             for level in STACK if get(level)]
+    parts = [_levels(get(level), level) for level in STACK if get(level)]
     text = f"{n} event{'' if n == 1 else 's'}"
     return f"{text}: {', '.join(parts)}" if parts else text
 
@@ -68,7 +71,7 @@ def week_histogram(series: Series, link: Callable[[datetime, str], str],
                 continue
             height = max(1, round(n / peak * PLOT))
             y -= height
-            name = f"{label}: {n} {level if n == 1 and level != 'success' else _PLURAL[level]}"
+            name = f"{label}: {_levels(n, level)}"
             out.append(
                 f'<a href="{escape(link(bucket.start, level))}" aria-label="{escape(name)}" '
                 f'data-hour="{bucket.start:%Y-%m-%dT%H}" data-level="{level}">'
@@ -83,7 +86,8 @@ SPARK_HEIGHT = 20
 
 
 def sparkline(series: Series) -> Markup:
-    """24 hourly bars: the hour's events, its errors and warnings drawn over them."""
+    """24 hourly bars: the hour's events, its errors and warnings drawn over them from the
+    baseline up."""
     peak = max(series.peak, 1)
     width = SPARK_BAR * len(series.buckets)
     summary = f"Last 24 hours: {counts_text(_sum(series))}"
@@ -99,13 +103,13 @@ def sparkline(series: Series) -> Markup:
         height = max(1, round(bucket.total / peak * SPARK_HEIGHT))
         out.append(f'<rect class="bar" x="{x}" y="{SPARK_HEIGHT - height}" '
                    f'width="{SPARK_BAR - 1}" height="{height}"/>')
-        bad = bucket.of("error") + bucket.of("warning")
-        if bad:
-            level = "error" if bucket.of("error") else "warning"
-            bad_height = max(1, round(bad / peak * SPARK_HEIGHT))
-            out.append(f'<rect class="bar level-{level}" x="{x}" '
-                       f'y="{SPARK_HEIGHT - bad_height}" width="{SPARK_BAR - 1}" '
-                       f'height="{bad_height}"/>')
+        y = SPARK_HEIGHT
+        for level in ("error", "warning"):  # stacked from the baseline, errors first
+            if n := bucket.of(level):
+                part = min(y, max(1, round(n / peak * SPARK_HEIGHT)))
+                y -= part
+                out.append(f'<rect class="bar level-{level}" x="{x}" y="{y}" '
+                           f'width="{SPARK_BAR - 1}" height="{part}"/>')
     out.append("</svg>")
     return Markup("".join(out))
 

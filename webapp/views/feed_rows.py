@@ -74,11 +74,14 @@ def message_html(event: Event, agent_name: str, detail_url: str) -> str:
     found = named_object(event)
     if found:
         resource, namespace, name, written = found
+        href = object_url(agent_name, resource, namespace, name)
         if written in text:
-            href = object_url(agent_name, resource, namespace, name)
             link = (f'<a class="object" href="{escape(href)}" '
                     f'title="Open it on the Cluster tab">{escape(written)}</a>')
             out = out.replace(str(escape(written)), link, 1)
+        else:  # the message does not name it: said after it
+            out += (f' <span class="on">on <a class="object" href="{escape(href)}" '
+                    f'title="Open it on the Cluster tab">{escape(written)}</a></span>')
     return out
 
 
