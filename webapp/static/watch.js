@@ -310,6 +310,355 @@
     stale(since) { this.table.setStale(since); }
   }
 
+  // --- a list of the page: its first screen from the server, the rest paged -------------
+  // Filter and sort are the server's, over the whole list (watch/listing.py); live events
+  // touch the rows on screen and the counts, and never build rows nobody sees.
+
+  const ENTITIES = { "&amp;": "&", "&lt;": "<", "&gt;": ">", "&#39;": "'", "&#34;": '"', "&quot;": '"' };
+
+  // A row's text for the filter (what the server's filter reads: its cells' text).
+  function rowText(html) {
+    return html.replace(/<[^>]*>/g, "\n").replace(/&(amp|lt|gt|#39|#34|quot);/g, (m) => ENTITIES[m]).toLowerCase();
+  }
+
+  function rowAttention(html) {
+    const head = html.slice(0, html.indexOf(">") + 1);
+    return / data-attention[\s>]/.test(head);
+  }
+
+  function parseRows(html) {
+    const template = document.createElement("template");
+    template.innerHTML = html;
+    return Array.from(template.content.children).filter((el) => el.tagName === "TR" && el.dataset.key);
+  }
+
+  class ListTable extends Table {
+    constructor(section, list) {
+      super(section.querySelector("table"), null);
+      this.section = section;
+      this.list = list;
+      this.rowsUrl = section.dataset.rowsUrl;
+      this.total = Number(section.dataset.total || 0);
+      this.nextOffset = section.dataset.nextOffset ? Number(section.dataset.nextOffset) : null;
+      this.moreRow = this.table.querySelector("tr.more-row");
+      this.known = new Map();   // key -> {namespace, text, attention, unseen}: every object the watches told of
+      this.matching = 0;        // how many of them match the filter
+      this.syncing = new Set(); // sinks whose (re)started state is still arriving
+      this.counted = false;     // every watch synced once: counts are the page's own
+      this.fetching = null;     // the AbortController of the rows being fetched
+      this.sortCol = this.table.dataset.sortCol || "";
+      this.sortAll();
+      const more = this.moreRow && this.moreRow.querySelector("[data-load-more]");
+      if (more) more.addEventListener("click", () => this.loadMore());
+      if (this.moreRow && "IntersectionObserver" in window) {
+        new IntersectionObserver((entries) => {
+          if (entries.some((entry) => entry.isIntersecting)) this.loadMore();
+        }, { rootMargin: "600px" }).observe(this.moreRow);
+      }
+      this.refresh();
+    }
+
+    matchFilter() {}  // the server filtered these rows
+
+    sortBy(col) { this.list.sortBy(col); }
+
+    // The list's sort changed (the page's state): headers say so, rows come again.
+    showSort(col, dir) {
+      this.sortCol = col;
+      this.sortDir = dir === "desc" ? -1 : 1;
+      this.table.dataset.sortCol = col;
+      this.table.dataset.sortDir = dir;
+      for (const th of this.table.querySelectorAll("thead th[data-col]")) {
+        th.setAttribute("aria-sort", th.dataset.col !== col ? "none" : dir === "desc" ? "descending" : "ascending");
+      }
+    }
+
+    matches(entry) {
+      if (this.list.attention && !entry.attention) return false;
+      return this.list.words().every((word) => entry.text.includes(word));
+    }
+
+    setKnown(key, entry) {
+      const old = this.known.get(key);
+      if (old && this.matches(old)) this.matching--;
+      if (entry) {
+        this.known.set(key, entry);
+        if (this.matches(entry)) this.matching++;
+      } else {
+        this.known.delete(key);
+      }
+      return old;
+    }
+
+    recount() {
+      this.matching = 0;
+      for (const entry of this.known.values()) if (this.matches(entry)) this.matching++;
+    }
+
+    inScope(namespace, sink) { return sink.namespace === null || namespace === sink.namespace; }
+
+    startSync(sink) {
+      this.syncing.add(sink);
+      for (const entry of this.known.values()) if (this.inScope(entry.namespace, sink)) entry.unseen = true;
+      for (const row of this.rows()) if (this.inScope(row.dataset.namespace || "", sink)) row.dataset.unconfirmed = "1";
+    }
+
+    endSync(sink) {
+      this.syncing.delete(sink);
+      for (const [key, entry] of this.known) if (entry.unseen && this.inScope(entry.namespace, sink)) this.setKnown(key, null);
+      for (const row of this.body.querySelectorAll("tr[data-unconfirmed]")) {
+        if (this.inScope(row.dataset.namespace || "", sink)) { row.remove(); this.byKey.delete(row.dataset.key); }
+      }
+      if (this.syncing.size === 0) this.counted = true;
+      this.refresh();
+    }
+
+    // An object added or changed: its row is replaced if it is on screen; a new object is
+    // shown if it belongs among the rows on screen; otherwise only the counts move.
+    change(key, namespace, html) {
+      const entry = { namespace, text: rowText(html), attention: rowAttention(html), unseen: false };
+      const old = this.setKnown(key, entry);
+      const onScreen = this.find(key);
+      const match = this.matches(entry);
+      if (onScreen) {
+        if (match) this.upsert(html);
+        else { onScreen.remove(); this.byKey.delete(key); }
+      } else if (match && !old && this.syncing.size === 0 && this.belongs(html)) {
+        this.upsert(html);
+      }
+      this.scheduleRefresh();
+    }
+
+    belongs(html) {
+      if (this.nextOffset === null) return true;  // every row is here
+      const last = this.body.lastElementChild;
+      const row = parseRows(html)[0];
+      return !last || (row && this.compare(row, last) < 0);
+    }
+
+    forget(key) {
+      this.setKnown(key, null);
+      const row = this.find(key);
+      if (row) { row.remove(); this.byKey.delete(key); }
+      else if (!this.counted && this.total > 0) this.total--;
+      this.scheduleRefresh();
+    }
+
+    url(offset) {
+      const url = new URL(this.rowsUrl, location.href);
+      for (const [name, value] of this.list.params()) {
+        url.searchParams.delete(name);
+        if (value) url.searchParams.set(name, value);
+      }
+      url.searchParams.set("offset", String(offset));
+      return url;
+    }
+
+    async fetchRows(offset) {
+      if (this.fetching) this.fetching.abort();
+      const controller = new AbortController();
+      this.fetching = controller;
+      try {
+        const response = await fetch(this.url(offset), { credentials: "same-origin", signal: controller.signal, headers: { "Accept": "text/html" } });
+        if (!response.ok) {
+          let message = "The rows could not be loaded (HTTP " + response.status + ")";
+          try { message = readableProblem((await response.json()).error); } catch (err) { /* not JSON */ }
+          this.showError(message);
+          return null;
+        }
+        const html = await response.text();
+        return { rows: parseRows(html), total: Number(response.headers.get("X-Total-Count") || 0),
+          next: response.headers.get("X-Next-Offset") ? Number(response.headers.get("X-Next-Offset")) : null };
+      } catch (err) {
+        if (err.name !== "AbortError") this.showError("The rows could not be loaded: " + err.message);
+        return null;
+      } finally {
+        if (this.fetching === controller) this.fetching = null;
+      }
+    }
+
+    // The first screen again (the filter or the sort changed): the server's rows replace these.
+    async reload() {
+      this.recount();
+      const page = await this.fetchRows(0);
+      if (!page) return;
+      this.body.replaceChildren(...page.rows);
+      this.byKey = new Map(page.rows.map((row) => [row.dataset.key, row]));
+      if (!this.counted) this.total = page.total;
+      this.nextOffset = page.next;
+      refreshAges(this.body);
+      this.refresh();
+    }
+
+    async loadMore() {
+      if (this.fetching || this.nextOffset === null || this.moreRow.hidden) return;
+      const page = await this.fetchRows(this.body.children.length);
+      if (!page) return;
+      for (const row of page.rows) {
+        if (this.byKey.has(row.dataset.key)) continue;  // shown already (it arrived live)
+        this.body.appendChild(row);
+        this.byKey.set(row.dataset.key, row);
+      }
+      if (!this.counted) this.total = page.total;
+      this.nextOffset = page.next;
+      refreshAges(this.body);
+      this.refresh();
+    }
+
+    refresh() {
+      if (this.refreshing) { cancelAnimationFrame(this.refreshing); this.refreshing = 0; }
+      if (!this.list) return;  // Table's constructor: not ready yet
+      const shown = this.body.children.length;
+      const total = this.counted ? this.matching : this.total;
+      const failing = this.errorRow && !this.errorRow.hidden;
+      const filtering = this.list.filtering();
+      if (this.count && this.count.textContent !== String(total)) this.count.textContent = String(total);
+      if (this.emptyRow) this.emptyRow.hidden = total > 0 || shown > 0 || failing || this.stale || filtering;
+      if (this.filteredRow) this.filteredRow.hidden = total > 0 || shown > 0 || failing || !filtering;
+      if (this.staleRow) {
+        this.staleRow.hidden = shown > 0 || failing || !this.stale;
+        const text = this.staleSince ? "Nothing here when last updated." : "Nothing known: the cluster view is not live.";
+        const cell = this.staleRow.firstElementChild;
+        if (cell && cell.textContent !== text) cell.textContent = text;
+      }
+      if (this.moreRow) this.moreRow.hidden = this.nextOffset === null || shown >= total;
+    }
+  }
+
+  class ListSink {
+    constructor(table, namespace) { this.table = table; this.namespace = namespace; }
+    start() { this.table.startSync(this); }
+    event(event, html) {
+      const obj = event.object || {};
+      const key = objectKey(obj);
+      if (event.type === "DELETED") this.table.forget(key);
+      else if (html) this.table.change(key, (obj.metadata && obj.metadata.namespace) || "", html);
+    }
+    synced() { this.table.clearError(); this.table.endSync(this); }
+    reset() { this.table.startSync(this); }
+    error(error) {
+      if (isConnectivity(error)) this.table.clearError();
+      else this.table.showError(readableProblem(error));
+    }
+    stale(since) { this.table.setStale(since); }
+  }
+
+  // The page's list state, as its URL holds it: filter and sort change here without a
+  // reload (the URL follows, so reload, back and links keep them); kind, namespaces and the
+  // label selector are the page's watches, changed by navigating.
+  class ListState {
+    constructor(form) {
+      this.form = form;
+      this.tables = [];
+      const url = new URL(location.href);
+      this.q = url.searchParams.get("q") || "";
+      this.sort = url.searchParams.get("sort") || "";
+      this.dir = url.searchParams.get("dir") === "desc" ? "desc" : "asc";
+      this.attention = ["1", "true"].includes(url.searchParams.get("attention"));
+      this.watched = this.watchedOf(url);
+      this.timer = 0;
+      const filter = form && form.querySelector("[data-filter]");
+      if (filter) {
+        filter.addEventListener("input", () => {
+          clearTimeout(this.timer);
+          this.timer = setTimeout(() => this.setFilter(filter.value), 250);
+        });
+      }
+      window.addEventListener("popstate", () => this.restore());
+    }
+
+    // What the page's watches are made of: another value is another page.
+    watchedOf(url) {
+      return JSON.stringify(["kind", "namespace", "selector", "attention"].map((name) => url.searchParams.getAll(name)));
+    }
+
+    words() { return this.q.toLowerCase().split(/\s+/).filter(Boolean); }
+
+    filtering() { return this.words().length > 0 || this.attention; }
+
+    params() { return [["q", this.q], ["sort", this.sort], ["dir", this.sort && this.dir === "desc" ? "desc" : ""]]; }
+
+    writeURL(push) {
+      const url = new URL(location.href);
+      for (const [name, value] of this.params()) {
+        if (value) url.searchParams.set(name, value); else url.searchParams.delete(name);
+      }
+      if (url.href === location.href) return;
+      if (push) history.pushState(null, "", url); else history.replaceState(history.state, "", url);
+    }
+
+    // The form's hidden fields follow, so Apply keeps the sort.
+    writeForm() {
+      if (!this.form) return;
+      for (const name of ["sort", "dir"]) {
+        let input = this.form.querySelector('input[type="hidden"][name="' + name + '"]');
+        const value = name === "sort" ? this.sort : (this.sort ? this.dir : "");
+        if (!value) { if (input) input.remove(); continue; }
+        if (!input) {
+          input = document.createElement("input");
+          input.type = "hidden";
+          input.name = name;
+          this.form.prepend(input);
+        }
+        input.value = value;
+      }
+    }
+
+    setFilter(text) {
+      const q = text.trim();
+      if (q === this.q) return;
+      this.q = q;
+      this.writeURL(false);
+      for (const table of this.tables) table.reload();
+    }
+
+    sortBy(col) {
+      if (this.sort === col) this.dir = this.dir === "asc" ? "desc" : "asc";
+      else { this.sort = col; this.dir = "asc"; }
+      this.writeURL(true);
+      this.applySort();
+    }
+
+    applySort() {
+      this.writeForm();
+      for (const table of this.tables) { table.showSort(this.sort, this.dir); table.reload(); }
+    }
+
+    // Back or forward: the sort and the filter of that entry; another list is another page.
+    restore() {
+      const url = new URL(location.href);
+      if (this.watchedOf(url) !== this.watched) { location.replace(url.href); return; }
+      this.q = url.searchParams.get("q") || "";
+      this.sort = url.searchParams.get("sort") || "";
+      this.dir = url.searchParams.get("dir") === "desc" ? "desc" : "asc";
+      const filter = this.form && this.form.querySelector("[data-filter]");
+      if (filter) filter.value = this.q;
+      this.applySort();
+    }
+  }
+
+  // The namespace picker: its checkboxes narrowed to what the search says.
+  function namespacePicker(root) {
+    const picker = root.querySelector("[data-namespace-picker]");
+    if (!picker) return;
+    const search = picker.querySelector("[data-namespace-search]");
+    if (!search) return;
+    search.addEventListener("input", () => {
+      const words = search.value.toLowerCase().split(/\s+/).filter(Boolean);
+      for (const item of picker.querySelectorAll(".namespace-options li")) {
+        const text = item.textContent.toLowerCase();
+        item.hidden = !words.every((word) => text.includes(word));
+      }
+    });
+    search.addEventListener("keydown", (event) => {
+      if (event.key !== "Enter") return;
+      event.preventDefault();  // Enter ticks the one namespace left, it does not submit
+      const left = Array.from(picker.querySelectorAll(".namespace-options li")).filter((li) => !li.hidden);
+      if (left.length === 1) { const box = left[0].querySelector("input"); box.checked = !box.checked; }
+    });
+    picker.addEventListener("toggle", () => { if (picker.open) search.focus(); });
+  }
+
   // --- the connection badge and the page's one banner -----------------------------------
 
   // The badge names the cluster view's transport: Live (WebSocket), Live (HTTP streaming),
@@ -1113,22 +1462,28 @@
     const panel = new Panel(document.getElementById("object-panel"), manager, urls);
     const live = root.dataset.live === "true";
     const outage = initialProblem();
-    for (const section of root.querySelectorAll(":scope > section.k8s-section")) {
-      const table = new Table(section.querySelector("table"), section.querySelector(".table-filter"));
-      const params = JSON.parse(section.dataset.watch);
+    const list = new ListState(root.querySelector("[data-list-form]"));
+    for (const section of root.querySelectorAll("section.k8s-section")) {
+      const table = new ListTable(section, list);
+      list.tables.push(table);
+      const watches = JSON.parse(section.dataset.watches || "[]");
       // Rendered while the cluster was down: stale from the start.
       const initial = section.classList.contains("is-stale")
         ? { since: parseTime(section.dataset.staleSince), problem: outage } : null;
-      const watchId = live ? manager.add(params, new TableSink(table), null, initial) : null;
+      const ids = new Map();  // namespace ("" for all) -> its watch's id, for the panel
+      for (const params of watches) {
+        const id = live ? manager.add(params, new ListSink(table, params.namespace || null), null, initial) : null;
+        ids.set(params.namespace || "", { id, params });
+      }
       section.addEventListener("click", (event) => {
         const row = event.target.closest("tbody.rows > tr");
         if (!row || event.target.closest("button, input, select")) return;
         event.preventDefault();
-        panel.open(row, params, watchId);
+        const watch = ids.get(row.dataset.namespace || "") || ids.get("") || ids.values().next().value;
+        if (watch) panel.open(row, watch.params, watch.id);
       });
     }
-    const picker = root.querySelector("select[data-autosubmit]");
-    if (picker) picker.addEventListener("change", () => picker.form.submit());
+    namespacePicker(root);
     refreshAges(root);
     setInterval(() => refreshAges(root), AGE_REFRESH);
     if (live) { manager.render(); manager.start(); }
