@@ -10,13 +10,18 @@ from __future__ import annotations
 import base64
 import json
 import re
+import threading
+from collections.abc import Iterator
 from html import unescape
 from typing import Any
 
 import kubernetes
 import pytest
+import requests
 from watch.conftest import Live, eventually
 
+from webapp import agents, tokens
+from webapp.tunnel.agent import Agent, Settings
 from webapp.watch import discovery
 from webapp.watch.kube import ClusterClient, Connection
 
@@ -211,8 +216,32 @@ def test_the_relay_watches_only_kinds_discovery_lists(live: Live, admin_agent: s
         assert error["error"]["code"] == 400
 
 
+@pytest.fixture(params=["direct", "tunnel"])
+def any_transport(request: pytest.FixtureRequest, live: Live,
+                  realkube: RealCluster) -> Iterator[str]:
+    """alice (admin), and agent `prod` reaching the cluster as its administrator: directly
+    (a kubeconfig), or through an agent running beside the cluster (the tunnel)."""
+    live.user("alice", "admin")
+    if request.param == "direct":
+        live.agent("prod", kubeconfig=realkube.kubeconfig_path(ADMIN))
+        yield live.token("alice")
+        return
+    with live.app.app_context():
+        _, raw = tokens.create(agents.create("prod", tunnel=True), "in-cluster", "alice")
+    agent = Agent(Settings(live.base_url, raw,
+                           Connection(kubeconfig=str(realkube.kubeconfig_path(ADMIN))),
+                           backoff_initial=0.05, backoff_max=0.5))
+    thread = threading.Thread(target=agent.run, daemon=True)
+    thread.start()
+    assert agent.connected.wait(10)
+    yield live.token("alice")
+    agent.stop()
+    thread.join(10)
+
+
 def test_a_secrets_values_reach_no_page_message_or_cache(
-        live: Live, admin_agent: str, realkube: RealCluster, namespace: str) -> None:
+        live: Live, any_transport: str, realkube: RealCluster, namespace: str) -> None:
+    admin_agent = any_transport
     encoded = base64.b64encode(PASSWORD.encode()).decode()
     secret = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
               "metadata": {"name": "db", "annotations": {
@@ -247,3 +276,44 @@ def test_a_secrets_values_reach_no_page_message_or_cache(
     for text in (page.text, more.text, json.dumps(messages), cached.decode()):
         for value in secrets:
             assert value not in text
+
+
+def test_the_agent_blanks_a_secrets_values_before_they_enter_the_tunnel(
+        live: Live, realkube: RealCluster, namespace: str) -> None:
+    """Through the tunnel as the server's own client reaches it, whatever it asks for:
+    JSON, a Table, protobuf, a list, one object, a watch."""
+    live.user("alice", "admin")
+    with live.app.app_context():
+        _, raw = tokens.create(agents.create("prod", tunnel=True), "in-cluster", "alice")
+    agent = Agent(Settings(live.base_url, raw,
+                           Connection(kubeconfig=str(realkube.kubeconfig_path(ADMIN))),
+                           backoff_initial=0.05, backoff_max=0.5))
+    thread = threading.Thread(target=agent.run, daemon=True)
+    thread.start()
+    try:
+        assert agent.connected.wait(10)
+        encoded = base64.b64encode(PASSWORD.encode()).decode()
+        v1 = kubernetes.client.CoreV1Api(realkube.api_client(ADMIN))
+        v1.create_namespaced_secret(namespace, {
+            "metadata": {"name": "db", "annotations": {
+                "kubectl.kubernetes.io/last-applied-configuration": json.dumps(
+                    {"data": {"password": encoded}})}},
+            "data": {"password": encoded}})
+        base, secret = live.app.extensions["tunnel_proxy"].endpoint()
+        collection = f"/api/v1/namespaces/{namespace}/secrets"
+        asked = [(collection, {}, "application/json"),
+                 (f"{collection}/db", {}, "application/json"),
+                 (collection, {"includeObject": "Object"}, TABLE),
+                 (collection, {}, "application/vnd.kubernetes.protobuf"),
+                 (collection, {"watch": "true", "timeoutSeconds": "1"}, "application/json")]
+        for path, params, accept in asked:
+            answer = requests.get(f"{base}/agents/prod{path}", params=params, timeout=15,
+                                  headers={"Authorization": f"Bearer {secret}",
+                                           "Accept": accept})
+            assert answer.status_code == 200, (path, accept, answer.text[:200])
+            assert b"db" in answer.content  # the Secret is there ...
+            for value in (PASSWORD.encode(), encoded.encode()):
+                assert value not in answer.content, (path, params, accept)  # ... not its value
+    finally:
+        agent.stop()
+        thread.join(10)
