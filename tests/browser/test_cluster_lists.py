@@ -178,3 +178,26 @@ def test_a_long_list_shows_its_first_screen_and_pages_the_rest_in(
     expect(page.locator("#pods tr.more-row")).to_be_hidden()
     shown = names(page)
     assert shown == sorted(shown) and len(set(shown)) == total + 1
+
+
+def test_the_workloads_strip_counts_live_and_links_to_what_needs_attention(
+        signed_in: Page, sim: SimCluster) -> None:
+    page = signed_in
+    sim.add_namespace("shop")
+    for name in ("web-1", "web-2", "api-1"):
+        sim.add_pod("shop", name, state="Running")
+    page.goto("/agents/prod/cluster?namespace=shop")
+    live(page)
+    pods = page.locator('[data-summary="pods"]')
+    expect(pods.locator(".summary-total")).to_have_text("3")
+    expect(pods.locator(".summary-attention")).to_be_hidden()
+
+    sim.set_pod_state("shop", "api-1", "CrashLoopBackOff", restarts=4)
+    sim.add_pod("shop", "web-3", state="Running")
+    expect(pods.locator(".summary-total")).to_have_text("4")
+    expect(pods.locator(".summary-attention")).to_contain_text("1 failing")
+
+    pods.locator("a.attention").click()
+    expect(page).to_have_url(re.compile(r"kind=pods&namespace=shop&attention=1"))
+    live(page)
+    assert names(page) == ["api-1"]

@@ -637,6 +637,55 @@
     }
   }
 
+  // One entry of the workloads' strip, live: how many objects, how many need attention.
+  class Tally {
+    constructor(el) {
+      this.total = el.querySelector(".summary-total");
+      this.attention = el.querySelector(".summary-attention");
+      this.count = el.querySelector(".summary-count");
+      this.known = new Map();  // key -> {namespace, attention, unseen}
+      this.syncing = 0;
+      this.counted = false;
+    }
+    sink(namespace) {
+      const tally = this;
+      const inScope = (entry) => namespace === null || entry.namespace === namespace;
+      return {
+        start() { tally.syncing++; for (const entry of tally.known.values()) if (inScope(entry)) entry.unseen = true; },
+        reset() { this.start(); },
+        event(event, html) {
+          const obj = event.object || {};
+          const key = objectKey(obj);
+          if (event.type === "DELETED") tally.known.delete(key);
+          else if (html) tally.known.set(key, { namespace: (obj.metadata && obj.metadata.namespace) || "", attention: rowAttention(html), unseen: false });
+          if (tally.counted) tally.show();
+        },
+        synced() {
+          tally.syncing = Math.max(0, tally.syncing - 1);
+          for (const [key, entry] of tally.known) if (entry.unseen && inScope(entry)) tally.known.delete(key);
+          if (tally.syncing === 0) { tally.counted = true; tally.show(); }
+        },
+        error() {},
+        stale() {},
+      };
+    }
+    show() {
+      let attention = 0;
+      for (const entry of this.known.values()) if (entry.attention) attention++;
+      const total = String(this.known.size);
+      if (this.total.textContent !== total) this.total.textContent = total;
+      if (this.count && this.count.textContent !== String(attention)) this.count.textContent = String(attention);
+      if (this.attention) this.attention.hidden = attention === 0;
+    }
+  }
+
+  // One watch's messages to several sinks (a list and the strip's count of the same kind).
+  function fanOut(sinks) {
+    const each = (method) => (...args) => { for (const sink of sinks) if (sink[method]) sink[method](...args); };
+    return { start: each("start"), event: each("event"), synced: each("synced"), reset: each("reset"),
+      error: each("error"), stale: each("stale") };
+  }
+
   // The namespace picker: its checkboxes narrowed to what the search says.
   function namespacePicker(root) {
     const picker = root.querySelector("[data-namespace-picker]");
@@ -1463,17 +1512,26 @@
     const live = root.dataset.live === "true";
     const outage = initialProblem();
     const list = new ListState(root.querySelector("[data-list-form]"));
+    // Watches by their params: a list and the strip that count the same objects share one.
+    const wanted = new Map();  // JSON of params -> {params, sinks, initial, ids: [holder]}
+    const want = (params, sink, initial) => {
+      const key = JSON.stringify(params);
+      if (!wanted.has(key)) wanted.set(key, { params, sinks: [], initial: initial || null, holders: [] });
+      const entry = wanted.get(key);
+      entry.sinks.push(sink);
+      return entry;
+    };
     for (const section of root.querySelectorAll("section.k8s-section")) {
       const table = new ListTable(section, list);
       list.tables.push(table);
-      const watches = JSON.parse(section.dataset.watches || "[]");
       // Rendered while the cluster was down: stale from the start.
       const initial = section.classList.contains("is-stale")
         ? { since: parseTime(section.dataset.staleSince), problem: outage } : null;
-      const ids = new Map();  // namespace ("" for all) -> its watch's id, for the panel
-      for (const params of watches) {
-        const id = live ? manager.add(params, new ListSink(table, params.namespace || null), null, initial) : null;
-        ids.set(params.namespace || "", { id, params });
+      const ids = new Map();  // namespace ("" for all) -> its watch, for the panel
+      for (const params of JSON.parse(section.dataset.watches || "[]")) {
+        const holder = { id: null, params };
+        want(params, new ListSink(table, params.namespace || null), initial).holders.push(holder);
+        ids.set(params.namespace || "", holder);
       }
       section.addEventListener("click", (event) => {
         const row = event.target.closest("tbody.rows > tr");
@@ -1482,6 +1540,17 @@
         const watch = ids.get(row.dataset.namespace || "") || ids.get("") || ids.values().next().value;
         if (watch) panel.open(row, watch.params, watch.id);
       });
+    }
+    for (const el of root.querySelectorAll("[data-summary]")) {
+      const tally = new Tally(el);
+      for (const params of JSON.parse(el.dataset.watches || "[]")) want(params, tally.sink(params.namespace || null));
+    }
+    if (live) {
+      for (const entry of wanted.values()) {
+        const sink = entry.sinks.length === 1 ? entry.sinks[0] : fanOut(entry.sinks);
+        const id = manager.add(entry.params, sink, null, entry.initial);
+        for (const holder of entry.holders) holder.id = id;
+      }
     }
     namespacePicker(root);
     refreshAges(root);

@@ -171,12 +171,13 @@ def _summary(served: Served, state: ListState, snaps: list[Snapshot],
     tallies = []
     at = 0
     for kind in kinds:
-        count = len(listing.watch_params(kind, ListState(namespaces=state.namespaces)))
-        entries, _, _ = _merged(snaps[at:at + count])
-        at += count
+        watches = listing.watch_params(kind, ListState(namespaces=state.namespaces))
+        entries, _, _ = _merged(snaps[at:at + len(watches)])
+        at += len(watches)
         word = next(w for g_, r, w in listing.SUMMARY if (g_, r) == (kind.group, kind.resource))
         tallies.append(listing.Tally(kind, len(entries),
-                                     sum(1 for row in entries if row.attention), word))
+                                     sum(1 for row in entries if row.attention), word,
+                                     tuple(params.to_json() for params in watches)))
     return tallies
 
 

@@ -19,6 +19,7 @@ import urllib3
 from urllib3 import HTTPHeaderDict
 
 from . import kubeconfig, names, rawjson, redact
+from .redact import LAST_APPLIED
 from .resources import Identity, WatchParams
 
 JSON = dict[str, Any]
@@ -79,12 +80,18 @@ TablePage = tuple[list[JSON], str, "list[JSON] | None"]
 
 def table_row(row: Any) -> JSON:
     """One Table row as an object of the relay: the object's metadata (without
-    managedFields, which no page reads and which weigh more than the rest) and `cells`,
+    managedFields and the last-applied copy, which no list reads and which weigh more than
+    the rest) and `cells`,
     the values the server printed, in the order of the Table's columns."""
     row = row if isinstance(row, dict) else {}
     obj = row.get("object") if isinstance(row.get("object"), dict) else {}
     meta = dict(obj.get("metadata") or {})
     meta.pop("managedFields", None)
+    annotations = meta.get("annotations")
+    if isinstance(annotations, dict) and LAST_APPLIED in annotations:
+        # A copy of the whole object as last applied: no list reads it, and it is often
+        # the biggest part of the metadata.
+        meta["annotations"] = {k: v for k, v in annotations.items() if k != LAST_APPLIED}
     return {"kind": obj.get("kind") or "PartialObjectMetadata",
             "apiVersion": obj.get("apiVersion") or "meta.k8s.io/v1",
             "metadata": meta, "cells": row.get("cells") or []}

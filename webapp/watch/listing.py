@@ -210,3 +210,4 @@ class Tally:
     total: int
     attention: int
     word: str  # what needing attention means for this kind: failing, unavailable...
+    watches: tuple[dict[str, str], ...] = ()  # what keeps it live (watch params)
