@@ -5,10 +5,16 @@ keyboard shortcuts (docs/ui.md) and a focus ring on every control."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from flask import Flask
 from playwright.sync_api import Page, expect
+
+from webapp import agents, db
+from webapp.simcluster import SimCluster
 
 pytestmark = pytest.mark.browser
 
@@ -322,6 +328,44 @@ def test_escape_closes_what_has_a_data_close_button(signed_in: Page) -> None:
     expect(page.locator("#test-panel")).to_be_visible()
     page.keyboard.press("Escape")
     expect(page.locator("#test-panel")).to_be_hidden()
+
+
+@pytest.fixture
+def sim() -> Iterator[SimCluster]:
+    cluster = SimCluster(bookmark_interval=0.5)
+    cluster.seed_demo()
+    cluster.serve()
+    yield cluster
+    cluster.close()
+
+
+def test_the_cluster_tab_takes_part_in_the_shortcuts(
+        signed_in: Page, app: Flask, sim: SimCluster, tmp_path: Path) -> None:
+    """The contract holds on a page built by another script: its filter, its rows, its side
+    panel's close button."""
+    path = sim.write_kubeconfig(tmp_path / "kubeconfig", context="sim")
+    with app.app_context():
+        agents.create("live", kubeconfig_path=str(path), kube_context="sim")
+        db.session().commit()
+    page = signed_in
+    try:
+        page.goto("/agents/live/cluster")
+        expect(page.locator("#watch-badge")).to_have_attribute("data-state", "connected",
+                                                               timeout=8_000)
+        page.keyboard.press("/")
+        expect(page.locator("[data-filter]:visible").first).to_be_focused()
+        page.keyboard.press("Escape")
+        page.keyboard.press("j")
+        first = page.locator("tbody.rows tr[data-row]").first
+        expect(first).to_have_class(re.compile(r"\brow-selected\b"))
+        page.keyboard.press("Enter")
+        panel = page.locator("#object-panel")
+        expect(panel).to_be_visible()
+        page.keyboard.press("Escape")
+        expect(panel).to_be_hidden()
+    finally:
+        app.extensions["watch_hub"].shutdown()
+        app.extensions["clusters"].close()
 
 
 # --- focus ----------------------------------------------------------------------------------
