@@ -290,6 +290,19 @@ def test_the_selection_and_the_filter_outlive_a_refresh_of_the_rows(signed_in: P
     expect(page.locator("#agents-table [data-row]").filter(visible=True)).to_have_count(1)
 
 
+def test_notifications_are_rows_too(signed_in: Page, h: Any, agent_client: Any) -> None:
+    page = signed_in
+    token = h.token("alpha")
+    agent_client.post_event(token, type="gitops_sync_failed", commit="abcd1234" + "0" * 32,
+                            message="API server timeout")
+    page.goto("/notifications/")
+    page.keyboard.press("j")
+    row = page.locator("#notification-list [data-row].row-selected")
+    expect(row).to_have_count(1)
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(re.compile(r"/agents/alpha/events/\d+$"))
+
+
 def press_and_arrive(page: Page, keys: str, url: str) -> None:
     for key in keys.split():
         page.keyboard.press(key)
