@@ -7,6 +7,7 @@ notifications, a webhook with its log, personal tokens.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +21,7 @@ from webapp import agents, db
 from webapp.hooks import service as hooks
 from webapp.simcluster import SimCluster
 
-from .a11y import axe_problems
+from .a11y import AXE, axe_problems
 from .conftest import AgentClient
 
 pytestmark = pytest.mark.browser
@@ -171,3 +172,10 @@ def test_the_check_sees_a_problem_when_there_is_one(page: Page, h: Any) -> None:
     page.evaluate("document.querySelector('main').append(document.createElement('button'))")
     problems = axe_problems(page)
     assert any("button-name" in problem for problem in problems), problems
+
+
+def test_the_vendored_axe_is_the_one_recorded() -> None:
+    """The file injected is the pinned release: its checksum is in vendor/VERSIONS.md."""
+    recorded = (AXE.parent / "VERSIONS.md").read_text()
+    assert AXE.name in recorded
+    assert hashlib.sha256(AXE.read_bytes()).hexdigest() in recorded
