@@ -14,6 +14,7 @@ import gc
 import json
 import logging
 import random
+import socket
 import ssl
 import threading
 import warnings
@@ -25,7 +26,8 @@ import simple_websocket
 import urllib3
 from urllib3 import HTTPHeaderDict
 
-from ..watch.kube import ClusterClient, Connection
+from ..watch import redact
+from ..watch.kube import TABLE_ACCEPT, ClusterClient, Connection
 from . import allowlist
 from .frames import MAX_DATA, SUBPROTOCOL
 from .mux import Mux, Stream, StreamReset
@@ -108,10 +110,14 @@ class Agent:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ResourceWarning)
             try:
-                return simple_websocket.Client.connect(
+                websocket = simple_websocket.Client.connect(
                     url, subprotocols=[SUBPROTOCOL],
                     headers={"Authorization": f"Bearer {self.settings.token}"},
-                    ssl_context=self._ssl_context(), max_message_size=128 * 1024), ""
+                    ssl_context=self._ssl_context(), max_message_size=128 * 1024)
+                # Frames are small and latency-bound (a watch event, a WINDOW grant):
+                # Nagle's algorithm held each behind the previous one's ACK (tens of ms).
+                websocket.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                return websocket, ""
             except Exception as exc:
                 reason = str(exc) or type(exc).__name__
             gc.collect()
@@ -177,12 +183,17 @@ class Agent:
         for setting in configuration.auth_settings().values():  # refreshes a rotated token
             if setting.get("in") == "header" and setting.get("value"):
                 sent[setting["key"]] = setting["value"]
+        if redact.is_secrets_path(path):
+            # JSON only (never protobuf), so the values can be blanked before they leave.
+            asked = str(sent.get("Accept") or "")
+            sent["Accept"] = TABLE_ACCEPT if "as=Table" in asked else "application/json"
         url = configuration.host.rstrip("/") + path + (f"?{query}" if query else "")
         streaming = "watch=true" in query or "follow=true" in query
-        return self.cluster.api.rest_client.pool_manager.request(
+        response = self.cluster.api.rest_client.pool_manager.request(
             method, url, headers=sent, body=body or None, preload_content=False,
             timeout=urllib3.Timeout(connect=10, read=None if streaming else 60),
             retries=False)
+        return redact.wrap(path, query, response)  # a Secret's values never enter the tunnel
 
 
 def _read_body(stream: Stream) -> bytes:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, g, redirect, render_template, request, url_for
+from flask import Blueprint, g, render_template, request
 from werkzeug.wrappers import Response
 
 from .. import agents, clock, histogram
 from ..auth import login_required, role_required
 from ..errors import AppError
+from . import tokens
 from .charts import sparkline
 
 bp = Blueprint("agents", __name__)
@@ -42,5 +43,7 @@ def new() -> Response | str | tuple[str, int]:
             )
         except AppError as exc:
             return render_template("agents/new.html", form=form, error=exc.message), exc.status
-        return redirect(url_for("tokens.page", name=agent.name, created="1"))
+        # Not a redirect: the first token is shown in this answer only (onboarding.js then
+        # names the Tokens tab in the address bar, so a reload cannot post the form again).
+        return tokens.welcome(agent)
     return render_template("agents/new.html", form=form, error=None, user=g.user)

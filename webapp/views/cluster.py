@@ -1,15 +1,18 @@
-"""The Cluster tab: pods, services and Flux objects as kubectl shows them, rendered from
-the shared watches' snapshots first, then kept live by static/watch.js; and the side
-panel of one object.
+"""The Cluster tab: every kind the cluster serves (discovery), listed as kubectl prints it
+(the API server's Table), rendered from the shared watches' caches first, then kept live
+by static/watch.js; and the side panel of one object.
 
-Namespace: the URL's `?namespace=`, else every namespace. An overview should show
-everything the agent sees at once: Flux objects live in flux-system while the workloads
-they deploy live elsewhere, so any one namespace would hide half of the story. The
-picker narrows it, and the choice stays in the URL (links and reloads keep it).
+The URL holds the list's whole state (listing.ListState): the kind (none: the overview of
+pods, services and Flux objects), the namespaces (none: every namespace — Flux objects live
+in flux-system while the workloads they deploy live elsewhere), the filter, the label
+selector, the sort and "only what needs attention". Reloads, links and back/forward show
+the same list. A list sends its first screen of rows; the rest comes page by page as it is
+scrolled (`list_rows`), filtered and sorted here over every row.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -25,36 +28,18 @@ from ..api.errors import json_error
 from ..auth import login_required
 from ..errors import Invalid
 from ..models import Agent
-from ..watch import access, names, rows
-from ..watch.hub import Snapshot
+from ..watch import access, actions, listing, names, object_events, relations, rows
+from ..watch.discovery import Kind, Served
+from ..watch.hub import RenderedRow, Snapshot
 from ..watch.kube import KubeError
+from ..watch.listing import ListState
 from ..watch.registry import connection_of
-from ..watch.resources import RESOURCES, Identity, WatchParams
+from ..watch.resources import Identity, WatchParams
 from .activity import status_key
 
 bp = Blueprint("cluster", __name__)
 SNAPSHOT_TIMEOUT = 10.0
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-@dataclass(frozen=True)
-class Kind:
-    resource: str
-    group: str
-    version: str
-    title: str
-    flux: bool = False
-
-    def params(self, namespace: str | None) -> WatchParams:
-        return WatchParams(self.group, self.version, self.resource, namespace)
-
-
-KINDS = (
-    Kind("pods", "", "v1", "Pods"),
-    Kind("services", "", "v1", "Services"),
-    Kind("kustomizations", "kustomize.toolkit.fluxcd.io", "v1", "Flux Kustomizations", True),
-    Kind("helmreleases", "helm.toolkit.fluxcd.io", "v2", "Flux HelmReleases", True),
-)
 NAMESPACES = WatchParams("", "v1", "namespaces")
 KIND_LABELS = {"pods": "Pod", "services": "Service", "kustomizations": "Kustomization",
                "helmreleases": "HelmRelease"}
@@ -63,17 +48,22 @@ KIND_LABELS = {"pods": "Pod", "services": "Service", "kustomizations": "Kustomiz
 @dataclass
 class Table:
     kind: Kind
-    params: WatchParams
+    watches: list[WatchParams]
     columns: tuple[rows.Column, ...]
     rows: list[Markup]
+    total: int  # rows matching the filter, over the whole list
+    next_offset: int | None  # where the next page starts; None: every row is here
     error: KubeError | None  # an answer to show in the table (a 403), not an outage
     stale: bool = False  # the cluster cannot be reached: rows are the last known state
     stale_since: str | None = None  # when its watch was last live (ISO 8601), if known
 
     @property
-    def sort_col(self) -> str:
-        """As kubectl lists: by namespace then name when every namespace is shown."""
-        return self.columns[0].key if self.columns else "name"
+    def params(self) -> WatchParams:
+        return self.watches[0]
+
+    @property
+    def watches_json(self) -> list[dict[str, str]]:
+        return [params.to_json() for params in self.watches]
 
 
 @dataclass(frozen=True)
@@ -112,17 +102,37 @@ def _outage(error: KubeError) -> Outage:
                   str(since) if since else None)
 
 
-def _table(kind: Kind, params: WatchParams, snap: Snapshot, live: bool) -> Table:
+def _merged(snaps: list[Snapshot]) -> tuple[list[RenderedRow], list[dict[str, Any]] | None,
+                                            KubeError | None]:
+    """One list from the watches of several namespaces: rows, columns, the first error."""
+    entries = [row for snap in snaps for row in snap.entries]
+    columns = next((snap.columns for snap in snaps if snap.columns), None)
+    error = next((snap.error for snap in snaps if snap.error is not None), None)
+    return entries, columns, error
+
+
+def _selected(kind: Kind, state: ListState, snaps: list[Snapshot],
+              ) -> tuple[tuple[rows.Column, ...], list[RenderedRow], KubeError | None]:
+    entries, printed, error = _merged(snaps)
+    columns = rows.table_columns(printed, kind.namespaced)
+    numeric = {column.key for column in columns if column.numeric}
+    return columns, listing.select(entries, state, numeric), error
+
+
+def _table(kind: Kind, state: ListState, watches: list[WatchParams], snaps: list[Snapshot],
+           live: bool) -> Table:
     """While the cluster is down, the cached rows are shown as the last known state, dimmed
     and labelled (never as current): during an outage the first question is what was
     running and failing just before, and hiding it would throw that away. With no cluster
     connection at all (not `live`) the error is the table's whole answer."""
-    columns = rows.columns(params)
-    html = [Markup(r) for r in snap.rows]
-    down = _unreachable(snap.error) if live else None
+    columns, selected, error = _selected(kind, state, snaps)
+    page = listing.page_of(selected)
+    html = [Markup(row.html) for row in page.rows]
+    down = _unreachable(error) if live else None
     if down is not None:
-        return Table(kind, params, columns, html, None, True, _outage(down).since)
-    return Table(kind, params, columns, html, snap.error)
+        return Table(kind, watches, columns, html, page.total, page.next_offset, None, True,
+                     _outage(down).since)
+    return Table(kind, watches, columns, html, page.total, page.next_offset, error)
 
 
 def _snapshots(agent: Agent, identity: Identity,
@@ -139,15 +149,10 @@ def _snapshots(agent: Agent, identity: Identity,
             except KubeError as exc:
                 return Snapshot([], [], exc)
 
-    with ThreadPoolExecutor(max_workers=len(params)) as pool:
+    if not params:
+        return []
+    with ThreadPoolExecutor(max_workers=min(len(params), 16)) as pool:
         return list(pool.map(take, params))
-
-
-def _namespace_arg() -> str | None:
-    namespace = request.args.get("namespace") or None
-    if namespace is not None:
-        WatchParams.parse({"version": "v1", "resource": "pods", "namespace": namespace})
-    return namespace
 
 
 def _agent_page(name: str) -> tuple[Agent, dict[str, Any]]:
@@ -158,51 +163,218 @@ def _agent_page(name: str) -> tuple[Agent, dict[str, Any]]:
                    "tab": "cluster"}
 
 
+def _served(agent: Agent) -> Served:
+    return current_app.extensions["discovery"].served(agent.name)
+
+
+def _summary(served: Served, state: ListState, snaps: list[Snapshot],
+             kinds: list[Kind]) -> list[listing.Tally]:
+    tallies = []
+    at = 0
+    for kind in kinds:
+        watches = listing.watch_params(kind, ListState(namespaces=state.namespaces))
+        entries, _, _ = _merged(snaps[at:at + len(watches)])
+        at += len(watches)
+        word = next(w for g_, r, w in listing.SUMMARY if (g_, r) == (kind.group, kind.resource))
+        tallies.append(listing.Tally(kind, len(entries),
+                                     sum(1 for row in entries if row.attention), word,
+                                     tuple(params.to_json() for params in watches)))
+    return tallies
+
+
+def _summary_kinds(served: Served, state: ListState, shown: list[Kind]) -> list[Kind]:
+    """The workloads' strip: on the overview and on the workloads' own lists."""
+    if state.kind is not None and not any(k.category == "Workloads" for k in shown):
+        return []
+    return [k for group, resource, _ in listing.SUMMARY
+            if (k := served.by_resource(group, resource))]
+
+
 @bp.get("/agents/<name>/cluster")
 @login_required
 def page(name: str) -> str:
     agent, context = _agent_page(name)
-    namespace = _namespace_arg()
+    state = ListState.from_args(request.args)
     identity = access.identity(g.user, agent)
-    wanted = [kind.params(namespace) for kind in KINDS]
+    served = _served(agent)
+    shown = listing.kinds_shown(state, served)
+    watches = [listing.watch_params(kind, state) for kind in shown]
+    strip = _summary_kinds(served, state, shown)
+    strip_params = [p for kind in strip
+                    for p in listing.watch_params(kind, ListState(namespaces=state.namespaces))]
+    flat = [p for group in watches for p in group]
     try:
         connection_of(agent)
-        snapshots = _snapshots(agent, identity, [*wanted, NAMESPACES], objects=False)
+        snapshots = _snapshots(agent, identity, [*flat, *strip_params, NAMESPACES],
+                               objects=False)
         live = True
     except KubeError as exc:  # no cluster connection: every table says so, nothing is live
-        snapshots = [Snapshot([], [], exc)] * (len(wanted) + 1)
+        snapshots = [Snapshot([], [], exc)] * (len(flat) + len(strip_params) + 1)
         live = False
-    tables = [_table(kind, params, snap, live)
-              for kind, params, snap in zip(KINDS, wanted, snapshots, strict=False)]
-    down = [error for snap in snapshots[:-1] if live and (error := _unreachable(snap.error))]
+    tables = []
+    at = 0
+    for kind, group in zip(shown, watches, strict=True):
+        tables.append(_table(kind, state, group, snapshots[at:at + len(group)], live))
+        at += len(group)
+    summary = _summary(served, state, snapshots[at:at + len(strip_params)], strip) \
+        if live else []
+    down = [error for snap in snapshots[:len(flat)]
+            if live and (error := _unreachable(snap.error))]
     outage = _outage(down[0]) if down else None
-    names = snapshots[-1]
+    namespace_snap = snapshots[-1]
     namespaces = sorted(str((o.get("metadata") or {}).get("name") or "")
-                        for o in names.objects)
-    if namespace and namespace not in namespaces:
-        namespaces = sorted([*namespaces, namespace])
-    return render_template("cluster/page.html", namespace=namespace, namespaces=namespaces,
-                           namespaces_error=_readable(names.error.message) if names.error
-                           else None, tables=tables, live=live,
-                           outage=outage,
-                           can_act=access.can_act(g.user, agent), **context)
+                        for o in namespace_snap.objects)
+    namespaces = sorted({*namespaces, *state.namespaces})
+    no_connection = None if live else (snapshots[0].error if snapshots else None)
+    return render_template(
+        "cluster/page.html", state=state, namespace=state.namespace, namespaces=namespaces,
+        namespaces_error=_readable(namespace_snap.error.message) if namespace_snap.error
+        else None, tables=tables, live=live, outage=outage, no_connection=no_connection,
+        served=served, summary=summary, page_size=listing.PAGE_SIZE,
+        rows_url=url_for("cluster.list_rows", name=agent.name),
+        can_act=access.can_act(g.user, agent), **context)
+
+
+@bp.get("/agents/<name>/cluster/rows")
+@login_required
+def list_rows(name: str) -> Response:
+    """One page of a list's rows (`<tr>`s), filtered and sorted over the whole list as the
+    URL's state says; `X-Total-Count` and `X-Next-Offset` tell the page what is left."""
+    agent, _ = _agent_page(name)
+    state = ListState.from_args(request.args)
+    if state.kind is None:
+        raise Invalid("kind is required", code="invalid_params", field="kind")
+    offset = listing.offset_arg(request.args.get("offset"))
+    identity = access.identity(g.user, agent)
+    kind = listing.kinds_shown(state, _served(agent))[0]
+    watches = listing.watch_params(kind, state)
+    snaps = _snapshots(agent, identity, watches, objects=False)
+    _, selected, error = _selected(kind, state, snaps)
+    if error is not None and not selected:
+        return json_error(502 if _unreachable(error) else 409, "cluster_error",
+                          _readable(error.message))
+    page = listing.page_of(selected, offset)
+    response = Response("".join(row.html for row in page.rows), mimetype="text/html")
+    response.headers["X-Total-Count"] = str(page.total)
+    response.headers["X-Next-Offset"] = "" if page.next_offset is None \
+        else str(page.next_offset)
+    response.headers["Cache-Control"] = "no-store"
+    return response
 
 
 # --- the side panel ---------------------------------------------------------------------
 
-def _object_params() -> tuple[WatchParams, str]:
-    """The one object a panel shows: a kind the overview lists, a namespace when that kind
-    has one, and a name valid for that kind (checked before it becomes a path)."""
+PANEL_TABS = ("overview", "yaml", "events", "logs", "activity")
+RELATION_WATCHES = 4  # followed live by the page; more kinds are refreshed by polling
+RELATIONS_POLL_SECONDS = 10
+RELATIONS_SNAPSHOT_TIMEOUT = 5.0
+SCALABLE = ("deployments", "statefulsets", "replicasets")
+RESTARTABLE = ("deployments", "statefulsets", "daemonsets")
+
+
+def panel_ref(resource: str, namespace: str | None, name: str, group: str | None = None
+              ) -> str:
+    """`<resource>/<namespace>/<name>` (the namespace empty for cluster-scoped kinds); with
+    a group, the resource as kubectl names it, `<resource>.<group>` (`deployments.apps`),
+    so that a CRD's plural never stands for another kind."""
+    qualified = f"{resource}.{group}" if group else resource
+    return f"{qualified}/{namespace or ''}/{name}"
+
+
+# (group, version, resource, namespaced) of what a panel may show, and the Kind names of
+# those relations.py knows; one place to ask, so the panel follows what the cluster serves.
+PanelKind = tuple[str, str, str, bool]
+
+
+def _panel_kinds(agent: Agent) -> list[PanelKind]:
+    served = current_app.extensions["discovery"].served(agent.name)
+    return [(k.group, k.version, k.resource, k.namespaced) for k in served.every.values()]
+
+
+def _served_kind(kinds: list[PanelKind]) -> Callable[[str, str], tuple[str, str, bool] | None]:
+    """(group, Kind) -> (version, resource, namespaced) when the cluster serves it."""
+    by_resource = {(g, r): (v, r, namespaced) for g, v, r, namespaced in kinds}
+
+    def served(group: str, kind: str) -> tuple[str, str, bool] | None:
+        known = relations.KINDS.get((group, kind))
+        return by_resource.get((group, known[1])) if known else None
+    return served
+
+
+def object_url(agent: str, resource: str, namespace: str | None, name: str,
+               tab: str | None = None, group: str | None = None) -> str:
+    """The Cluster tab of `agent` with the side panel of this object open (and `tab`):
+    where activity that names an object links to."""
+    args: dict[str, Any] = {"panel": panel_ref(resource, namespace, name, group)}
+    if tab and tab != "overview":
+        args["tab"] = tab
+    return url_for("cluster.page", name=agent, **args)
+
+
+def scope_url(agent: str, scope: Any) -> str | None:
+    """object_url of an object named as GitOps events and cluster actions name it in
+    `details.object`: `Kind/namespace/name` (`Kustomization/flux-system/apps`); None when
+    that is not a kind agentwatch knows by name."""
+    if not isinstance(scope, str) or scope.count("/") != 2:
+        return None
+    kind, namespace, name = scope.split("/")
+    found = [(group, known[1]) for (group, k), known in relations.KINDS.items() if k == kind]
+    if len(found) != 1 or not name:
+        return None
+    group, resource = found[0]
+    return object_url(agent, resource, namespace or None, name, group=group)
+
+
+bp.add_app_template_global(object_url, "cluster_object_url")
+bp.add_app_template_global(scope_url, "cluster_scope_url")
+
+
+def _resolve_ref(agent: Agent, ref: str) -> tuple[WatchParams, str]:
+    """A deep link's `panel=` value as the watch params of its kind and the name: the
+    resource alone names the kind when one group serves it, else `<resource>.<group>`."""
+    parts = ref.split("/")
+    if len(parts) != 3:
+        raise Invalid("panel: <resource>/<namespace>/<name> is expected",
+                      code="invalid_params", field="panel")
+    resource, namespace, name = parts
+    resource, dot, group = resource.partition(".")
+    found = [(g, v, r) for g, v, r, _ns in _panel_kinds(agent)
+             if r == resource and (g == group if dot else True)]
+    if len(found) != 1:
+        raise Invalid(f"panel: {resource[:64]!r} is not a kind agentwatch shows"
+                      if not found else f"panel: say which {resource}: <resource>.<group>",
+                      code="invalid_params", field="panel")
+    g, v, r = found[0]
+    params = WatchParams.parse({"group": g, "version": v, "resource": r,
+                                "namespace": namespace or None})
+    return params, name
+
+
+def _object_params(agent: Agent) -> tuple[WatchParams, str]:
+    """The one object a panel shows: a kind agentwatch shows (not events), a namespace
+    when that kind has one, and a name valid for that kind (checked before it becomes a
+    path). Given as group/version/resource/namespace/name, or as a deep link's `ref`."""
     args = request.args
-    params = WatchParams.parse({key: args.get(key) for key in
-                                ("group", "version", "resource", "namespace")})
-    if params.resource not in KIND_LABELS:
-        raise Invalid(f"{params.resource} have no panel", code="invalid_params",
-                      field="resource")
-    if params.namespace is None and RESOURCES[(params.group, params.version, params.resource)]:
+    if args.get("ref"):
+        params, name = _resolve_ref(agent, args["ref"])
+    else:
+        params = WatchParams.parse({key: args.get(key) for key in
+                                    ("group", "version", "resource", "namespace")})
+        name = args.get("name", "")
+    if params.resource == "events":
+        raise Invalid("events have no panel", code="invalid_params", field="resource")
+    namespaced = {(g, v, r): ns for g, v, r, ns in _panel_kinds(agent)}
+    if (params.group, params.version, params.resource) not in namespaced:
+        raise Invalid(f"{params.resource} are not a kind this cluster serves",
+                      code="unsupported_resource", field="resource")
+    if params.namespace is None and namespaced[(params.group, params.version, params.resource)]:
         raise Invalid(f"namespace: {params.resource} live in a namespace; it is required",
                       code="invalid_params", field="namespace")
-    return params, names.object_name(params.resource, args.get("name", ""))
+    return params, names.object_name(params.resource, name)
+
+
+def _kind_name(params: WatchParams) -> str:
+    return relations.KIND_OF_RESOURCE.get(params.resource, ("", params.resource))[1]
 
 
 def _yaml(value: Any) -> str:
@@ -211,74 +383,162 @@ def _yaml(value: Any) -> str:
     return yaml.safe_dump(value, sort_keys=False, default_flow_style=False, allow_unicode=True)
 
 
-def _actions(params: WatchParams, obj: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """(action, button label, the confirmation's question) for what this kind of object
-    allows; the question names the action and the object, its button the action."""
-    meta = obj.get("metadata") or {}
-    where = f"{meta.get('namespace')}/{meta.get('name')}"
-    if params.resource == "pods":
-        return [("delete", "Delete pod", f"Delete pod {where}? Its controller, if it has "
-                                          "one, starts a new pod.")]
-    if params.resource in ("kustomizations", "helmreleases"):
-        kind = KIND_LABELS[params.resource]
-        toggle = ("resume", "Resume", f"Resume {kind} {where}? Flux applies it again.") \
-            if obj["spec"].get("suspend") else \
-            ("suspend", "Suspend", f"Suspend {kind} {where}? Flux stops applying it.")
-        return [("reconcile", "Reconcile", f"Reconcile {kind} {where} now?"), toggle]
-    return []
+def _manifest(params: WatchParams, obj: dict[str, Any]) -> dict[str, Any]:
+    """The object as `kubectl get -o yaml` shows it: managedFields left out. A Secret's
+    values never leave the server: its keys stay, each value replaced."""
+    out = dict(obj)
+    meta = dict(out.get("metadata") or {})
+    meta.pop("managedFields", None)
+    if params.resource == "secrets":
+        meta["annotations"] = {k: v for k, v in (meta.get("annotations") or {}).items()
+                               if k != "kubectl.kubernetes.io/last-applied-configuration"}
+        for key in ("data", "stringData"):
+            if isinstance(out.get(key), dict):
+                out[key] = {k: "(hidden)" for k in out[key]}
+    out["metadata"] = meta
+    return out
+
+
+def _target(params: WatchParams, meta: dict[str, Any]) -> str:
+    """How a confirmation names the object: `Deployment shop/web`."""
+    where = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") \
+        else str(meta.get("name"))
+    return f"{_kind_name(params)} {where}"
+
+
+@dataclass(frozen=True)
+class PanelAction:
+    action: str
+    label: str  # the button's text, and the dialog's confirming button's
+    question: str  # the dialog's text; for scale, with {current} and {replicas} to fill
+    danger: bool = False
+    replicas: int | None = None  # scale: the current count
+
+
+def _actions(params: WatchParams, obj: dict[str, Any]) -> list[PanelAction]:
+    """What this kind of object allows; each question names the action and the object."""
+    meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+    target = _target(params, meta)
+    found: list[PanelAction] = []
+    if params.resource in RESTARTABLE and params.group == "apps":
+        found.append(PanelAction("restart", "Restart", f"Restart {target}? Its pods are "
+                                 "replaced one by one, as kubectl rollout restart does."))
+    if params.resource in SCALABLE and params.group == "apps":
+        current = spec.get("replicas")
+        found.append(PanelAction(
+            "scale", "Scale", f"Scale {target} from {{current}} to {{replicas}} replicas?",
+            replicas=current if isinstance(current, int) else 1))
+    if (params.group, params.resource) == ("batch", "cronjobs"):
+        found.append(PanelAction("trigger", "Trigger now", f"Trigger {target} now? A Job is "
+                                 "created from its template, as kubectl create job --from "
+                                 "does."))
+    if (params.group, params.resource) == ("", "pods"):
+        found.append(PanelAction("delete", "Delete pod", f"Delete pod {meta.get('namespace')}/"
+                                 f"{meta.get('name')}? Its controller, if it has one, starts "
+                                 "a new pod.", danger=True))
+    if (params.group, params.resource) in actions.FLUX:
+        found.append(PanelAction("reconcile", "Reconcile", f"Reconcile {target} now?"))
+        found.append(PanelAction("resume", "Resume", f"Resume {target}? Flux applies it "
+                                 "again.") if spec.get("suspend") else
+                     PanelAction("suspend", "Suspend", f"Suspend {target}? Flux stops "
+                                 "applying it."))
+    return found
 
 
 def _containers(obj: dict[str, Any]) -> list[str]:
     spec = obj["spec"]
     names = []
-    for key in ("containers", "initContainers", "ephemeralContainers"):
+    for key in ("initContainers", "containers", "ephemeralContainers"):
         for container in spec.get(key) or []:
             if isinstance(container, dict) and container.get("name"):
                 names.append(str(container["name"]))
     return names
 
 
+def _panel_url(agent: Agent, params: WatchParams, name: str, **more: str) -> str:
+    return url_for("cluster.object_panel", name=agent.name) + "?" + urlencode({
+        **params.to_json(), "name": name, **more})
+
+
+def _relations(agent: Agent, identity: Identity, params: WatchParams,
+               obj: dict[str, Any]) -> tuple[relations.Tree, relations.SnapshotWorld]:
+    app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]
+    hub = app.extensions["watch_hub"]
+
+    def take(one: WatchParams) -> Snapshot:
+        try:
+            return hub.snapshot(agent.name, identity, one, timeout=RELATIONS_SNAPSHOT_TIMEOUT)
+        except KubeError as exc:
+            return Snapshot([], [], exc)
+
+    world = relations.SnapshotWorld(take, _served_kind(_panel_kinds(agent)))
+    group, kind = relations.KIND_OF_RESOURCE.get(params.resource,
+                                                 (params.group, _kind_name(params)))
+    return relations.tree(group, kind, obj, world), world
+
+
 @bp.get("/agents/<name>/cluster/object")
 @login_required
 def object_panel(name: str) -> tuple[str, int] | Response:
+    """The side panel of one object; `part=` one of its refreshable parts: `details`
+    (labels, annotations, manifest), `relations` (the tree), `activity`."""
     agent, context = _agent_page(name)
     try:
-        params, object_name = _object_params()
+        params, object_name = _object_params(agent)
     except Invalid as exc:  # a 422 naming the field, as the cluster endpoints answer
         return json_error(exc.status, exc.code, exc.message, **exc.extra)
+    part = request.args.get("part") or ""
+    tab = request.args.get("tab") or "overview"
     identity = access.identity(g.user, agent)
-    template = "cluster/_panel_details.html" if request.args.get("part") == "details" \
-        else "cluster/_panel.html"
+    kind = _kind_name(params)
+    if part == "activity":
+        return render_template("cluster/_panel_activity.html", agent=agent, activity=(
+            object_events.recent(agent.id, kind, params.resource, params.namespace or "",
+                                 object_name))), 200
     try:
         client = current_app.extensions["clusters"].client(agent)
         obj = rows.normalize(client.get(params, object_name, identity, params.namespace))
     except KubeError as exc:
         status = exc.code if 400 <= exc.code < 600 else 502
         return render_template("cluster/_panel_error.html", error=exc, params=params,
-                               name=object_name, kind=KIND_LABELS[params.resource]), status
+                               name=object_name, kind=kind), status
     meta = obj["metadata"]
+    details = {"obj": obj, "meta": meta, "manifest_yaml": _yaml(_manifest(params, obj))}
+    if part == "details":
+        return render_template("cluster/_panel_details.html", with_manifest=True,
+                               **details), 200
+    if part == "relations":
+        tree, world = _relations(agent, identity, params, obj)
+        followed = world.watched[:RELATION_WATCHES]
+        return render_template(
+            "cluster/_panel_relations.html", agent=agent, tree=tree,
+            culprits=relations.culprits(tree), object_url=object_url,
+            watches=[w.to_json() for w in followed],
+            poll=RELATIONS_POLL_SECONDS if len(world.watched) > len(followed) else None), 200
     object_watch = WatchParams(params.group, params.version, params.resource,
                                meta["namespace"] or None,
                                field_selector=f"metadata.name={meta['name']}")
     events = WatchParams("", "v1", "events", meta["namespace"] or None,
                          field_selector=f"involvedObject.uid={meta.get('uid') or ''}")
-    event_rows: list[Markup] = []
-    events_error = None
-    if template == "cluster/_panel.html":
-        # The same shared watch the page then follows: shown at once, live after.
-        snap = _snapshots(agent, identity, [events])[0]
-        events_error = snap.error
-        event_rows = [Markup(html) for o in sorted(
-            snap.objects, key=lambda e: rows.event_columns(e).last_seen or _EPOCH,
-            reverse=True) if (html := rows.render_row(events, o))]
+    # The same shared watch the page then follows: shown at once, live after.
+    snap = _snapshots(agent, identity, [events])[0]
+    event_rows = [Markup(html) for o in sorted(
+        snap.objects, key=lambda e: rows.event_columns(e).last_seen or _EPOCH,
+        reverse=True) if (html := rows.render_row(events, o))]
+    containers = _containers(obj) if params.resource == "pods" else []
+    tabs = [t for t in PANEL_TABS if t != "logs" or containers]
     return render_template(
-        template, obj=obj, meta=meta, params=params, kind=KIND_LABELS[params.resource],
+        "cluster/_panel.html", params=params, kind=kind,
+        tabs=tabs, panel_tab=tab if tab in tabs else "overview",
+        ref=panel_ref(params.resource, meta["namespace"], meta["name"], params.group),
         summary_columns=rows.columns(object_watch),
         summary_row=Markup(rows.render_row(object_watch, obj) or ""),
         object_watch=object_watch.to_json(), events_watch=events.to_json(),
-        details_url=url_for("cluster.object_panel", name=agent.name) + "?" + urlencode({
-            **params.to_json(), "name": meta["name"], "part": "details"}),
-        events_columns=rows.columns(events), event_rows=event_rows, events_error=events_error,
-        status_yaml=_yaml(obj["status"]), spec_yaml=_yaml(obj["spec"]),
+        details_url=_panel_url(agent, params, meta["name"], part="details"),
+        relations_url=_panel_url(agent, params, meta["name"], part="relations"),
+        activity_url=_panel_url(agent, params, meta["name"], part="activity"),
+        events_columns=rows.columns(events), event_rows=event_rows, events_error=snap.error,
         actions=_actions(params, obj) if access.can_act(g.user, agent) else [],
-        containers=_containers(obj) if params.resource == "pods" else [], **context), 200
+        target=_target(params, meta), containers=containers,
+        download_name=f"{kind.lower()}-{meta['namespace'] + '-' if meta['namespace'] else ''}"
+                      f"{meta['name']}.yaml", **details, **context), 200
