@@ -472,7 +472,8 @@ def test_activity_part_lists_what_names_the_object(app: Flask, signed_in: FlaskC
                             headers={"X-CSRF-Token": token})
     assert answer.status_code == 200, answer.text
     html = signed_in.get(panel_url("web-1") + "&part=activity").text
-    assert html.count('class="event ') == 1 and "deleted pod default/web-1" in html
+    text = re.sub(r"<[^>]+>", "", html)  # the object is a link inside the message
+    assert html.count('class="event ') == 1 and "deleted pod default/web-1" in text
     other = signed_in.get(panel_url("web-2") + "&part=activity").text
     assert "No activity names this object" in other
 
