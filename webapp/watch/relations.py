@@ -538,8 +538,11 @@ def culprits(tree: Tree) -> list[Node]:
     """The deepest broken nodes (failed or missing) with nothing broken below them: when
     a Kustomization fails because a Deployment's pod crash-loops, the pod."""
     found = []
+    seen = set()  # a pod under its ReplicaSet and under a Service is named once
     for node in tree.nodes():
-        if node.health.broken and not any(child.worst.broken for child in node.children):
+        if node.health.broken and not any(child.worst.broken for child in node.children) \
+                and node.ref not in seen:
+            seen.add(node.ref)
             found.append(node)
     return found
 
