@@ -211,10 +211,8 @@ def seed_demo(cluster: SimCluster, seed: int = 0) -> Demo:
     demo.gitrepositories.append(("flux-system", "flux-system"))
     cluster.add_kustomization("flux-system", "infrastructure", path="./infrastructure",
                               inventory=[_entry(o) for o in infra.applied])
-    cluster.add_kustomization("flux-system", "apps", path="./apps", wait=True, inventory=[
-        *(_entry(o) for o in apps.applied),
-        inventory_entry("shop", "web", "PodDisruptionBudget", group="policy", version="v1beta1"),
-    ])
+    cluster.add_kustomization("flux-system", "apps", path="./apps", wait=True,
+                              inventory=[*(_entry(o) for o in apps.applied), _DEPRECATED_PDB])
     cluster.add_kustomization("flux-system", "payments", path="./payments", wait=True,
                               inventory=[_entry(o) for o in pay.applied])
     cluster.add_kustomization("flux-system", "monitoring", path="./monitoring", suspend=True)
@@ -272,15 +270,32 @@ def _ready_reason(obj: JSON) -> str | None:
     return None
 
 
+_DEPRECATED_PDB = inventory_entry("shop", "web", "PodDisruptionBudget", group="policy",
+                                  version="v1beta1")
+
+
+def _apps_inventory(current: list[Any], deprecated: bool) -> list[Any]:
+    """The "apps" Kustomization's inventory with or without a policy/v1beta1 PDB (an API
+    version Kubernetes removed, which the deprecation check reports)."""
+    entries = [e for e in current if e != _DEPRECATED_PDB]
+    return [*entries, _DEPRECATED_PDB] if deprecated else entries
+
+
 class Churn:
     """Background activity at ``rate`` actions/s plus ``log_rate`` log lines/s."""
 
     def __init__(self, cluster: SimCluster, demo: Demo | None = None, *, rate: float = 2.0,
                  log_rate: float = 20.0, seed: int | None = None,
-                 grace_period: int = 2) -> None:
+                 grace_period: int = 2, gitops_per_minute: float | None = None,
+                 failure_chance: float = 0.15) -> None:
         self.cluster = cluster
         self.demo = demo or seed_demo(cluster)
         self.rate = rate
+        # GitOps changes (new revisions, chart bumps) on their own, calmer clock: each makes
+        # agentwatch record events, and a demo should show a few a minute, not hundreds.
+        # None: they are part of the `rate` mix like any other action.
+        self.gitops_per_minute = gitops_per_minute
+        self.failure_chance = failure_chance
         self.log_rate = log_rate
         self.grace_period = grace_period
         self.rng = random.Random(seed)
@@ -321,6 +336,8 @@ class Churn:
                     log_debt -= int(log_debt)
                 if self.rate > 0 and self.rng.random() < min(1.0, (0.1 / period)):
                     self.step()
+                if self.gitops_per_minute and self.rng.random() < self.gitops_per_minute / 600:
+                    self.gitops_step()
             except ApiError:
                 pass  # raced with another change (e.g. pod already gone): fine for churn
             except Exception as exc:  # keep churning; surface for tests
@@ -346,9 +363,32 @@ class Churn:
     def step(self) -> str:
         """One random action; returns its name (for tests)."""
         self.actions += 1
-        action = self.rng.choices(
-            ["replace", "crash", "recover", "revision", "reconcile", "chart"],
-            weights=[4, 2, 3, 1, 1, 1])[0]
+        actions = {"replace": 4, "crash": 2, "recover": 3, "revision": 1, "reconcile": 1,
+                   "chart": 1}
+        if self.gitops_per_minute:
+            for gitops in ("revision", "reconcile", "chart"):
+                del actions[gitops]
+        action = self.rng.choices(list(actions), weights=list(actions.values()))[0]
+        getattr(self, f"_{action}")()
+        return action
+
+    def gitops_step(self) -> str:
+        """A new Git revision (now and then a broken one: the payments Kustomization fails to
+        build until the next) or a chart bump."""
+        action = self.rng.choices(["revision", "chart"], weights=[3, 1])[0]
+        if action == "revision":
+            # Now and then a commit breaks a build or brings back a removed API version.
+            for ns, name in self.demo.kustomizations:
+                if name == "payments":
+                    if self.rng.random() < self.failure_chance:
+                        self.cluster.flux.set_failing(ns, name, "BuildFailed")
+                    else:
+                        self.cluster.flux.clear_failure(ns, name)
+                if name == "apps":
+                    status = self.cluster.get("kustomizations", name, ns).get("status") or {}
+                    current = (status.get("inventory") or {}).get("entries") or []
+                    self.cluster.flux.set_inventory(ns, name, _apps_inventory(
+                        current, deprecated=self.rng.random() < self.failure_chance))
         getattr(self, f"_{action}")()
         return action
 

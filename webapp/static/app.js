@@ -1,4 +1,4 @@
-// agentwatch page script: relative times, and placing live activity rows in order.
+// agentwatch page script: relative times, confirmations and copy buttons.
 "use strict";
 
 (function () {
@@ -23,51 +23,9 @@
     }
   }
 
-  function isNewer(a, b) {
-    const ta = BigInt(a.dataset.ts), tb = BigInt(b.dataset.ts);
-    return ta > tb || (ta === tb && Number(a.dataset.id) > Number(b.dataset.id));
-  }
-
-  // Rows arrive newest first by id; an agent may report an event that happened earlier,
-  // so each row goes where its time puts it, not simply at the top.
-  function placeIncoming(incoming) {
-    const list = document.getElementById("feed-list");
-    if (!list) { incoming.remove(); return; }
-    for (const row of Array.from(incoming.querySelectorAll("li.event"))) {
-      if (document.getElementById(row.id) !== row) { row.remove(); continue; }  // already shown
-      const anchor = Array.from(list.querySelectorAll(":scope > li.event"))
-        .find((existing) => isNewer(row, existing));
-      const older = list.querySelector(":scope > li.older");
-      if (!anchor && older) { row.remove(); continue; }  // belongs to a page not loaded yet
-      list.insertBefore(row, anchor || older);
-      row.classList.add("fresh");
-    }
-    incoming.remove();
-    const empty = document.getElementById("feed-empty");
-    if (empty && list.querySelector("li.event")) empty.remove();
-    regroupDays(list);
-  }
-
-  function regroupDays(list) {
-    for (const header of list.querySelectorAll(":scope > li.day")) header.remove();
-    let day = null;
-    for (const row of list.querySelectorAll(":scope > li.event")) {
-      if (row.dataset.day !== day) {
-        day = row.dataset.day;
-        const header = document.createElement("li");
-        header.className = "day";
-        header.dataset.day = day;
-        header.textContent = row.dataset.dayLabel;
-        list.insertBefore(header, row);
-      }
-    }
-  }
-
+  // Live activity rows are placed by activity.js (the Activity tab's own script).
   document.addEventListener("htmx:load", (event) => {
     const el = event.detail.elt;
-    const incoming = el.matches && el.matches("ol.incoming") ? [el]
-      : Array.from(el.querySelectorAll ? el.querySelectorAll("ol.incoming") : []);
-    incoming.forEach(placeIncoming);
     refreshTimes(el.parentNode || document);
   });
 
@@ -133,6 +91,51 @@
     if (navigator.clipboard) navigator.clipboard.writeText(text).then(() => done(true), select);
     else select();
   });
+
+  // <input data-filter="#container">: hides the container's [data-row] rows whose text does
+  // not hold every word typed (lists filtered in the page; the Cluster tab filters its own
+  // tables and gives its inputs an empty data-filter). Re-applied after a poll swaps rows.
+  function applyFilter(input) {
+    const container = document.querySelector(input.getAttribute("data-filter"));
+    if (!container) return;
+    const words = input.value.toLowerCase().split(/\s+/).filter(Boolean);
+    let shown = 0;
+    for (const row of container.querySelectorAll("[data-row]")) {
+      const text = row.textContent.toLowerCase();
+      const match = words.every((word) => text.includes(word));
+      row.hidden = !match;
+      if (match) shown += 1;
+    }
+    // data-filter-empty="#note": shown while nothing matches.
+    const empty = input.getAttribute("data-filter-empty");
+    const note = empty ? document.querySelector(empty) : null;
+    if (note) note.hidden = shown > 0 || !words.length;
+  }
+  function listFilters() {
+    return Array.from(document.querySelectorAll("input[data-filter]"))
+      .filter((input) => input.getAttribute("data-filter"));
+  }
+  document.addEventListener("input", (event) => {
+    const el = event.target;
+    if (el instanceof HTMLInputElement && el.getAttribute("data-filter")) applyFilter(el);
+  });
+  document.addEventListener("htmx:afterSettle", () => listFilters().forEach(applyFilter));
+  document.addEventListener("DOMContentLoaded", () => listFilters().forEach(applyFilter));
+
+  // On phones a table's rows read as cards: each cell carries its column's name
+  // (data-label, shown by app.css) so the header can go.
+  function labelCells(root) {
+    for (const table of (root || document).querySelectorAll("table.grid:not(.k8s)")) {
+      const names = Array.from(table.querySelectorAll(":scope > thead th"), (th) => th.textContent.trim());
+      for (const row of table.querySelectorAll(":scope > tbody > tr")) {
+        Array.from(row.children).forEach((cell, i) => {
+          if (names[i] && !cell.hasAttribute("colspan") && !cell.dataset.label) cell.dataset.label = names[i];
+        });
+      }
+    }
+  }
+  document.addEventListener("htmx:afterSettle", () => labelCells(document));
+  document.addEventListener("DOMContentLoaded", () => labelCells(document));
 
   document.addEventListener("DOMContentLoaded", () => refreshTimes(document));
   setInterval(() => refreshTimes(document), 30000);

@@ -1,0 +1,121 @@
+"""Events per hour and level: the week of one agent (the Activity tab's histogram) and the
+last 24 hours of every agent (the agents list's sparklines and counts).
+
+Both read `event_counts` (one row per agent, hour and level), which the recorder keeps in
+the same transaction as the events it stores and the prune job trims with them: one indexed
+query over at most a few rows per hour, whatever the number of events.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, cast
+
+from sqlalchemy import Table, delete, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from . import db
+from .models import EventCount
+
+WEEK_HOURS = 7 * 24
+DAY_HOURS = 24
+HOUR = timedelta(hours=1)
+
+COUNTS = cast(Table, EventCount.__table__)
+
+
+def hour_of(when: datetime) -> datetime:
+    return when.replace(minute=0, second=0, microsecond=0)
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """One hour: its start (naive UTC) and how many events of each level happened in it."""
+
+    start: datetime
+    counts: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def of(self, level: str) -> int:
+        return self.counts.get(level, 0)
+
+
+@dataclass(frozen=True)
+class Series:
+    """Consecutive hours, oldest first, ending with the hour now is in."""
+
+    buckets: list[Bucket]
+
+    @property
+    def peak(self) -> int:
+        return max((b.total for b in self.buckets), default=0)
+
+    def total(self, level: str | None = None) -> int:
+        return sum(b.total if level is None else b.of(level) for b in self.buckets)
+
+
+def _series(now: datetime, hours: int, found: Mapping[datetime, Mapping[str, int]]) -> Series:
+    last = hour_of(now)
+    starts = [last - HOUR * (hours - 1 - i) for i in range(hours)]
+    return Series([Bucket(start, dict(found.get(start, {}))) for start in starts])
+
+
+def week(agent_id: int, now: datetime) -> Series:
+    """The agent's events per hour over the last 7 days (168 hours, this one included)."""
+    since = hour_of(now) - HOUR * (WEEK_HOURS - 1)
+    found: dict[datetime, dict[str, int]] = {}
+    for hour, level, count in db.session().execute(
+            select(EventCount.hour, EventCount.level, EventCount.count)
+            .where(EventCount.agent_id == agent_id, EventCount.hour >= since)):
+        found.setdefault(hour, {})[level] = count
+    return _series(now, WEEK_HOURS, found)
+
+
+def last_day(now: datetime) -> dict[int, Series]:
+    """Every agent's events per hour over the last 24 hours (this one included); agents
+    without any are absent."""
+    since = hour_of(now) - HOUR * (DAY_HOURS - 1)
+    found: dict[int, dict[datetime, dict[str, int]]] = {}
+    for agent_id, hour, level, count in db.session().execute(
+            select(EventCount.agent_id, EventCount.hour, EventCount.level, EventCount.count)
+            .where(EventCount.hour >= since)):
+        found.setdefault(agent_id, {}).setdefault(hour, {})[level] = count
+    return {agent_id: _series(now, DAY_HOURS, hours) for agent_id, hours in found.items()}
+
+
+def empty_day(now: datetime) -> Series:
+    return _series(now, DAY_HOURS, {})
+
+
+# --- kept by the recorder and the prune job -------------------------------------------------
+
+_UPSERT = {
+    name: make(COUNTS).on_conflict_do_update(
+        index_elements=["agent_id", "hour", "level"],
+        set_={"count": COUNTS.c.count + make(COUNTS).excluded.count})
+    for name, make in (("postgresql", postgresql.insert), ("sqlite", sqlite.insert))}
+
+
+def count_recorded(session: Session, rows: Iterable[Mapping[str, Any]]) -> None:
+    """Adds newly stored events (the recorder's rows) to their hours, in its transaction."""
+    tally = Counter((row["agent_id"], hour_of(row["happened_at"]), row["level"])
+                    for row in rows)
+    if not tally:
+        return
+    upsert = _UPSERT[session.get_bind().dialect.name]
+    session.connection().execute(upsert, [
+        {"agent_id": agent_id, "hour": hour, "level": level, "count": n}
+        for (agent_id, hour, level), n in sorted(tally.items())])
+
+
+def prune(session: Session, cutoff: datetime) -> int:
+    """Hours wholly before the cutoff (the prune job deletes their events)."""
+    return db.rowcount(session.execute(
+        delete(EventCount).where(EventCount.hour < hour_of(cutoff))))
