@@ -505,3 +505,20 @@ def test_a_failed_sync_points_at_the_pod_that_broke_it(app: Flask, signed_in: Fl
     watches = json.loads(re.search(r"data-watches='([^']*)'", html)[1])  # type: ignore[index]
     assert {(w["resource"], w.get("namespace")) for w in watches} == {
         ("deployments", "shop"), ("replicasets", "shop"), ("pods", "shop"), ("services", "shop")}
+
+
+def test_an_action_in_the_activity_links_to_its_objects_panel(
+        app: Flask, signed_in: FlaskClient, sim: SimCluster, tmp_path: Path) -> None:
+    from webapp.simcluster import builders as b
+    sim.add_namespace("shop")
+    sim.create(b.deployment("shop", "web", [b.container("app", "nginx:1.27")], replicas=1))
+    make_agent(app, sim, tmp_path)
+    token = re.search(r'name="csrf-token" content="([^"]+)"',
+                      signed_in.get("/agents/prod/cluster").text)[1]  # type: ignore[index]
+    answer = signed_in.post("/agents/prod/cluster/actions", headers={"X-CSRF-Token": token},
+                            json={"action": "restart", "group": "apps", "version": "v1",
+                                  "resource": "deployments", "namespace": "shop",
+                                  "name": "web"})
+    assert answer.status_code == 200, answer.text
+    feed = signed_in.get("/agents/prod").text
+    assert 'href="/agents/prod/cluster?panel=deployments/shop/web"' in feed

@@ -21,6 +21,7 @@ from markupsafe import Markup, escape
 
 from .. import clock, events, folding
 from ..models import Event
+from ..watch import relations
 from .filters import (
     _day_text,
     _time_open,
@@ -35,15 +36,17 @@ from .filters import (
 # Longer messages are cut to one line, with a button to read them whole.
 LONG_MESSAGE = 110
 
-# Kinds with a panel on the Cluster tab, by the Kind an event names.
-PANEL_RESOURCES = {"Pod": "pods", "Service": "services", "Kustomization": "kustomizations",
-                   "HelmRelease": "helmreleases"}
+# Kinds with a panel on the Cluster tab, by the Kind an event names (watch/relations.py
+# knows them by name; a Secret's panel is never linked from the activity).
+PANEL_RESOURCES = {kind: resource for (_group, kind), (_v, resource, _ns)
+                   in relations.KINDS.items() if kind != "Secret"}
 
 
 def object_url(agent_name: str, resource: str, namespace: str | None, name: str) -> str:
-    """Where a cluster object opens: the Cluster tab with its panel."""
-    panel = "/".join(part for part in (resource, namespace, name) if part)
-    return url_for("cluster.page", name=agent_name, panel=panel)
+    """Where a cluster object opens: the Cluster tab with its panel (views/cluster.py
+    builds every such link, so they all read the same)."""
+    from .cluster import object_url as panel_url  # cluster imports activity, which needs us
+    return panel_url(agent_name, resource, namespace, name)
 
 
 def named_object(event: Event) -> tuple[str, str | None, str, str] | None:
