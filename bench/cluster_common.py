@@ -704,9 +704,13 @@ def client_frame(payload: bytes, opcode: int = 0x1) -> bytes:
     return head + key + _mask(payload, key)
 
 
-def watch_message(watch_id: str, namespace: str, resource: str = "pods") -> bytes:
-    return json.dumps({"type": "watch", "watchId": watch_id, "watchParams": {
-        "group": "", "version": "v1", "resource": resource, "namespace": namespace}}).encode()
+def watch_message(watch_id: str, namespace: str, resource: str = "pods",
+                  table: bool = False) -> bytes:
+    """`table`: the kind's Table, as the Cluster tab's lists watch it."""
+    params = {"group": "", "version": "v1", "resource": resource, "namespace": namespace}
+    if table:
+        params["as"] = "Table"
+    return json.dumps({"type": "watch", "watchId": watch_id, "watchParams": params}).encode()
 
 
 class WsConn:

@@ -65,24 +65,20 @@ def test_the_role_grants_what_the_agent_does_and_nothing_more(admin_api: Any) ->
     assert allowed("get", "pods", subresource="log")
     assert allowed("delete", "pods")
     assert allowed("patch", "helmreleases", "helm.toolkit.fluxcd.io")
-    # The workload actions: restart, scale, trigger a CronJob.
-    for resource in ("deployments", "statefulsets", "daemonsets"):
-        assert allowed("patch", resource, "apps")
-    for resource in ("deployments", "statefulsets", "replicasets"):
-        assert allowed("get", resource, "apps", "scale")
-        assert allowed("patch", resource, "apps", "scale")
-    assert allowed("create", "jobs", "batch")
-    for verb, resource, group, sub in (("patch", "replicasets", "apps", ""),
-                                       ("patch", "daemonsets", "apps", "scale"),
-                                       ("create", "deployments", "apps", ""),
-                                       ("delete", "jobs", "batch", ""),
-                                       ("patch", "cronjobs", "batch", "")):
-        assert not allowed(verb, resource, group, sub), (verb, resource, sub)
-    for verb, resource, group in (("get", "secrets", ""), ("list", "secrets", ""),
+    for verb in ("get", "list", "watch"):  # every group of the Cluster tab
+        assert allowed(verb, "deployments", "apps") and allowed(verb, "nodes")
+        assert allowed(verb, "configmaps") and allowed(verb, "storageclasses", "storage.k8s.io")
+        assert allowed(verb, "secrets")  # names, types, keys: the agent blanks the values
+    assert allowed("patch", "deployments", "apps")  # rollout restart
+    assert allowed("patch", "deployments", "apps", subresource="scale")
+    assert allowed("create", "jobs", "batch")  # a CronJob triggered
+    for verb, resource, group in (("create", "secrets", ""), ("update", "secrets", ""),
                                   ("create", "pods", ""), ("delete", "services", ""),
-                                  ("patch", "pods", ""), ("get", "configmaps", ""),
+                                  ("patch", "pods", ""), ("patch", "configmaps", ""),
+                                  ("delete", "deployments", "apps"),
                                   ("delete", "kustomizations", "kustomize.toolkit.fluxcd.io"),
                                   ("create", "pods", "")):
         assert not allowed(verb, resource, group), (verb, resource)
     assert not allowed("create", "pods", subresource="exec")
+    assert not allowed("get", "nodes", subresource="proxy")
     yaml.safe_dump_all(docs)  # and it renders

@@ -62,7 +62,8 @@ def test_the_manifest_installs_a_least_privilege_agent(app: Any, runner: Any) ->
     assert result.exit_code == 0, result.output
     docs = list(yaml.safe_load_all(result.stdout))
     assert [d["kind"] for d in docs] == ["Namespace", "ServiceAccount", "ClusterRole",
-                                         "ClusterRoleBinding", "Secret", "Deployment"]
+                                         "ClusterRoleBinding", "Secret", "ClusterRole",
+                                         "ClusterRoleBinding", "Deployment"]
     deployment = docs[-1]
     assert deployment["spec"]["replicas"] == 2
     container = deployment["spec"]["template"]["spec"]["containers"][0]
@@ -71,7 +72,10 @@ def test_the_manifest_installs_a_least_privilege_agent(app: Any, runner: Any) ->
     granted = {(g, r, v) for rule in rules for g in rule["apiGroups"]
                for r in rule["resources"] for v in rule["verbs"]}
     assert ("", "pods", "delete") in granted and ("", "pods/log", "get") in granted
-    assert not any(r == "secrets" for _, r, _ in granted)
+    # Secrets are read for names, types and keys (the agent blanks values); never written.
+    assert {v for _, r, v in granted if r == "secrets"} == {"get", "list", "watch"}
+    assert ("apps", "deployments", "get") in granted and ("", "nodes", "list") in granted
+    assert not any(r in ("pods/exec", "nodes/proxy", "*") for g, r, _ in granted if g == "")
     assert {v for _, r, v in granted if r == "services"} == {"get", "list", "watch"}
     # The token in the Secret is a working token of this agent.
     with app.app_context():

@@ -77,10 +77,10 @@ def test_a_page_watches_a_tunneled_cluster_like_any_other(live: Live, tunneled: 
 
 def test_the_agent_refuses_what_agentwatch_never_needs(live: Live, tunneled: Any) -> None:
     before = len(live.sim.stats.requests)
-    for path in ("/api/v1/namespaces/default/secrets",
-                 "/api/v1/namespaces/default/secrets/db-password",
-                 "/api/v1/namespaces/default/configmaps",
-                 "/api/v1/namespaces/default/pods/web-1/exec",
+    for path in ("/api/v1/namespaces/default/pods/web-1/exec",
+                 "/api/v1/namespaces/default/pods/web-1/attach",
+                 "/api/v1/nodes/node-1/proxy",
+                 "/api/v1/namespaces/default/services/web/proxy",
                  "/api/v1/namespaces/default/pods/..%2F..%2Fsecrets"):
         response = proxy_get(live, path)
         assert response.status_code == 403, path

@@ -310,6 +310,404 @@
     stale(since) { this.table.setStale(since); }
   }
 
+  // --- a list of the page: its first screen from the server, the rest paged -------------
+  // Filter and sort are the server's, over the whole list (watch/listing.py); live events
+  // touch the rows on screen and the counts, and never build rows nobody sees.
+
+  const ENTITIES = { "&amp;": "&", "&lt;": "<", "&gt;": ">", "&#39;": "'", "&#34;": '"', "&quot;": '"' };
+
+  // A row's text for the filter (what the server's filter reads: its cells' text).
+  function rowText(html) {
+    return html.replace(/<[^>]*>/g, "\n").replace(/&(amp|lt|gt|#39|#34|quot);/g, (m) => ENTITIES[m]).toLowerCase();
+  }
+
+  function rowAttention(html) {
+    const head = html.slice(0, html.indexOf(">") + 1);
+    return / data-attention[\s>]/.test(head);
+  }
+
+  function parseRows(html) {
+    const template = document.createElement("template");
+    template.innerHTML = html;
+    return Array.from(template.content.children).filter((el) => el.tagName === "TR" && el.dataset.key);
+  }
+
+  class ListTable extends Table {
+    constructor(section, list) {
+      super(section.querySelector("table"), null);
+      this.section = section;
+      this.list = list;
+      this.rowsUrl = section.dataset.rowsUrl;
+      this.total = Number(section.dataset.total || 0);
+      this.nextOffset = section.dataset.nextOffset ? Number(section.dataset.nextOffset) : null;
+      this.moreRow = this.table.querySelector("tr.more-row");
+      this.known = new Map();   // key -> {namespace, text, attention, unseen}: every object the watches told of
+      this.matching = 0;        // how many of them match the filter
+      this.syncing = new Set(); // sinks whose (re)started state is still arriving
+      this.counted = false;     // every watch synced once: counts are the page's own
+      this.fetching = null;     // the AbortController of the rows being fetched
+      this.sortCol = this.table.dataset.sortCol || "";
+      this.sortAll();
+      const more = this.moreRow && this.moreRow.querySelector("[data-load-more]");
+      if (more) more.addEventListener("click", () => this.loadMore());
+      if (this.moreRow && "IntersectionObserver" in window) {
+        new IntersectionObserver((entries) => {
+          if (entries.some((entry) => entry.isIntersecting)) this.loadMore();
+        }, { rootMargin: "600px" }).observe(this.moreRow);
+      }
+      this.refresh();
+    }
+
+    matchFilter() {}  // the server filtered these rows
+
+    sortBy(col) { this.list.sortBy(col); }
+
+    // The list's sort changed (the page's state): headers say so, rows come again.
+    showSort(col, dir) {
+      this.sortCol = col;
+      this.sortDir = dir === "desc" ? -1 : 1;
+      this.table.dataset.sortCol = col;
+      this.table.dataset.sortDir = dir;
+      for (const th of this.table.querySelectorAll("thead th[data-col]")) {
+        th.setAttribute("aria-sort", th.dataset.col !== col ? "none" : dir === "desc" ? "descending" : "ascending");
+      }
+    }
+
+    matches(entry) {
+      if (this.list.attention && !entry.attention) return false;
+      return this.list.words().every((word) => entry.text.includes(word));
+    }
+
+    setKnown(key, entry) {
+      const old = this.known.get(key);
+      if (old && this.matches(old)) this.matching--;
+      if (entry) {
+        this.known.set(key, entry);
+        if (this.matches(entry)) this.matching++;
+      } else {
+        this.known.delete(key);
+      }
+      return old;
+    }
+
+    recount() {
+      this.matching = 0;
+      for (const entry of this.known.values()) if (this.matches(entry)) this.matching++;
+    }
+
+    inScope(namespace, sink) { return sink.namespace === null || namespace === sink.namespace; }
+
+    startSync(sink) {
+      this.syncing.add(sink);
+      for (const entry of this.known.values()) if (this.inScope(entry.namespace, sink)) entry.unseen = true;
+      for (const row of this.rows()) if (this.inScope(row.dataset.namespace || "", sink)) row.dataset.unconfirmed = "1";
+    }
+
+    endSync(sink) {
+      this.syncing.delete(sink);
+      for (const [key, entry] of this.known) if (entry.unseen && this.inScope(entry.namespace, sink)) this.setKnown(key, null);
+      for (const row of this.body.querySelectorAll("tr[data-unconfirmed]")) {
+        if (this.inScope(row.dataset.namespace || "", sink)) { row.remove(); this.byKey.delete(row.dataset.key); }
+      }
+      if (this.syncing.size === 0) this.counted = true;
+      this.refresh();
+    }
+
+    // An object added or changed: its row is replaced if it is on screen; a new object is
+    // shown if it belongs among the rows on screen; otherwise only the counts move.
+    change(key, namespace, html) {
+      const entry = { namespace, text: rowText(html), attention: rowAttention(html), unseen: false };
+      const old = this.setKnown(key, entry);
+      const onScreen = this.find(key);
+      const match = this.matches(entry);
+      if (onScreen) {
+        if (match) this.upsert(html);
+        else { onScreen.remove(); this.byKey.delete(key); }
+      } else if (match && !old && this.syncing.size === 0 && this.belongs(html)) {
+        this.upsert(html);
+      }
+      this.scheduleRefresh();
+    }
+
+    belongs(html) {
+      if (this.nextOffset === null) return true;  // every row is here
+      const last = this.body.lastElementChild;
+      const row = parseRows(html)[0];
+      return !last || (row && this.compare(row, last) < 0);
+    }
+
+    forget(key) {
+      this.setKnown(key, null);
+      const row = this.find(key);
+      if (row) { row.remove(); this.byKey.delete(key); }
+      else if (!this.counted && this.total > 0) this.total--;
+      this.scheduleRefresh();
+    }
+
+    url(offset) {
+      const url = new URL(this.rowsUrl, location.href);
+      for (const [name, value] of this.list.params()) {
+        url.searchParams.delete(name);
+        if (value) url.searchParams.set(name, value);
+      }
+      url.searchParams.set("offset", String(offset));
+      return url;
+    }
+
+    async fetchRows(offset) {
+      if (this.fetching) this.fetching.abort();
+      const controller = new AbortController();
+      this.fetching = controller;
+      try {
+        const response = await fetch(this.url(offset), { credentials: "same-origin", signal: controller.signal, headers: { "Accept": "text/html" } });
+        if (!response.ok) {
+          let message = "The rows could not be loaded (HTTP " + response.status + ")";
+          try { message = readableProblem((await response.json()).error); } catch (err) { /* not JSON */ }
+          this.showError(message);
+          return null;
+        }
+        const html = await response.text();
+        return { rows: parseRows(html), total: Number(response.headers.get("X-Total-Count") || 0),
+          next: response.headers.get("X-Next-Offset") ? Number(response.headers.get("X-Next-Offset")) : null };
+      } catch (err) {
+        if (err.name !== "AbortError") this.showError("The rows could not be loaded: " + err.message);
+        return null;
+      } finally {
+        if (this.fetching === controller) this.fetching = null;
+      }
+    }
+
+    // The first screen again (the filter or the sort changed): the server's rows replace these.
+    async reload() {
+      this.recount();
+      const page = await this.fetchRows(0);
+      if (!page) return;
+      this.body.replaceChildren(...page.rows);
+      this.byKey = new Map(page.rows.map((row) => [row.dataset.key, row]));
+      if (!this.counted) this.total = page.total;
+      this.nextOffset = page.next;
+      refreshAges(this.body);
+      this.refresh();
+    }
+
+    async loadMore() {
+      if (this.fetching || this.nextOffset === null || this.moreRow.hidden) return;
+      const page = await this.fetchRows(this.body.children.length);
+      if (!page) return;
+      for (const row of page.rows) {
+        if (this.byKey.has(row.dataset.key)) continue;  // shown already (it arrived live)
+        this.body.appendChild(row);
+        this.byKey.set(row.dataset.key, row);
+      }
+      if (!this.counted) this.total = page.total;
+      this.nextOffset = page.next;
+      refreshAges(this.body);
+      this.refresh();
+    }
+
+    refresh() {
+      if (this.refreshing) { cancelAnimationFrame(this.refreshing); this.refreshing = 0; }
+      if (!this.list) return;  // Table's constructor: not ready yet
+      const shown = this.body.children.length;
+      const total = this.counted ? this.matching : this.total;
+      const failing = this.errorRow && !this.errorRow.hidden;
+      const filtering = this.list.filtering();
+      if (this.count && this.count.textContent !== String(total)) this.count.textContent = String(total);
+      if (this.emptyRow) this.emptyRow.hidden = total > 0 || shown > 0 || failing || this.stale || filtering;
+      if (this.filteredRow) this.filteredRow.hidden = total > 0 || shown > 0 || failing || !filtering;
+      if (this.staleRow) {
+        this.staleRow.hidden = shown > 0 || failing || !this.stale;
+        const text = this.staleSince ? "Nothing here when last updated." : "Nothing known: the cluster view is not live.";
+        const cell = this.staleRow.firstElementChild;
+        if (cell && cell.textContent !== text) cell.textContent = text;
+      }
+      if (this.moreRow) this.moreRow.hidden = this.nextOffset === null || shown >= total;
+    }
+  }
+
+  class ListSink {
+    constructor(table, namespace) { this.table = table; this.namespace = namespace; }
+    start() { this.table.startSync(this); }
+    event(event, html) {
+      const obj = event.object || {};
+      const key = objectKey(obj);
+      if (event.type === "DELETED") this.table.forget(key);
+      else if (html) this.table.change(key, (obj.metadata && obj.metadata.namespace) || "", html);
+    }
+    synced() { this.table.clearError(); this.table.endSync(this); }
+    reset() { this.table.startSync(this); }
+    error(error) {
+      if (isConnectivity(error)) this.table.clearError();
+      else this.table.showError(readableProblem(error));
+    }
+    stale(since) { this.table.setStale(since); }
+  }
+
+  // The page's list state, as its URL holds it: filter and sort change here without a
+  // reload (the URL follows, so reload, back and links keep them); kind, namespaces and the
+  // label selector are the page's watches, changed by navigating.
+  class ListState {
+    constructor(form) {
+      this.form = form;
+      this.tables = [];
+      const url = new URL(location.href);
+      this.q = url.searchParams.get("q") || "";
+      this.sort = url.searchParams.get("sort") || "";
+      this.dir = url.searchParams.get("dir") === "desc" ? "desc" : "asc";
+      this.attention = ["1", "true"].includes(url.searchParams.get("attention"));
+      this.watched = this.watchedOf(url);
+      this.timer = 0;
+      const filter = form && form.querySelector("[data-filter]");
+      if (filter) {
+        filter.addEventListener("input", () => {
+          clearTimeout(this.timer);
+          this.timer = setTimeout(() => this.setFilter(filter.value), 250);
+        });
+      }
+      window.addEventListener("popstate", () => this.restore());
+    }
+
+    // What the page's watches are made of: another value is another page.
+    watchedOf(url) {
+      return JSON.stringify(["kind", "namespace", "selector", "attention"].map((name) => url.searchParams.getAll(name)));
+    }
+
+    words() { return this.q.toLowerCase().split(/\s+/).filter(Boolean); }
+
+    filtering() { return this.words().length > 0 || this.attention; }
+
+    params() { return [["q", this.q], ["sort", this.sort], ["dir", this.sort && this.dir === "desc" ? "desc" : ""]]; }
+
+    writeURL(push) {
+      const url = new URL(location.href);
+      for (const [name, value] of this.params()) {
+        if (value) url.searchParams.set(name, value); else url.searchParams.delete(name);
+      }
+      if (url.href === location.href) return;
+      if (push) history.pushState(null, "", url); else history.replaceState(history.state, "", url);
+    }
+
+    // The form's hidden fields follow, so Apply keeps the sort.
+    writeForm() {
+      if (!this.form) return;
+      for (const name of ["sort", "dir"]) {
+        let input = this.form.querySelector('input[type="hidden"][name="' + name + '"]');
+        const value = name === "sort" ? this.sort : (this.sort ? this.dir : "");
+        if (!value) { if (input) input.remove(); continue; }
+        if (!input) {
+          input = document.createElement("input");
+          input.type = "hidden";
+          input.name = name;
+          this.form.prepend(input);
+        }
+        input.value = value;
+      }
+    }
+
+    setFilter(text) {
+      const q = text.trim();
+      if (q === this.q) return;
+      this.q = q;
+      this.writeURL(false);
+      for (const table of this.tables) table.reload();
+    }
+
+    sortBy(col) {
+      if (this.sort === col) this.dir = this.dir === "asc" ? "desc" : "asc";
+      else { this.sort = col; this.dir = "asc"; }
+      this.writeURL(true);
+      this.applySort();
+    }
+
+    applySort() {
+      this.writeForm();
+      for (const table of this.tables) { table.showSort(this.sort, this.dir); table.reload(); }
+    }
+
+    // Back or forward: the sort and the filter of that entry; another list is another page.
+    restore() {
+      const url = new URL(location.href);
+      if (this.watchedOf(url) !== this.watched) { location.replace(url.href); return; }
+      this.q = url.searchParams.get("q") || "";
+      this.sort = url.searchParams.get("sort") || "";
+      this.dir = url.searchParams.get("dir") === "desc" ? "desc" : "asc";
+      const filter = this.form && this.form.querySelector("[data-filter]");
+      if (filter) filter.value = this.q;
+      this.applySort();
+    }
+  }
+
+  // One entry of the workloads' strip, live: how many objects, how many need attention.
+  class Tally {
+    constructor(el) {
+      this.total = el.querySelector(".summary-total");
+      this.attention = el.querySelector(".summary-attention");
+      this.count = el.querySelector(".summary-count");
+      this.known = new Map();  // key -> {namespace, attention, unseen}
+      this.syncing = 0;
+      this.counted = false;
+    }
+    sink(namespace) {
+      const tally = this;
+      const inScope = (entry) => namespace === null || entry.namespace === namespace;
+      return {
+        start() { tally.syncing++; for (const entry of tally.known.values()) if (inScope(entry)) entry.unseen = true; },
+        reset() { this.start(); },
+        event(event, html) {
+          const obj = event.object || {};
+          const key = objectKey(obj);
+          if (event.type === "DELETED") tally.known.delete(key);
+          else if (html) tally.known.set(key, { namespace: (obj.metadata && obj.metadata.namespace) || "", attention: rowAttention(html), unseen: false });
+          if (tally.counted) tally.show();
+        },
+        synced() {
+          tally.syncing = Math.max(0, tally.syncing - 1);
+          for (const [key, entry] of tally.known) if (entry.unseen && inScope(entry)) tally.known.delete(key);
+          if (tally.syncing === 0) { tally.counted = true; tally.show(); }
+        },
+        error() {},
+        stale() {},
+      };
+    }
+    show() {
+      let attention = 0;
+      for (const entry of this.known.values()) if (entry.attention) attention++;
+      const total = String(this.known.size);
+      if (this.total.textContent !== total) this.total.textContent = total;
+      if (this.count && this.count.textContent !== String(attention)) this.count.textContent = String(attention);
+      if (this.attention) this.attention.hidden = attention === 0;
+    }
+  }
+
+  // One watch's messages to several sinks (a list and the strip's count of the same kind).
+  function fanOut(sinks) {
+    const each = (method) => (...args) => { for (const sink of sinks) if (sink[method]) sink[method](...args); };
+    return { start: each("start"), event: each("event"), synced: each("synced"), reset: each("reset"),
+      error: each("error"), stale: each("stale") };
+  }
+
+  // The namespace picker: its checkboxes narrowed to what the search says.
+  function namespacePicker(root) {
+    const picker = root.querySelector("[data-namespace-picker]");
+    if (!picker) return;
+    const search = picker.querySelector("[data-namespace-search]");
+    if (!search) return;
+    search.addEventListener("input", () => {
+      const words = search.value.toLowerCase().split(/\s+/).filter(Boolean);
+      for (const item of picker.querySelectorAll(".namespace-options li")) {
+        const text = item.textContent.toLowerCase();
+        item.hidden = !words.every((word) => text.includes(word));
+      }
+    });
+    search.addEventListener("keydown", (event) => {
+      if (event.key !== "Enter") return;
+      event.preventDefault();  // Enter ticks the one namespace left, it does not submit
+      const left = Array.from(picker.querySelectorAll(".namespace-options li")).filter((li) => !li.hidden);
+      if (left.length === 1) { const box = left[0].querySelector("input"); box.checked = !box.checked; }
+    });
+    picker.addEventListener("toggle", () => { if (picker.open) search.focus(); });
+  }
+
   // --- the connection badge and the page's one banner -----------------------------------
 
   // The badge names the cluster view's transport: Live (WebSocket), Live (HTTP streaming),
@@ -835,23 +1233,49 @@
     const manager = new WatchManager(root);
     const live = root.dataset.live === "true";
     const outage = initialProblem();
-    for (const section of root.querySelectorAll(":scope > section.k8s-section")) {
-      const table = new Table(section.querySelector("table"), section.querySelector(".table-filter"));
-      const params = JSON.parse(section.dataset.watch);
+    const list = new ListState(root.querySelector("[data-list-form]"));
+    // Watches by their params: a list and the strip that count the same objects share one.
+    const wanted = new Map();  // JSON of params -> {params, sinks, initial, ids: [holder]}
+    const want = (params, sink, initial) => {
+      const key = JSON.stringify(params);
+      if (!wanted.has(key)) wanted.set(key, { params, sinks: [], initial: initial || null, holders: [] });
+      const entry = wanted.get(key);
+      entry.sinks.push(sink);
+      return entry;
+    };
+    for (const section of root.querySelectorAll("section.k8s-section")) {
+      const table = new ListTable(section, list);
+      list.tables.push(table);
       // Rendered while the cluster was down: stale from the start.
       const initial = section.classList.contains("is-stale")
         ? { since: parseTime(section.dataset.staleSince), problem: outage } : null;
-      const watchId = live ? manager.add(params, new TableSink(table), null, initial) : null;
+      const ids = new Map();  // namespace ("" for all) -> its watch, for the panel
+      for (const params of JSON.parse(section.dataset.watches || "[]")) {
+        const holder = { id: null, params };
+        want(params, new ListSink(table, params.namespace || null), initial).holders.push(holder);
+        ids.set(params.namespace || "", holder);
+      }
       section.addEventListener("click", (event) => {
         const row = event.target.closest("tbody.rows > tr");
         if (!row || event.target.closest("button, input, select")) return;
         event.preventDefault();
+        const watch = ids.get(row.dataset.namespace || "") || ids.get("") || ids.values().next().value;
         // panel.js opens it: `params` are the table's watch, `watchId` its id on the page.
-        root.dispatchEvent(new CustomEvent("cluster:open", { detail: { row, params, watchId } }));
+        if (watch) root.dispatchEvent(new CustomEvent("cluster:open", { detail: { row, params: watch.params, watchId: watch.id } }));
       });
     }
-    const picker = root.querySelector("select[data-autosubmit]");
-    if (picker) picker.addEventListener("change", () => picker.form.submit());
+    for (const el of root.querySelectorAll("[data-summary]")) {
+      const tally = new Tally(el);
+      for (const params of JSON.parse(el.dataset.watches || "[]")) want(params, tally.sink(params.namespace || null));
+    }
+    if (live) {
+      for (const entry of wanted.values()) {
+        const sink = entry.sinks.length === 1 ? entry.sinks[0] : fanOut(entry.sinks);
+        const id = manager.add(entry.params, sink, null, entry.initial);
+        for (const holder of entry.holders) holder.id = id;
+      }
+    }
+    namespacePicker(root);
     refreshAges(root);
     setInterval(() => refreshAges(root), AGE_REFRESH);
     if (live) { manager.render(); manager.start(); }

@@ -26,7 +26,8 @@ import simple_websocket
 import urllib3
 from urllib3 import HTTPHeaderDict
 
-from ..watch.kube import ClusterClient, Connection
+from ..watch import redact
+from ..watch.kube import TABLE_ACCEPT, ClusterClient, Connection
 from . import allowlist
 from .frames import MAX_DATA, SUBPROTOCOL
 from .mux import Mux, Stream, StreamReset
@@ -182,12 +183,17 @@ class Agent:
         for setting in configuration.auth_settings().values():  # refreshes a rotated token
             if setting.get("in") == "header" and setting.get("value"):
                 sent[setting["key"]] = setting["value"]
+        if redact.is_secrets_path(path):
+            # JSON only (never protobuf), so the values can be blanked before they leave.
+            asked = str(sent.get("Accept") or "")
+            sent["Accept"] = TABLE_ACCEPT if "as=Table" in asked else "application/json"
         url = configuration.host.rstrip("/") + path + (f"?{query}" if query else "")
         streaming = "watch=true" in query or "follow=true" in query
-        return self.cluster.api.rest_client.pool_manager.request(
+        response = self.cluster.api.rest_client.pool_manager.request(
             method, url, headers=sent, body=body or None, preload_content=False,
             timeout=urllib3.Timeout(connect=10, read=None if streaming else 60),
             retries=False)
+        return redact.wrap(path, query, response)  # a Secret's values never enter the tunnel
 
 
 def _read_body(stream: Stream) -> bytes:

@@ -1,12 +1,14 @@
 """What the agent will do in its cluster for the server, whatever the server asks.
 
-Reads (get, list, watch) of the kinds agentwatch shows (watch/resources.py RESOURCES),
-pod logs, deleting a pod, and merge patches of the Flux kinds (reconcile, suspend,
-resume); patching a Deployment, StatefulSet or DaemonSet (restart), reading and patching
-the scale of a Deployment, StatefulSet or ReplicaSet (scale), creating a Job (a CronJob
-triggered by hand); discovery (`/api`, `/apis`, `/version`). Never Secrets, never any
-other write.
-Names and namespaces in the path must be DNS-1123 (as the server validates them too).
+Reads (get, list, watch) of any kind's collection or object — which kinds exist is the
+cluster's discovery, and what the agent may read is its ClusterRole (manifest.py) — and
+pod logs; discovery itself (`/api`, `/apis`, `/version`). Writes only the Cluster tab's
+actions: deleting a pod, merge patches of the Flux kinds (reconcile, suspend, resume) and
+of Deployments, StatefulSets and DaemonSets (rollout restart), their `scale` (scale), and
+creating a Job (trigger a CronJob). No other subresource (exec, attach, proxy, ...), no
+other write. Secrets are read with their values blanked here, before the answer leaves
+(watch/redact.py, applied by agent.py). Names, namespaces, groups and versions in the
+path must be what the API server accepts (DNS-1123), so no path reaches anything else.
 """
 
 from __future__ import annotations
@@ -14,13 +16,22 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..watch.resources import RESOURCES
-
 FLUX_GROUPS = {"kustomize.toolkit.fluxcd.io", "helm.toolkit.fluxcd.io",
-                "source.toolkit.fluxcd.io"}
+               "source.toolkit.fluxcd.io"}
+RESTARTABLE = {("apps", "deployments"), ("apps", "statefulsets"), ("apps", "daemonsets")}
+SCALABLE = {("apps", "deployments"), ("apps", "statefulsets"), ("apps", "replicasets")}
 _NAME = r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?"
 _NAMESPACE = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
+_GROUP = r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?"
+_VERSION = r"v[1-9][0-9]{0,5}((alpha|beta)[1-9][0-9]{0,5})?"
+_RESOURCE = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
 _DISCOVERY = re.compile(r"^/(api|apis|version|api/v1|apis/[a-z0-9.-]+(/[a-z0-9]+)?)/?$")
+# /api/v1 or /apis/GROUP/VERSION, an optional namespace, a resource, an optional name, and
+# for the actions and logs one of the few subresources the agent serves.
+_RESOURCE_PATH = re.compile(
+    rf"^/(?:api/(?P<core>v1)|apis/(?P<group>{_GROUP})/(?P<version>{_VERSION}))"
+    rf"(?:/namespaces/(?P<ns>{_NAMESPACE}))?/(?P<resource>{_RESOURCE})"
+    rf"(?:/(?P<name>{_NAME})(?:/(?P<sub>log|scale))?)?$")
 
 
 @dataclass(frozen=True)
@@ -29,55 +40,30 @@ class Verdict:
     reason: str = ""
 
 
-def _prefix(group: str, version: str) -> str:
-    return f"/api/{version}" if not group else f"/apis/{group}/{version}"
-
-
-def _collections() -> list[tuple[re.Pattern[str], str, bool]]:
-    """(path pattern, resource, is this the object path) for every kind shown."""
-    found = []
-    for (group, version, resource), namespaced in RESOURCES.items():
-        base = re.escape(_prefix(group, version))
-        scopes = [f"/namespaces/(?P<ns>{_NAMESPACE})"] if namespaced else []
-        scopes.append("")  # across namespaces (or cluster-scoped)
-        for scope in scopes:
-            found.append((re.compile(f"^{base}{scope}/{resource}$"), resource, False))
-            found.append((re.compile(f"^{base}{scope}/{resource}/(?P<name>{_NAME})$"),
-                          resource, True))
-    return found
-
-
-_COLLECTIONS = _collections()
-_POD_LOG = re.compile(f"^/api/v1/namespaces/{_NAMESPACE}/pods/{_NAME}/log$")
-# The workload actions (watch/actions.py): restart patches the pod template, scale goes
-# through the scale subresource, a CronJob is triggered by creating its Job.
-RESTARTABLE = ("deployments", "statefulsets", "daemonsets")
-_SCALE = re.compile(f"^/apis/apps/v1/namespaces/{_NAMESPACE}/"
-                    f"(deployments|statefulsets|replicasets)/{_NAME}/scale$")
-_JOBS = re.compile(f"^/apis/batch/v1/namespaces/{_NAMESPACE}/jobs$")
-
-
 def check(method: str, path: str) -> Verdict:
     """Whether the agent performs `method path` (the query is not part of `path`)."""
-    if method == "GET" and (_DISCOVERY.match(path) or _POD_LOG.match(path)):
+    if method == "GET" and _DISCOVERY.match(path):
         return Verdict(True)
-    if method in ("GET", "PATCH") and _SCALE.match(path):
+    match = _RESOURCE_PATH.match(path)
+    if match is None:
+        return Verdict(False, f"{method} {path[:200]} is outside what the agent serves "
+                              "(reads of the cluster's kinds, pod logs, the Cluster tab's "
+                              "actions)")
+    group = match["group"] or ""
+    resource, name, sub = match["resource"], match["name"], match["sub"]
+    kind = (group, resource)
+    if sub == "log" and not (kind == ("", "pods") and match["ns"] and method == "GET"):
+        return Verdict(False, "only a pod's log is read")
+    if sub == "scale" and not (kind in SCALABLE and method in ("GET", "PATCH")):
+        return Verdict(False, f"{method} of {resource}/scale is not something agentwatch does")
+    if method == "GET":
         return Verdict(True)
-    if method == "POST" and _JOBS.match(path):
+    if method == "DELETE" and kind == ("", "pods") and name and not sub:
         return Verdict(True)
-    for pattern, resource, is_object in _COLLECTIONS:
-        match = pattern.match(path)
-        if match is None:
-            continue
-        group = path.split("/")[2] if path.startswith("/apis/") else ""
-        if method == "GET":
-            return Verdict(True)
-        if method == "DELETE" and resource == "pods" and is_object:
-            return Verdict(True)
-        if method == "PATCH" and is_object and (group in FLUX_GROUPS or (
-                group == "apps" and resource in RESTARTABLE)):
-            return Verdict(True)
-        return Verdict(False, f"{method} of {resource} is not something agentwatch does")
-    return Verdict(False, f"{method} {path[:200]} is outside what the agent serves "
-                          "(the kinds agentwatch shows, pod logs, pod deletion, Flux patches, "
-                          "restart, scale, CronJob trigger)")
+    if method == "PATCH" and name and not sub and (group in FLUX_GROUPS or kind in RESTARTABLE):
+        return Verdict(True)
+    if method == "PATCH" and sub == "scale":
+        return Verdict(True)
+    if method == "POST" and kind == ("batch", "jobs") and match["ns"] and not name:
+        return Verdict(True)
+    return Verdict(False, f"{method} of {resource} is not something agentwatch does")

@@ -1,9 +1,14 @@
 """The Kubernetes YAML that installs an agent: `agentwatch agent manifest NAME --url URL`.
 
-Least privilege: the ClusterRole grants what allowlist.py lets the agent do (reads of the
-kinds agentwatch shows, pod logs, deleting pods, patching Flux objects, restarting and
-scaling workloads, creating Jobs from CronJobs) and nothing else;
-Secrets are not in it. The last document is the Deployment.
+Least privilege: the ClusterRole grants what allowlist.py lets the agent do — reads of the
+kinds the Cluster tab groups (discovery.BUILTIN: workloads, network, config, storage,
+cluster, Flux), pod logs, and the tab's actions (delete pods, patch Flux objects, restart
+and scale workloads, create Jobs from CronJobs) — and nothing else. Secrets are read for
+their names, types and keys: the agent blanks their values before any answer leaves it
+(watch/redact.py). Custom resources come through a second, aggregated ClusterRole: the
+rules every CRD's authors label `rbac.authorization.k8s.io/aggregate-to-view` (what the
+built-in `view` role collects), so a CRD installed later shows up without a new manifest.
+The last document is the Deployment.
 """
 
 from __future__ import annotations
@@ -12,30 +17,37 @@ from typing import Any
 
 import yaml
 
-from ..watch.resources import RESOURCES
-from .allowlist import FLUX_GROUPS, RESTARTABLE
+from ..watch.discovery import BUILTIN
+from .allowlist import FLUX_GROUPS, RESTARTABLE, SCALABLE
 
 DEFAULT_IMAGE = "agentwatch:latest"
 HEALTH_PORT = 8080
+AGGREGATE_TO_VIEW = "rbac.authorization.k8s.io/aggregate-to-view"
 
 
 def _rules() -> list[dict[str, Any]]:
-    by_group: dict[str, list[str]] = {}
-    for group, _version, resource in RESOURCES:
-        by_group.setdefault(group, []).append(resource)
+    by_group: dict[str, set[str]] = {}
+    for kind in BUILTIN:
+        if kind.group not in FLUX_GROUPS:
+            by_group.setdefault(kind.group, set()).add(kind.resource)
     rules: list[dict[str, Any]] = [
         {"apiGroups": [group], "resources": sorted(resources),
          "verbs": ["get", "list", "watch"]}
         for group, resources in sorted(by_group.items())]
+    rules.append({"apiGroups": sorted(FLUX_GROUPS), "resources": ["*"],
+                  "verbs": ["get", "list", "watch"]})
     rules.append({"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]})
     rules.append({"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]})
-    for group in sorted(FLUX_GROUPS & set(by_group)):
-        rules.append({"apiGroups": [group], "resources": sorted(by_group[group]),
-                      "verbs": ["patch"]})
-    rules.append({"apiGroups": ["apps"], "resources": sorted(RESTARTABLE), "verbs": ["patch"]})
-    rules.append({"apiGroups": ["apps"], "resources": [
-        "deployments/scale", "replicasets/scale", "statefulsets/scale"],
-        "verbs": ["get", "patch"]})
+    rules.append({"apiGroups": ["kustomize.toolkit.fluxcd.io"],
+                  "resources": ["kustomizations"], "verbs": ["patch"]})
+    rules.append({"apiGroups": ["helm.toolkit.fluxcd.io"], "resources": ["helmreleases"],
+                  "verbs": ["patch"]})
+    rules.append({"apiGroups": ["source.toolkit.fluxcd.io"], "resources": ["*"],
+                  "verbs": ["patch"]})
+    rules.append({"apiGroups": ["apps"], "resources": sorted(r for _, r in RESTARTABLE),
+                  "verbs": ["patch"]})
+    rules.append({"apiGroups": ["apps"], "resources": sorted(f"{r}/scale" for _, r in SCALABLE),
+                  "verbs": ["get", "patch"]})
     rules.append({"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create"]})
     return rules
 
@@ -76,6 +88,16 @@ def documents(agent: str, url: str, token: str, *, namespace: str = "agentwatch"
          "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]},
         {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": meta,
          "stringData": {"token": token}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+         "metadata": {"name": f"{name}-custom-resources", "labels": labels},
+         "aggregationRule": {"clusterRoleSelectors": [
+             {"matchLabels": {AGGREGATE_TO_VIEW: "true"}}]},
+         "rules": []},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": f"{name}-custom-resources", "labels": labels},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                     "name": f"{name}-custom-resources"},
+         "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]},
         {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta,
          "spec": {
              "replicas": replicas,

@@ -1,11 +1,13 @@
-"""The Cluster tab: pods, services and Flux objects as kubectl shows them, rendered from
-the shared watches' snapshots first, then kept live by static/watch.js; and the side
-panel of one object.
+"""The Cluster tab: every kind the cluster serves (discovery), listed as kubectl prints it
+(the API server's Table), rendered from the shared watches' caches first, then kept live
+by static/watch.js; and the side panel of one object.
 
-Namespace: the URL's `?namespace=`, else every namespace. An overview should show
-everything the agent sees at once: Flux objects live in flux-system while the workloads
-they deploy live elsewhere, so any one namespace would hide half of the story. The
-picker narrows it, and the choice stays in the URL (links and reloads keep it).
+The URL holds the list's whole state (listing.ListState): the kind (none: the overview of
+pods, services and Flux objects), the namespaces (none: every namespace — Flux objects live
+in flux-system while the workloads they deploy live elsewhere), the filter, the label
+selector, the sort and "only what needs attention". Reloads, links and back/forward show
+the same list. A list sends its first screen of rows; the rest comes page by page as it is
+scrolled (`list_rows`), filtered and sorted here over every row.
 """
 
 from __future__ import annotations
@@ -26,36 +28,18 @@ from ..api.errors import json_error
 from ..auth import login_required
 from ..errors import Invalid
 from ..models import Agent
-from ..watch import access, actions, names, object_events, relations, rows
-from ..watch.hub import Snapshot
+from ..watch import access, actions, listing, names, object_events, relations, rows
+from ..watch.discovery import Kind, Served
+from ..watch.hub import RenderedRow, Snapshot
 from ..watch.kube import KubeError
+from ..watch.listing import ListState
 from ..watch.registry import connection_of
-from ..watch.resources import RESOURCES, Identity, WatchParams
+from ..watch.resources import Identity, WatchParams
 from .activity import status_key
 
 bp = Blueprint("cluster", __name__)
 SNAPSHOT_TIMEOUT = 10.0
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-@dataclass(frozen=True)
-class Kind:
-    resource: str
-    group: str
-    version: str
-    title: str
-    flux: bool = False
-
-    def params(self, namespace: str | None) -> WatchParams:
-        return WatchParams(self.group, self.version, self.resource, namespace)
-
-
-KINDS = (
-    Kind("pods", "", "v1", "Pods"),
-    Kind("services", "", "v1", "Services"),
-    Kind("kustomizations", "kustomize.toolkit.fluxcd.io", "v1", "Flux Kustomizations", True),
-    Kind("helmreleases", "helm.toolkit.fluxcd.io", "v2", "Flux HelmReleases", True),
-)
 NAMESPACES = WatchParams("", "v1", "namespaces")
 KIND_LABELS = {"pods": "Pod", "services": "Service", "kustomizations": "Kustomization",
                "helmreleases": "HelmRelease"}
@@ -64,17 +48,22 @@ KIND_LABELS = {"pods": "Pod", "services": "Service", "kustomizations": "Kustomiz
 @dataclass
 class Table:
     kind: Kind
-    params: WatchParams
+    watches: list[WatchParams]
     columns: tuple[rows.Column, ...]
     rows: list[Markup]
+    total: int  # rows matching the filter, over the whole list
+    next_offset: int | None  # where the next page starts; None: every row is here
     error: KubeError | None  # an answer to show in the table (a 403), not an outage
     stale: bool = False  # the cluster cannot be reached: rows are the last known state
     stale_since: str | None = None  # when its watch was last live (ISO 8601), if known
 
     @property
-    def sort_col(self) -> str:
-        """As kubectl lists: by namespace then name when every namespace is shown."""
-        return self.columns[0].key if self.columns else "name"
+    def params(self) -> WatchParams:
+        return self.watches[0]
+
+    @property
+    def watches_json(self) -> list[dict[str, str]]:
+        return [params.to_json() for params in self.watches]
 
 
 @dataclass(frozen=True)
@@ -113,17 +102,37 @@ def _outage(error: KubeError) -> Outage:
                   str(since) if since else None)
 
 
-def _table(kind: Kind, params: WatchParams, snap: Snapshot, live: bool) -> Table:
+def _merged(snaps: list[Snapshot]) -> tuple[list[RenderedRow], list[dict[str, Any]] | None,
+                                            KubeError | None]:
+    """One list from the watches of several namespaces: rows, columns, the first error."""
+    entries = [row for snap in snaps for row in snap.entries]
+    columns = next((snap.columns for snap in snaps if snap.columns), None)
+    error = next((snap.error for snap in snaps if snap.error is not None), None)
+    return entries, columns, error
+
+
+def _selected(kind: Kind, state: ListState, snaps: list[Snapshot],
+              ) -> tuple[tuple[rows.Column, ...], list[RenderedRow], KubeError | None]:
+    entries, printed, error = _merged(snaps)
+    columns = rows.table_columns(printed, kind.namespaced)
+    numeric = {column.key for column in columns if column.numeric}
+    return columns, listing.select(entries, state, numeric), error
+
+
+def _table(kind: Kind, state: ListState, watches: list[WatchParams], snaps: list[Snapshot],
+           live: bool) -> Table:
     """While the cluster is down, the cached rows are shown as the last known state, dimmed
     and labelled (never as current): during an outage the first question is what was
     running and failing just before, and hiding it would throw that away. With no cluster
     connection at all (not `live`) the error is the table's whole answer."""
-    columns = rows.columns(params)
-    html = [Markup(r) for r in snap.rows]
-    down = _unreachable(snap.error) if live else None
+    columns, selected, error = _selected(kind, state, snaps)
+    page = listing.page_of(selected)
+    html = [Markup(row.html) for row in page.rows]
+    down = _unreachable(error) if live else None
     if down is not None:
-        return Table(kind, params, columns, html, None, True, _outage(down).since)
-    return Table(kind, params, columns, html, snap.error)
+        return Table(kind, watches, columns, html, page.total, page.next_offset, None, True,
+                     _outage(down).since)
+    return Table(kind, watches, columns, html, page.total, page.next_offset, error)
 
 
 def _snapshots(agent: Agent, identity: Identity,
@@ -140,15 +149,10 @@ def _snapshots(agent: Agent, identity: Identity,
             except KubeError as exc:
                 return Snapshot([], [], exc)
 
-    with ThreadPoolExecutor(max_workers=len(params)) as pool:
+    if not params:
+        return []
+    with ThreadPoolExecutor(max_workers=min(len(params), 16)) as pool:
         return list(pool.map(take, params))
-
-
-def _namespace_arg() -> str | None:
-    namespace = request.args.get("namespace") or None
-    if namespace is not None:
-        WatchParams.parse({"version": "v1", "resource": "pods", "namespace": namespace})
-    return namespace
 
 
 def _agent_page(name: str) -> tuple[Agent, dict[str, Any]]:
@@ -159,34 +163,103 @@ def _agent_page(name: str) -> tuple[Agent, dict[str, Any]]:
                    "tab": "cluster"}
 
 
+def _served(agent: Agent) -> Served:
+    return current_app.extensions["discovery"].served(agent.name)
+
+
+def _summary(served: Served, state: ListState, snaps: list[Snapshot],
+             kinds: list[Kind]) -> list[listing.Tally]:
+    tallies = []
+    at = 0
+    for kind in kinds:
+        watches = listing.watch_params(kind, ListState(namespaces=state.namespaces))
+        entries, _, _ = _merged(snaps[at:at + len(watches)])
+        at += len(watches)
+        word = next(w for g_, r, w in listing.SUMMARY if (g_, r) == (kind.group, kind.resource))
+        tallies.append(listing.Tally(kind, len(entries),
+                                     sum(1 for row in entries if row.attention), word,
+                                     tuple(params.to_json() for params in watches)))
+    return tallies
+
+
+def _summary_kinds(served: Served, state: ListState, shown: list[Kind]) -> list[Kind]:
+    """The workloads' strip: on the overview and on the workloads' own lists."""
+    if state.kind is not None and not any(k.category == "Workloads" for k in shown):
+        return []
+    return [k for group, resource, _ in listing.SUMMARY
+            if (k := served.by_resource(group, resource))]
+
+
 @bp.get("/agents/<name>/cluster")
 @login_required
 def page(name: str) -> str:
     agent, context = _agent_page(name)
-    namespace = _namespace_arg()
+    state = ListState.from_args(request.args)
     identity = access.identity(g.user, agent)
-    wanted = [kind.params(namespace) for kind in KINDS]
+    served = _served(agent)
+    shown = listing.kinds_shown(state, served)
+    watches = [listing.watch_params(kind, state) for kind in shown]
+    strip = _summary_kinds(served, state, shown)
+    strip_params = [p for kind in strip
+                    for p in listing.watch_params(kind, ListState(namespaces=state.namespaces))]
+    flat = [p for group in watches for p in group]
     try:
         connection_of(agent)
-        snapshots = _snapshots(agent, identity, [*wanted, NAMESPACES], objects=False)
+        snapshots = _snapshots(agent, identity, [*flat, *strip_params, NAMESPACES],
+                               objects=False)
         live = True
     except KubeError as exc:  # no cluster connection: every table says so, nothing is live
-        snapshots = [Snapshot([], [], exc)] * (len(wanted) + 1)
+        snapshots = [Snapshot([], [], exc)] * (len(flat) + len(strip_params) + 1)
         live = False
-    tables = [_table(kind, params, snap, live)
-              for kind, params, snap in zip(KINDS, wanted, snapshots, strict=False)]
-    down = [error for snap in snapshots[:-1] if live and (error := _unreachable(snap.error))]
+    tables = []
+    at = 0
+    for kind, group in zip(shown, watches, strict=True):
+        tables.append(_table(kind, state, group, snapshots[at:at + len(group)], live))
+        at += len(group)
+    summary = _summary(served, state, snapshots[at:at + len(strip_params)], strip) \
+        if live else []
+    down = [error for snap in snapshots[:len(flat)]
+            if live and (error := _unreachable(snap.error))]
     outage = _outage(down[0]) if down else None
-    names = snapshots[-1]
+    namespace_snap = snapshots[-1]
     namespaces = sorted(str((o.get("metadata") or {}).get("name") or "")
-                        for o in names.objects)
-    if namespace and namespace not in namespaces:
-        namespaces = sorted([*namespaces, namespace])
-    return render_template("cluster/page.html", namespace=namespace, namespaces=namespaces,
-                           namespaces_error=_readable(names.error.message) if names.error
-                           else None, tables=tables, live=live,
-                           outage=outage,
-                           can_act=access.can_act(g.user, agent), **context)
+                        for o in namespace_snap.objects)
+    namespaces = sorted({*namespaces, *state.namespaces})
+    no_connection = None if live else (snapshots[0].error if snapshots else None)
+    return render_template(
+        "cluster/page.html", state=state, namespace=state.namespace, namespaces=namespaces,
+        namespaces_error=_readable(namespace_snap.error.message) if namespace_snap.error
+        else None, tables=tables, live=live, outage=outage, no_connection=no_connection,
+        served=served, summary=summary, page_size=listing.PAGE_SIZE,
+        rows_url=url_for("cluster.list_rows", name=agent.name),
+        can_act=access.can_act(g.user, agent), **context)
+
+
+@bp.get("/agents/<name>/cluster/rows")
+@login_required
+def list_rows(name: str) -> Response:
+    """One page of a list's rows (`<tr>`s), filtered and sorted over the whole list as the
+    URL's state says; `X-Total-Count` and `X-Next-Offset` tell the page what is left."""
+    agent, _ = _agent_page(name)
+    state = ListState.from_args(request.args)
+    if state.kind is None:
+        raise Invalid("kind is required", code="invalid_params", field="kind")
+    offset = listing.offset_arg(request.args.get("offset"))
+    identity = access.identity(g.user, agent)
+    kind = listing.kinds_shown(state, _served(agent))[0]
+    watches = listing.watch_params(kind, state)
+    snaps = _snapshots(agent, identity, watches, objects=False)
+    _, selected, error = _selected(kind, state, snaps)
+    if error is not None and not selected:
+        return json_error(502 if _unreachable(error) else 409, "cluster_error",
+                          _readable(error.message))
+    page = listing.page_of(selected, offset)
+    response = Response("".join(row.html for row in page.rows), mimetype="text/html")
+    response.headers["X-Total-Count"] = str(page.total)
+    response.headers["X-Next-Offset"] = "" if page.next_offset is None \
+        else str(page.next_offset)
+    response.headers["Cache-Control"] = "no-store"
+    return response
 
 
 # --- the side panel ---------------------------------------------------------------------
@@ -214,7 +287,8 @@ PanelKind = tuple[str, str, str, bool]
 
 
 def _panel_kinds(agent: Agent) -> list[PanelKind]:
-    return [(g, v, r, namespaced) for (g, v, r), namespaced in RESOURCES.items()]
+    served = current_app.extensions["discovery"].served(agent.name)
+    return [(k.group, k.version, k.resource, k.namespaced) for k in served.every.values()]
 
 
 def _served_kind(kinds: list[PanelKind]) -> Callable[[str, str], tuple[str, str, bool] | None]:

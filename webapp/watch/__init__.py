@@ -13,6 +13,7 @@ from .. import agents
 
 def init_app(app: Flask) -> None:
     from . import routes, rows, ws
+    from .discovery import Discovery
     from .hub import Hub, Timing
     from .kube import ClusterClient
     from .registry import Clusters
@@ -24,6 +25,9 @@ def init_app(app: Flask) -> None:
 
     timing = Timing(**app.config.get("WATCH_TIMING", {}))
     app.extensions["clusters"] = clusters
-    app.extensions["watch_hub"] = Hub(client_for, timing, rows.render_row)
+    discovery = Discovery(client_for)
+    app.extensions["discovery"] = discovery
+    app.extensions["watch_hub"] = Hub(client_for, timing, rows.hub_row,
+                                      check=lambda agent, params: discovery.kind(agent, params))
     app.register_blueprint(routes.bp)
     ws.init_app(app)

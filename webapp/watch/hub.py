@@ -39,10 +39,30 @@ log = logging.getLogger(__name__)
 JSON = dict[str, Any]
 
 
-RowRenderer = Callable[[WatchParams, JSON], "str | None"]
+class RenderedRow(Protocol):
+    """What the page needs of an object's row (rows.Row): its HTML, the values it sorts
+    by, the text the filter reads, and whether it needs attention (failing, unavailable)."""
+
+    @property
+    def html(self) -> str: ...
+
+    @property
+    def sort(self) -> dict[str, str]: ...
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def attention(self) -> bool: ...
 
 
-def no_rows(_params: WatchParams, _obj: JSON) -> str | None:
+# (params, object, the Table's columns when the watch is of a Table) -> the row
+RowRenderer = Callable[[WatchParams, JSON, "list[JSON] | None"], "RenderedRow | None"]
+# (agent, params): Invalid when the agent's cluster does not serve that kind
+KindCheck = Callable[[str, WatchParams], object]
+
+
+def no_rows(_params: WatchParams, _obj: JSON, _columns: list[JSON] | None) -> None:
     return None
 
 
@@ -53,6 +73,8 @@ class Snapshot:
     objects: list[JSON]
     rows: list[str]
     error: KubeError | None
+    entries: list[RenderedRow] = field(default_factory=list)  # every row, in kubectl's order
+    columns: list[JSON] | None = None  # the Table's columns, for a watch of a Table
 
 
 class Sink(Protocol):
@@ -131,8 +153,12 @@ def _html_suffix(html: str | None) -> bytes:
 class _Cached:
     version: str
     object_bytes: bytes
-    html: str | None  # the page's table row, rendered once per change
+    row: RenderedRow | None  # the page's table row, rendered once per change
     sort_key: tuple[str, str] = ("", "")  # (namespace, name): the page's row order
+
+    @property
+    def html(self) -> str | None:
+        return None if self.row is None else self.row.html
 
     @property
     def suffix(self) -> bytes:
@@ -177,6 +203,7 @@ class UpstreamWatch:
         self._where = client.where
         self._reachability = reachability or Reachability("live view")
         self.resource_version = ""
+        self.columns: list[JSON] | None = None  # a Table's columns, once known
         self._stream: WatchStream | None = None
         self._stopping = threading.Event()
         self._idle_timer: threading.Timer | None = None
@@ -409,11 +436,14 @@ class UpstreamWatch:
             self._error = None
             self._broadcast("synced", self.resource_version)
 
-    def _cached(self, obj: JSON, raw: bytes) -> _Cached:
-        """`raw`: the object's JSON text as the API server sent it."""
+    def _cached(self, obj: JSON, raw: bytes | None = None) -> _Cached:
+        """`raw`: the object's JSON text as the API server sent it (a Table row, not sent
+        as such, is encoded here)."""
         meta = obj.get("metadata") or {}
+        if raw is None:
+            raw = json.dumps(obj, separators=(",", ":")).encode()
         return _Cached(str(meta.get("resourceVersion", "")), raw,
-                       self._render_row(self.key.params, obj),
+                       self._render_row(self.key.params, obj, self.columns),
                        (str(meta.get("namespace") or ""), str(meta.get("name") or "")))
 
     def snapshot(self, timeout: float, objects: bool = True) -> Snapshot:
@@ -425,18 +455,29 @@ class UpstreamWatch:
                                                   "The cluster did not answer in time"))
             cached = sorted(self._cache.values(), key=lambda c: c.sort_key)
             error = self._error  # after the first sync too: a page loaded during an outage
+            columns = self.columns
         decoded = [json.loads(c.object_bytes) for c in cached] if objects else []
-        return Snapshot(decoded, [c.html for c in cached if c.html is not None], error)
+        entries = [c.row for c in cached if c.row is not None]
+        return Snapshot(decoded, [row.html for row in entries], error, entries, columns)
 
     def _relist(self) -> None:
         fresh: dict[str, _Cached] = {}
         resource_version = ""
+        params, identity = self.key.params, self.key.identity
         # Page by page: a 5,000-pod namespace is never decoded all at once.
-        for items, page_version in self.client.list_pages(self.key.params, self.key.identity):
-            resource_version = page_version
-            for item, raw in items:
-                fresh[_object_key(item)] = self._cached(item, raw)
-            del items
+        if params.table:
+            for rows, page_version, columns in self.client.list_table_pages(params, identity):
+                resource_version = page_version
+                if columns is not None:
+                    self.columns = columns
+                for row in rows:
+                    fresh[_object_key(row)] = self._cached(row)
+        else:
+            for items, page_version in self.client.list_pages(params, identity):
+                resource_version = page_version
+                for item, raw in items:
+                    fresh[_object_key(item)] = self._cached(item, raw)
+                del items
         self.lists += 1
         with self._lock:
             if self._synced:
@@ -484,8 +525,13 @@ class UpstreamWatch:
             self._stream = stream
             self._recovered()  # resumed after an error without a relist: live again
         heard = False
+        table = self.key.params.table
         try:
             for kind, obj, line in stream.events():
+                if table and kind != "ERROR":
+                    columns = getattr(stream, "columns", None)
+                    if columns and columns != self.columns:
+                        self.columns = columns
                 heard = True
                 meta = obj.get("metadata") or {}
                 if kind == "ERROR":  # 410 Expired, or another failure: relist (faults.py)
@@ -496,6 +542,8 @@ class UpstreamWatch:
                     self.resource_version = version or self.resource_version
                     continue
                 key = _object_key(obj)
+                if table:  # what subscribers get: the row object, not the Table
+                    line = _event_line(kind, json.dumps(obj, separators=(",", ":")).encode())
                 cached = None if kind == "DELETED" else self._cached(
                     obj, rawjson.event_object_bytes(line, obj))
                 with self._lock:
@@ -521,10 +569,14 @@ class Hub:
     """Every upstream watch of this process."""
 
     def __init__(self, client_for: Callable[[str], ClusterClient],
-                 timing: Timing | None = None, render_row: RowRenderer = no_rows) -> None:
+                 timing: Timing | None = None, render_row: RowRenderer = no_rows,
+                 check: KindCheck | None = None) -> None:
         self._client_for = client_for
         self.timing = timing or Timing()
         self._render_row = render_row
+        # Whether an agent's cluster serves a kind (discovery.Discovery.kind): no watch of
+        # anything else is started, for any caller.
+        self._check = check
         self._lock = threading.Lock()
         self._watches: dict[WatchKey, UpstreamWatch] = {}
         self.reachability = Reachability("live view")
@@ -541,6 +593,8 @@ class Hub:
 
     def subscribe(self, agent: str, identity: Identity, params: WatchParams,
                   subscription: Subscription, resume_from: str | None = None) -> Subscription:
+        if self._check is not None:
+            self._check(agent, params)
         key = WatchKey(agent, identity, params)
         if subscription.owner is not None:
             subscription.owner.acquire(key)  # limits.LimitReached: over the user's cap
@@ -559,6 +613,8 @@ class Hub:
                  timeout: float = 10.0, objects: bool = True) -> Snapshot:
         """The current state through the shared watch (started if needed; it stops after
         the grace period unless the page's live connection subscribes meanwhile)."""
+        if self._check is not None:
+            self._check(agent, params)
         upstream = self._upstream(WatchKey(agent, identity, params))
         snap = upstream.snapshot(timeout, objects)
         if not upstream.subscriber_count:

@@ -18,10 +18,14 @@ import kubernetes
 import urllib3
 from urllib3 import HTTPHeaderDict
 
-from . import kubeconfig, names, rawjson
+from . import kubeconfig, names, rawjson, redact
+from .redact import LAST_APPLIED
 from .resources import Identity, WatchParams
 
 JSON = dict[str, Any]
+# The kind as kubectl prints it (its columns, CRDs' printer columns included); a server that
+# has no Table for a kind answers the plain list instead.
+TABLE_ACCEPT = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 POOL_SIZE = 64  # watches and log streams of one agent share this pool
 
 
@@ -70,6 +74,38 @@ class Connection:
 
 
 RawPage = tuple[list[tuple[JSON, bytes]], str]  # (item, its JSON text) pairs, resourceVersion
+# (rows as table_row objects, resourceVersion, the printed columns or None)
+TablePage = tuple[list[JSON], str, "list[JSON] | None"]
+
+
+def table_row(row: Any) -> JSON:
+    """One Table row as an object of the relay: the object's metadata (without
+    managedFields and the last-applied copy, which no list reads and which weigh more than
+    the rest) and `cells`,
+    the values the server printed, in the order of the Table's columns."""
+    row = row if isinstance(row, dict) else {}
+    obj = row.get("object") if isinstance(row.get("object"), dict) else {}
+    meta = dict(obj.get("metadata") or {})
+    meta.pop("managedFields", None)
+    annotations = meta.get("annotations")
+    if isinstance(annotations, dict) and LAST_APPLIED in annotations:
+        # A copy of the whole object as last applied: no list reads it, and it is often
+        # the biggest part of the metadata.
+        meta["annotations"] = {k: v for k, v in annotations.items() if k != LAST_APPLIED}
+    return {"kind": obj.get("kind") or "PartialObjectMetadata",
+            "apiVersion": obj.get("apiVersion") or "meta.k8s.io/v1",
+            "metadata": meta, "cells": row.get("cells") or []}
+
+
+def table_rows(doc: JSON) -> tuple[list[JSON], list[JSON] | None]:
+    """The rows of a Table answer and its columns (None in a watch event after the first);
+    a plain list (a server without a Table for this kind) gives rows without cells."""
+    if doc.get("kind") != "Table":
+        return [table_row({"object": item, "cells": []}) for item in doc.get("items") or []
+                if isinstance(item, dict)], ([] if "items" in doc else None)
+    columns = doc.get("columnDefinitions")
+    return [table_row(row) for row in doc.get("rows") or []], \
+        [c for c in columns if isinstance(c, dict)] if isinstance(columns, list) else None
 
 
 class ClusterClient:
@@ -114,9 +150,10 @@ class ClusterClient:
                 query: list[tuple[str, str]] | None = None, body: Any = None,
                 content_type: str | None = None,
                 timeout: float | tuple[float, float | None] = 30,
+                accept: str = "application/json",
                 ) -> urllib3.BaseHTTPResponse:
         """Send a request; return the open response (2xx) or raise KubeError."""
-        headers: dict[str, str] = {"Accept": "application/json"}
+        headers: dict[str, str] = {"Accept": accept}
         if content_type:
             headers["Content-Type"] = content_type
         method, url, header_params, body, _ = self.api.param_serialize(
@@ -137,7 +174,9 @@ class ClusterClient:
             body_bytes = response.read()
             response.release_conn()
             raise KubeError.from_response(response.status, body_bytes)
-        return response
+        # A Secret's values stop here, before the relay's cache or a page sees them.
+        return redact.wrap(path, "watch=true" if ("watch", "true") in (query or []) else "",
+                           response)
 
     def request_json(self, method: str, path: str, identity: Identity, **kwargs: Any) -> JSON:
         response = self.request(method, path, identity, **kwargs)
@@ -172,6 +211,26 @@ class ClusterClient:
             if not token:
                 return
 
+    def list_table_pages(self, params: WatchParams, identity: Identity,
+                         limit: int = 500) -> Iterator[TablePage]:
+        """A LIST of the kind's Table, in pages: each row as a `table_row` object (the
+        object's metadata and the printed cells), with the columns the server prints."""
+        token = ""
+        resource_version = ""
+        while True:
+            query = params.query() + [("limit", str(limit)), ("includeObject", "Metadata")]
+            if token:
+                query.append(("continue", token))
+            doc = self.request_json("GET", params.collection_path(), identity, query=query,
+                                    accept=TABLE_ACCEPT)
+            meta = doc.get("metadata") or {}
+            resource_version = resource_version or str(meta.get("resourceVersion", ""))
+            rows, columns = table_rows(doc)
+            yield rows, resource_version, columns
+            token = str(meta.get("continue") or "")
+            if not token:
+                return
+
     def current_version(self, params: WatchParams, identity: Identity) -> str:
         """The collection's resourceVersion now: a LIST of one item, read from storage."""
         for _items, version in self.list_pages(params, identity, limit=1):
@@ -183,10 +242,13 @@ class ClusterClient:
         query = params.query() + [
             ("watch", "true"), ("resourceVersion", resource_version),
             ("allowWatchBookmarks", "true"), ("timeoutSeconds", str(timeout_seconds))]
+        if params.table:
+            query.append(("includeObject", "Metadata"))
         # Read timeout a little past the server's: a dead connection still ends.
         response = self.request("GET", params.collection_path(), identity, query=query,
-                                timeout=(10, timeout_seconds + 30))
-        return WatchStream(response)
+                                timeout=(10, timeout_seconds + 30),
+                                accept=TABLE_ACCEPT if params.table else "application/json")
+        return TableWatchStream(response) if params.table else WatchStream(response)
 
     def get(self, params: WatchParams, name: str, identity: Identity,
             namespace: str | None = None) -> JSON:
@@ -282,3 +344,25 @@ class WatchStream(LineStream):
         for line in self:
             event = json.loads(line)
             yield event.get("type", ""), event.get("object") or {}, line
+
+
+class TableWatchStream(WatchStream):
+    """A watch of a kind's Table: each event carries one row, as a `table_row` object; the
+    first names the columns (`columns` keeps the latest seen)."""
+
+    columns: list[JSON] | None = None
+
+    def events(self) -> Iterator[tuple[str, JSON, bytes]]:
+        for kind, obj, line in super().events():
+            if kind in ("ERROR",) or obj.get("kind") not in ("Table", None) and \
+                    "rows" not in obj:
+                yield kind, obj, line
+                continue
+            rows, columns = table_rows(obj) if obj.get("kind") == "Table" else ([], None)
+            if columns:
+                self.columns = columns
+            if not rows:  # a bookmark: only its version matters
+                yield kind, {"metadata": obj.get("metadata") or {}}, line
+                continue
+            for row in rows:
+                yield kind, row, line

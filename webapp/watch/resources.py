@@ -2,31 +2,23 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import Invalid
 from . import names
 
-# group, version, resource -> namespaced?  The kinds the cluster overview shows, plus the
-# events of the side panel and the Flux sources GitOps events come from.
-RESOURCES: dict[tuple[str, str, str], bool] = {
-    ("", "v1", "pods"): True,
-    ("", "v1", "services"): True,
-    ("", "v1", "events"): True,
-    ("", "v1", "namespaces"): False,
-    ("kustomize.toolkit.fluxcd.io", "v1", "kustomizations"): True,
-    ("helm.toolkit.fluxcd.io", "v2", "helmreleases"): True,
-    ("source.toolkit.fluxcd.io", "v1", "gitrepositories"): True,
-    # Workloads: the side panel's relations (owner chains) and actions.
-    ("apps", "v1", "deployments"): True,
-    ("apps", "v1", "replicasets"): True,
-    ("apps", "v1", "statefulsets"): True,
-    ("apps", "v1", "daemonsets"): True,
-    ("batch", "v1", "jobs"): True,
-    ("batch", "v1", "cronjobs"): True,
-}
+# Which kinds may be asked for at all is the cluster's answer to discovery (discovery.py):
+# a watch, a list or a panel reaches only a kind its cluster serves with list and watch.
+
 _SELECTOR_MAX = 1024
+# What the API server accepts as a group, a version and a resource's plural name (a CRD's
+# plural is a DNS label; versions are v1, v2beta1, ...): anything else is refused before it
+# is looked up, let alone sent.
+_GROUP = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_VERSION = re.compile(r"v[1-9][0-9]{0,5}((alpha|beta)[1-9][0-9]{0,5})?")
+_RESOURCE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
 @dataclass(frozen=True)
@@ -37,6 +29,9 @@ class WatchParams:
     namespace: str | None = None
     label_selector: str | None = None
     field_selector: str | None = None
+    # The kind's Table (`as=Table`): rows as the API server prints them, object metadata
+    # only; the lists of the Cluster tab watch this way.
+    table: bool = False
 
     @classmethod
     def parse(cls, raw: Any, prefix: str = "") -> WatchParams:
@@ -44,7 +39,8 @@ class WatchParams:
         before field names in refusals (e.g. "watchParams.")."""
         if not isinstance(raw, dict):
             raise Invalid("watchParams must be an object", code="invalid_params")
-        fields = {"group", "version", "resource", "namespace", "labelSelector", "fieldSelector"}
+        fields = {"group", "version", "resource", "namespace", "labelSelector", "fieldSelector",
+                  "as"}
         unknown = sorted(set(raw) - fields)
         if unknown:
             raise Invalid(f"Unknown watch parameter {str(unknown[0])[:64]!r}",
@@ -60,18 +56,18 @@ class WatchParams:
         version, resource = values["version"], values["resource"]
         if not version or not resource:
             raise Invalid("watchParams needs version and resource", code="invalid_params")
-        key = (group, version, resource)
-        if key not in RESOURCES:
-            known = ", ".join(f"{g or 'core'}/{v} {r}" for g, v, r in RESOURCES)
-            asked = f"{group or 'core'}/{version} {resource}"
-            raise Invalid(f"Cannot watch {asked[:200]}; supported: {known}",
-                          code="unsupported_resource")
+        if values["as"] not in (None, "Table"):
+            raise Invalid(f"{prefix}as must be Table when given", code="invalid_params",
+                          field=prefix + "as")
+        for name, value, pattern, limit in (("group", group, _GROUP, 253),
+                                            ("version", version, _VERSION, 20),
+                                            ("resource", resource, _RESOURCE, 63)):
+            if value and (len(value) > limit or not pattern.fullmatch(value)):
+                raise Invalid(f"Cannot watch {prefix}{name} {value[:64]!r}: not a Kubernetes "
+                              f"{name} name", code="unsupported_resource", field=prefix + name)
         namespace = values["namespace"]
         if namespace is not None:
             names.namespace(namespace, prefix + "namespace")
-        if namespace is not None and not RESOURCES[key]:
-            raise Invalid(f"{resource} are not namespaced", code="invalid_params",
-                          field=prefix + "namespace")
         for name in ("labelSelector", "fieldSelector"):
             selector = values[name]
             if selector and len(selector) > _SELECTOR_MAX:
@@ -81,7 +77,11 @@ class WatchParams:
                 raise Invalid(f"{prefix}{name} holds control characters",
                               code="invalid_params", field=prefix + name)
         return cls(group, version, resource, namespace, values["labelSelector"],
-                   values["fieldSelector"])
+                   values["fieldSelector"], values["as"] == "Table")
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.group, self.version, self.resource)
 
     def _base(self) -> str:
         group, version = names.segment(self.group), names.segment(self.version)
@@ -102,7 +102,7 @@ class WatchParams:
         resource = names.segment(self.resource)
         name = names.segment(names.object_name(self.resource, name))
         ns = namespace or self.namespace
-        if ns and RESOURCES.get((self.group, self.version, self.resource), True):
+        if ns:  # a cluster-scoped kind's object is asked for without one
             ns = names.segment(names.namespace(ns))
             return f"{self._base()}/namespaces/{ns}/{resource}/{name}"
         return f"{self._base()}/{resource}/{name}"
@@ -123,6 +123,8 @@ class WatchParams:
             out["labelSelector"] = self.label_selector
         if self.field_selector:
             out["fieldSelector"] = self.field_selector
+        if self.table:
+            out["as"] = "Table"
         return out
 
 

@@ -488,3 +488,191 @@ def render_row(params: WatchParams, obj: JSON, now: datetime | None = None) -> s
         '<tr id="{}" data-key="{}" data-name="{}" data-namespace="{}" data-state="{}"{}>{}</tr>',
         f"{params.resource}-{key}", key, name, namespace, state, extra,
         Markup("").join(cells)))
+
+
+# --- rows of a kind's Table ---------------------------------------------------------------
+# Columns are those the API server prints (`kubectl get`), CRDs' printer columns included;
+# our renderers only where they add something: status pills, readiness bars, restarts that
+# stand out, ages that keep counting.
+
+@dataclass(frozen=True)
+class Row:
+    """A row as the page and the relay need it (hub.RenderedRow)."""
+
+    html: str
+    sort: dict[str, str]  # column key -> what it sorts by (the cell's data-sort)
+    text: str  # lowercased cell texts, for the filter
+    attention: bool  # failing, unavailable, not ready: the summary counts these
+
+
+_FALLBACK_COLUMNS: list[JSON] = [{"name": "Name", "type": "string", "format": "name"},
+                                 {"name": "Age", "type": "date"}]
+_FRACTION = re.compile(r"^(\d+)/(\d+)$")
+_RESTARTS = re.compile(r"^(\d+)")
+_READY_COLUMNS = {"ready", "completions"}
+_STATUS_OK = {"Running", "True", "Active", "Bound", "Available", "Ready", "Complete",
+              "Succeeded", "Healthy"}
+_STATUS_DONE = {"Completed", "Terminating", "Released", "Suspended"}
+_STATUS_PENDING = _PENDING | {"Waiting", "Progressing", "Unknown", "False?"}
+_STATUS_ERROR = {"False", "Failed", "Lost", "NotReady", "Error", "CrashLoopBackOff",
+                 "ImagePullBackOff", "ErrImagePull", "OOMKilled", "Evicted",
+                 "CreateContainerConfigError", "InvalidImageName", "FailureTarget"}
+
+
+def column_key(name: str) -> str:
+    """A printed column's key: `Up-to-date` -> `up-to-date`, `Nominated Node` ->
+    `nominated-node`."""
+    name = name.lower().replace("(s)", "s")  # Port(s) -> ports
+    return re.sub(r"[^a-z0-9]+", "-", name).strip("-") or "column"
+
+
+def printed(columns: list[JSON] | None) -> list[JSON]:
+    """The columns `kubectl get` shows (priority 0), or Name and Age when the server
+    printed none."""
+    shown = [c for c in columns or [] if not c.get("priority")]
+    return shown or _FALLBACK_COLUMNS
+
+
+def table_columns(columns: list[JSON] | None, namespaced: bool) -> tuple[Column, ...]:
+    """The headers of a Table's list; NAMESPACE first for a namespaced kind (hidden by
+    the page while it shows one namespace)."""
+    out = [NAMESPACE] if namespaced else []
+    for column in printed(columns):
+        key = column_key(str(column.get("name") or ""))
+        numeric = column.get("type") in ("integer", "number", "date") or key == "age" or \
+            key in _READY_COLUMNS or key == "restarts"
+        out.append(Column(key, str(column.get("name") or key), numeric))
+    return tuple(out)
+
+
+def table_tone(text: str) -> str | None:
+    """The tone of a status word the server printed, or None when it is not one."""
+    first = text.split(",")[0].strip()
+    if first in _STATUS_OK:
+        return "ok"
+    if first in _STATUS_DONE:
+        return "done"
+    if first in _STATUS_ERROR or first.startswith(("Init:Error", "Init:Crash")):
+        return "error"
+    if first in _STATUS_PENDING or _INIT_PROGRESS.match(first) or first.startswith("Init:"):
+        return "pending"
+    return None
+
+
+def _plain(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | dict):
+        return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+    return str(value)
+
+
+def _number(text: str) -> str:
+    try:
+        return repr(float(text))
+    except ValueError:
+        return ""
+
+
+def _printed_cell(key: str, column: JSON, value: Any, meta: JSON,
+                  now: datetime) -> tuple[Markup, str, str | None, bool]:
+    """(cell, plain text, tone, readiness incomplete) of one printed value."""
+    text = _plain(value)
+    if key == "age":
+        created = parse_time(meta.get("creationTimestamp"))
+        return _cell(key, time_cell(created, now), _epoch(created)), text, None, False
+    if column.get("format") == "name":
+        return _fmt('<td data-col="{}" data-sort="{}"><a class="object-link" href="#" '
+                    'data-open>{}</a></td>', key, text, text), text, None, False
+    fraction = _FRACTION.match(text)
+    if key in _READY_COLUMNS and fraction:
+        have, want = int(fraction.group(1)), int(fraction.group(2))
+        level = "ok" if have >= want else "pending" if have else "error"
+        bar = _fmt('<span class="ready ready-{}"><meter min="0" max="{}" value="{}"></meter>'
+                   ' {}</span>', level, max(want, 1), min(have, max(want, 1)), text)
+        ratio = f"{have / want:.4f}" if want else "1"
+        return _cell(key, bar, ratio), text, None, have < want
+    if key == "restarts":
+        count = _RESTARTS.match(text)
+        many = bool(count) and int(count.group(1) if count else 0) > 0
+        content = _fmt('<span class="restarts{}">{}</span>', " restarts-some" if many else "",
+                       text)
+        return _cell(key, content, count.group(1) if count else ""), text, None, False
+    if key in ("status", "ready", "phase", "state", "health") and isinstance(value, str):
+        found = table_tone(text)
+        if found is not None:
+            return _cell(key, pill(text, found), text), text, found, False
+    if key == "type" and text == "Warning":
+        return _cell(key, _fmt('<span class="event-type event-warning">{}</span>', text),
+                     text), text, "error", False
+    if column.get("type") in ("integer", "number"):
+        return _cell(key, text, _number(text)), text, None, False
+    if key in ("message", "status") or len(text) > 80:
+        return _cell(key, _fmt('<span class="message">{}</span>', text), text), text, None, \
+            False
+    return _cell(key, text), text, None, False
+
+
+def table_row(params: WatchParams, obj: JSON, columns: list[JSON] | None,
+              now: datetime | None = None) -> Row:
+    """The `<tr>` of one Table row (kube.table_row: metadata and printed cells)."""
+    now = now or datetime.now(UTC)
+    meta = _dict(obj.get("metadata"))
+    name = str(meta.get("name") or "")
+    namespace = str(meta.get("namespace") or "")
+    values = _list(obj.get("cells"))
+    cells: list[Markup] = []
+    sort: dict[str, str] = {}
+    texts: list[str] = []
+    if namespace:
+        cells.append(_cell("namespace", namespace))
+        sort["namespace"] = namespace
+        texts.append(namespace)
+    defined = columns or []
+    shown = printed(columns)
+    tones: list[str] = []
+    short = False
+    state = ""
+    for column in shown:
+        index = defined.index(column) if column in defined else -1
+        value = values[index] if 0 <= index < len(values) else (
+            name if column.get("format") == "name" else None)
+        key = column_key(str(column.get("name") or ""))
+        cell, text, tone, incomplete = _printed_cell(key, column, value, meta, now)
+        cells.append(cell)
+        sort[key] = _sort_of(cell)
+        texts.append(text)
+        if tone:
+            tones.append(tone)
+            state = state or text
+        short = short or incomplete
+    attention = "error" in tones or (short and "done" not in tones)
+    key = object_key(obj)
+    html = _fmt('<tr id="{}" data-key="{}" data-name="{}" data-namespace="{}" data-state="{}"'
+                '{} data-row>{}</tr>', f"{params.resource}-{key}", key, name, namespace,
+                state, Markup(' data-attention') if attention else Markup(""),
+                Markup("").join(cells))
+    return Row(str(html), sort, "\n".join(texts).lower(), attention)
+
+
+_DATA_SORT = re.compile(r'data-sort="([^"]*)"')
+
+
+def _sort_of(cell: Markup) -> str:
+    found = _DATA_SORT.search(cell)
+    if not found:
+        return ""
+    return Markup(found.group(1)).unescape()
+
+
+def hub_row(params: WatchParams, obj: JSON, columns: list[JSON] | None) -> Row | None:
+    """What the hub caches per object: a Table row for a watch of a Table, else the
+    overview's own renderer (panels, events), if the kind has one."""
+    if params.table:
+        return table_row(params, obj, columns)
+    html = render_row(params, obj)
+    if html is None:
+        return None
+    return Row(html, {}, "", False)

@@ -83,6 +83,8 @@ class WatchSession:
                 Subscription(watch_id, self.sink, owner=self.owner), resume_from)
         except LimitReached as exc:
             self._error(watch_id, 429, "TooManyWatches", exc.message)
+        except AppError as exc:  # a kind the cluster does not serve (discovery)
+            self._error(watch_id, 400, "BadRequest", exc.message)
 
     def unwatch(self, watch_id: str) -> None:
         subscription = self.subscriptions.pop(watch_id, None)

@@ -1,0 +1,50 @@
+"""A Secret's values are blanked from every shape of answer a secrets path gives, before
+anything else reads it: one object, a list, a Table, metadata only, a watch stream."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+from webapp.watch import redact
+
+VALUE = "c2VjcmV0"
+APPLIED = {redact.LAST_APPLIED: json.dumps({"data": {"password": VALUE}}), "team": "db"}
+
+
+def secret(name: str = "db") -> dict:
+    return {"kind": "Secret", "metadata": {"name": name, "annotations": dict(APPLIED)},
+            "data": {"password": VALUE}, "stringData": {"user": "app"}, "type": "Opaque"}
+
+
+def test_every_shape_keeps_keys_and_loses_values() -> None:
+    shapes = [secret(), {"kind": "SecretList", "items": [secret(), secret("b")]},
+              {"kind": "Table", "rows": [{"cells": ["db"], "object": secret()}]},
+              {"type": "MODIFIED", "object": secret()},
+              {"kind": "PartialObjectMetadata", "metadata": secret()["metadata"]}]
+    for shape in shapes:
+        text = redact.redact_bytes(json.dumps(shape).encode()).decode()
+        assert VALUE not in text and '"app"' not in text, text
+        assert "password" in text or "PartialObjectMetadata" in text
+        assert '"team": "db"' in text.replace('":"', '": "')  # other annotations stay
+
+
+def test_a_watch_is_blanked_line_by_line_whatever_the_chunks() -> None:
+    lines = b"".join(json.dumps({"type": "ADDED", "object": secret(str(i))}).encode() + b"\n"
+                     for i in range(3))
+
+    def chunks() -> Iterator[bytes]:
+        for at in range(0, len(lines), 7):  # cut anywhere, mid-line included
+            yield lines[at:at + 7]
+    out = b"".join(redact.redact_stream(chunks(), watch=True))
+    events = [json.loads(line) for line in out.splitlines()]
+    assert [e["object"]["metadata"]["name"] for e in events] == ["0", "1", "2"]
+    assert VALUE.encode() not in out
+
+
+def test_only_secrets_paths_are_touched_and_text_passes() -> None:
+    assert redact.is_secrets_path("/api/v1/secrets")
+    assert redact.is_secrets_path("/api/v1/namespaces/shop/secrets/db")
+    assert not redact.is_secrets_path("/api/v1/namespaces/secrets/pods")  # a namespace named so
+    assert not redact.is_secrets_path("/apis/example.com/v1/secrets")
+    assert redact.redact_bytes(b"upstream connect error") == b"upstream connect error"
