@@ -391,7 +391,7 @@ def test_a_deep_link_names_the_object_by_resource_namespace_and_name(
                          ".fluxcd.io/flux-system/nope")
     assert flux.status_code == 404  # resolved, and asked for: not found
     for ref, says in (("services/default", "<resource>/<namespace>/<name>"),
-                      ("secrets/default/db", "not a kind agentwatch shows"),
+                      ("widgets/default/db", "not a kind this cluster serves"),
                       ("events/default/x", "events have no panel"),
                       ("services/default/Not_A_Name", "not a valid service name")):
         refused = signed_in.get(f"/agents/prod/cluster/object?ref={ref}")
@@ -420,6 +420,20 @@ def test_object_url_is_the_cluster_tab_with_the_panel_open(app: Flask) -> None:
             "/agents/prod/cluster?panel=deployments.apps/shop/web"
         for odd in ("Widget/shop/x", "Pod/shop", "", None, "Pod/shop/"):
             assert template.render(scope=odd) == "None"
+
+
+def test_a_secrets_panel_never_holds_its_values(app: Flask, signed_in: FlaskClient,
+                                                sim: SimCluster, tmp_path: Path) -> None:
+    from webapp.simcluster import builders as b
+    sim.add_namespace("shop")
+    sim.create(b.secret("shop", "db", {"password": "hunter2-value"}))
+    make_agent(app, sim, tmp_path)
+    html = signed_in.get("/agents/prod/cluster/object?ref=secrets/shop/db&tab=yaml").text
+    assert 'data-ref="secrets/shop/db"' in html and "password" in html  # its keys
+    assert "hunter2" not in html and "aHVudGVyMi" not in html  # never its value
+    details = signed_in.get("/agents/prod/cluster/object?ref=secrets/shop/db&part=details")
+    assert "password" in details.text and "hunter2" not in details.text
+    assert "aHVudGVyMi" not in details.text
 
 
 def test_a_secrets_manifest_never_holds_its_values() -> None:
@@ -472,7 +486,8 @@ def test_activity_part_lists_what_names_the_object(app: Flask, signed_in: FlaskC
                             headers={"X-CSRF-Token": token})
     assert answer.status_code == 200, answer.text
     html = signed_in.get(panel_url("web-1") + "&part=activity").text
-    assert html.count('class="event ') == 1 and "deleted pod default/web-1" in html
+    assert html.count('class="event ') == 1 and "deleted pod" in html
+    assert 'href="/agents/prod/cluster?panel=pods/default/web-1"' in html  # links to itself
     other = signed_in.get(panel_url("web-2") + "&part=activity").text
     assert "No activity names this object" in other
 

@@ -32,6 +32,9 @@ class World:
             self.by_kind.setdefault((group, kind), []).append(obj)
         self.asked: list[tuple[str, str, str | None]] = []
 
+    def resource_of(self, group: str, kind: str) -> str | None:
+        return Ref(group, kind, "", "").resource
+
     def objects(self, group: str, kind: str, namespace: str | None) -> list[JSON] | None:
         self.asked.append((group, kind, namespace))
         found = self.by_kind.get((group, kind))
