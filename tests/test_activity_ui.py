@@ -181,8 +181,8 @@ def test_agent_list_shows_status_and_24h_counts(signed_in, h, app, clock):
                             ("gitops_sync_failed", 60 * 25, {"commit_sha": "d" * 40})],
                agent="alpha")
     page = signed_in.get("/").text
-    alpha = re.search(r"<tr>\s*<td><a href=\"/agents/alpha\">.*?</tr>", page, re.S).group(0)
-    beta = re.search(r"<tr>\s*<td><a href=\"/agents/beta\">.*?</tr>", page, re.S).group(0)
+    alpha = re.search(r"<tr[^>]*>\s*<td><a href=\"/agents/alpha\">.*?</tr>", page, re.S).group(0)
+    beta = re.search(r"<tr[^>]*>\s*<td><a href=\"/agents/beta\">.*?</tr>", page, re.S).group(0)
     assert "Connected" in alpha and "Never connected" in beta
     assert re.findall(r'<td class="num[^"]*">(\d+)</td>', alpha) == ["2", "1"]
 
@@ -196,7 +196,7 @@ def test_new_agent_form_validates_dns_label(signed_in):
     ok = signed_in.post("/agents/new", data={"name": "prod-1", "connection": "kubeconfig",
                                              "kubeconfig": "/k/config", "context": "sim",
                                              "csrf_token": csrf})
-    assert ok.status_code == 302
+    assert ok.status_code == 200 and "Agent prod-1 created: connect it" in ok.text
     dup = signed_in.post("/agents/new", data={"name": "prod-1", "connection": "none",
                                               "csrf_token": csrf})
     assert dup.status_code == 409 and "already exists" in dup.text
@@ -207,11 +207,12 @@ def test_a_new_agent_reached_through_its_agent_says_what_to_do_next(signed_in, a
     assert re.search(r'value="tunnel"\s+checked', form)  # the recommended way, chosen
     csrf = re.search(r'name="csrf_token" value="([^"]+)"', form).group(1)
     created = signed_in.post("/agents/new", data={"name": "edge", "connection": "tunnel",
-                                                  "csrf_token": csrf}, follow_redirects=True)
+                                                  "csrf_token": csrf})
     assert created.status_code == 200
-    assert "Agent edge created." in created.text
+    assert "Agent edge created: connect it" in created.text
+    assert "kubectl apply -f - &lt;&lt;&#39;EOF&#39;\n---\n" in created.text or (
+        "kubectl apply -f - &lt;&lt;'EOF'" in created.text)
     assert "agentwatch agent manifest edge --url http://localhost" in created.text
-    assert "Install the agent…" in created.text
     with app.app_context():
         from webapp import agents
         assert agents.get("edge").tunnel

@@ -283,38 +283,6 @@ def test_invalid_config_leaves_the_cluster_access_alone(h, app):
         assert access.for_agent(agents.get("prod")).access_as == "user"
 
 
-def test_the_access_form_writes_a_version_keeping_the_rest(client, h, app):
-    token = h.agent_with_token()
-    put(client, token, "# from git\ngitops:\n  namespaces: [apps]  # the app\n", SHA)
-    h.user("mia", "maintainer")
-    h.login(client, "mia")
-    csrf = h.csrf(client, "/agents/prod/settings")
-    form = {"access_as": "user", "view_role": "maintainer", "view_users": "val",
-            "act_role": "admin", "act_users": "", "csrf_token": csrf}
-    assert client.post("/agents/prod/settings/access", data=form).status_code == 302
-    with app.app_context():
-        agent = agents.get("prod")
-        version = service.in_force(agent)
-        assert (version.number, version.source, version.created_by) == (2, "ui", "mia")
-        assert version.text == ("# from git\n"
-                                "gitops:\n"
-                                "  namespaces: [apps]  # the app\n"
-                                "user_access:\n"
-                                "  access_as: user\n"
-                                "  view: {role: maintainer, users: [val]}\n"
-                                "  act: {role: admin, users: []}\n")
-        assert service.current(agent)["user_access"] == {
-            "access_as": "user", "view": {"role": "maintainer", "users": ["val"]},
-            "act": {"role": "admin", "users": []}}
-        assert agent.cluster_access == service.current(agent)["user_access"]
-    received = config_events(h, "config_commit_received")
-    assert [(e.user_name, e.token_name, e.details["source"]) for e in received] == [
-        (None, "main", "api"), ("mia", None, "ui")]
-    # Saving the same form again changes nothing.
-    assert client.post("/agents/prod/settings/access", data=form).status_code == 302
-    assert version_count(app) == 2
-
-
 # --- API errors ---------------------------------------------------------------------------
 
 def test_api_refuses_bad_requests_without_recording(client, h, app):

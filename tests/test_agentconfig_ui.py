@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from conftest import bearer
 from markupsafe import escape
@@ -53,7 +55,8 @@ def test_invalid_save_shows_line_and_column_and_keeps_the_text(maintainer, h, ap
     assert response.status_code == 422
     page = response.text
     assert "The configuration was refused; version 1 stays in force." in page
-    assert '<code class="config-position">4:14</code>' in page
+    assert ('<a class="config-position" href="#config-text" data-line="4" data-column="14">'
+            '<code>4:14</code></a>') in page
     assert escape("field user_access.access_as must be one of agent, user, not 'root' "
                        "(line 4 column 14)") in page
     assert "access_as: root\n</textarea>" in page  # what was typed is not lost
@@ -75,7 +78,7 @@ def test_check_validates_without_recording(maintainer, h, app):
         "config": "gitops:\n  kustomizations: [{}]\n"}, headers={"X-CSRF-Token": csrf,
                                                                "HX-Request": "true"})
     assert response.status_code == 200
-    assert '<code class="config-position">2:20</code>' in response.text
+    assert 'data-line="2" data-column="20"><code>2:20</code></a>' in response.text
     assert "1 problem:" in response.text
     ok = maintainer.post("/agents/prod/settings/config/check", data={"config": VALID},
                          headers={"X-CSRF-Token": csrf})
@@ -142,3 +145,47 @@ def test_text_that_cannot_be_kept_is_refused_in_the_editor(maintainer, h, app, t
     assert response.status_code == 422
     with app.app_context():
         assert service.in_force(agents.get("prod")) is None
+
+
+def test_check_answers_the_editor_in_json_without_recording(maintainer, h, app):
+    csrf = h.csrf(maintainer, "/agents/prod/settings")
+    headers = {"X-CSRF-Token": csrf, "Accept": "application/json"}
+    answer = maintainer.post("/agents/prod/settings/config/check", headers=headers, data={
+        "config": "gitops:\n  manifest_projects: [{id: a/b}]\nuser_access: {access_as: root}\n"})
+    assert answer.status_code == 200
+    body = answer.get_json()
+    assert body["ok"] is False
+    assert [(p["line"], p["column"]) for p in body["problems"]] == [(3, 26)]
+    assert "access_as must be one of agent, user" in body["problems"][0]["message"]
+    valid = maintainer.post("/agents/prod/settings/config/check", headers=headers,
+                            data={"config": "gitops:\n  manifest_projects: [{id: a/b}]\n"})
+    assert valid.get_json()["ok"] is True
+    assert valid.get_json()["deprecations"][0]["path"] == "gitops.manifest_projects"
+    # Too large is the editor's answer too (a problem without a position), not a failure.
+    large = maintainer.post("/agents/prod/settings/config/check", headers=headers,
+                            data={"config": "#" * (64 * 1024 + 1)})
+    assert large.status_code == 200 and large.get_json()["problems"][0]["line"] is None
+    assert h.events() == []
+
+
+def test_only_the_editor_page_lets_a_nonced_style_in(maintainer):
+    settings = maintainer.get("/agents/prod/settings")
+    policy = settings.headers["Content-Security-Policy"]
+    nonce = re.search(r"style-src 'self' 'nonce-([\w-]+)'", policy).group(1)
+    assert f'nonce="{nonce}"' in settings.text and "unsafe-inline" not in policy
+    assert nonce not in maintainer.get("/agents/prod/settings").headers[
+        "Content-Security-Policy"]
+    for path in ("/", "/agents/prod", "/agents/prod/tokens", "/docs/agent-config"):
+        assert "nonce" not in maintainer.get(path).headers["Content-Security-Policy"], path
+
+
+def test_access_is_shown_and_changed_only_in_the_configuration(maintainer, h, app):
+    save(maintainer, h, "user_access:\n  access_as: user\n  view: {role: admin, users: [val]}\n")
+    page = maintainer.get("/agents/prod/settings").text
+    assert "<strong>user</strong>: impersonates the signed-in user" in page
+    assert "from role <strong>admin</strong>, and val" in page
+    assert 'data-config-goto="user_access"' in page
+    csrf = h.csrf(maintainer, "/agents/prod/settings")
+    # The old form's address is gone: a second way in would be a second truth.
+    assert maintainer.post("/agents/prod/settings/access", data={
+        "access_as": "agent", "csrf_token": csrf}).status_code in (404, 405)

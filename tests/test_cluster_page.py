@@ -266,14 +266,20 @@ def test_pod_panel_shows_metadata_yaml_events_logs_and_actions(
     assert "<html" not in html  # a fragment
     assert "<code>app=web</code>" in html
     assert "<code>team</code>" in html and "&lt;payments&gt;" in html
-    assert re.search(r'<pre class="yaml" data-yaml="status">[^<]*phase: Running', html)
-    assert re.search(r'<pre class="yaml" data-yaml="spec">[^<]*containers:', html)
+    manifest = re.search(r'<pre class="yaml" id="panel-manifest" data-yaml="manifest"[^>]*>'
+                         r'([^<]*)</pre>', html)
+    assert manifest is not None
+    assert "kind: Pod" in manifest[1] and "containers:" in manifest[1]
+    assert "phase: Running" in manifest[1] and "managedFields" not in manifest[1]
+    assert [tab for tab in re.findall(r'role="tab" id="panel-tab-(\w+)"', html)] == [
+        "overview", "yaml", "events", "logs", "activity"]
     events = html[html.index('id="panel-events"'):]
     assert "pulled the image" in events and "Scheduled" in events
     uid = pod["metadata"]["uid"]
     assert f'involvedObject.uid={uid}' in html
     assert '"fieldSelector": "metadata.name=web-1"' in html
-    assert '<option value="app">app</option><option value="sidecar">sidecar</option>' in html
+    assert ('<option value="" selected>All containers</option><option value="app">app</option>'
+            '<option value="sidecar">sidecar</option>') in html
     assert 'data-action="delete"' in html
     assert "part=details" in html
 
@@ -283,7 +289,7 @@ def test_panel_details_part_is_only_the_details(app: Flask, signed_in: FlaskClie
     sim.add_pod("default", "web-1", state="Running")
     make_agent(app, sim, tmp_path)
     html = signed_in.get(panel_url("web-1") + "&part=details").text
-    assert 'data-yaml="status"' in html
+    assert 'data-part="manifest"' in html and "phase: Running" in html
     assert "panel-events" not in html and "panel-head" not in html
 
 
@@ -368,3 +374,134 @@ def test_joining_during_an_outage_hears_of_it(app: Flask, sim: SimCluster,
         hub.subscribe("prod", AGENT, params, Subscription("b", late))
     kinds = [m["type"] for m in late.messages]
     assert "error" in kinds and kinds.index("error") > kinds.index("synced"), kinds
+
+
+# --- deep links, relations, activity ----------------------------------------------------
+
+def test_a_deep_link_names_the_object_by_resource_namespace_and_name(
+        app: Flask, signed_in: FlaskClient, sim: SimCluster, tmp_path: Path) -> None:
+    sim.add_service("default", "web")
+    make_agent(app, sim, tmp_path)
+    html = signed_in.get("/agents/prod/cluster/object?ref=services/default/web&tab=yaml").text
+    assert 'data-ref="services/default/web"' in html
+    assert re.search(r'id="panel-tab-yaml"[^>]*aria-selected="true"', html)
+    assert re.search(r'id="tabpanel-overview"[^>]*hidden', html)
+    assert 'id="panel-tab-logs"' not in html  # a Service has no logs
+    flux = signed_in.get("/agents/prod/cluster/object?ref=kustomizations.kustomize.toolkit"
+                         ".fluxcd.io/flux-system/nope")
+    assert flux.status_code == 404  # resolved, and asked for: not found
+    for ref, says in (("services/default", "<resource>/<namespace>/<name>"),
+                      ("secrets/default/db", "not a kind agentwatch shows"),
+                      ("events/default/x", "events have no panel"),
+                      ("services/default/Not_A_Name", "not a valid service name")):
+        refused = signed_in.get(f"/agents/prod/cluster/object?ref={ref}")
+        assert refused.status_code == 422, ref
+        assert says in refused.json["error"]["message"], ref
+
+
+def test_object_url_is_the_cluster_tab_with_the_panel_open(app: Flask) -> None:
+    from webapp.views.cluster import object_url
+    with app.test_request_context():
+        assert object_url("prod", "deployments", "shop", "web") == \
+            "/agents/prod/cluster?panel=deployments/shop/web"
+        assert object_url("prod", "pods", "shop", "web-1", tab="logs") == \
+            "/agents/prod/cluster?panel=pods/shop/web-1&tab=logs"
+        assert object_url("prod", "namespaces", None, "shop") == \
+            "/agents/prod/cluster?panel=namespaces//shop"
+        template = app.jinja_env.from_string(
+            "{{ cluster_object_url('prod', 'services', 'shop', 'web') }}")
+        assert template.render() == "/agents/prod/cluster?panel=services/shop/web"
+        # As GitOps events and cluster actions name their object (details.object).
+        template = app.jinja_env.from_string("{{ cluster_scope_url('prod', scope) }}")
+        assert template.render(scope="Kustomization/flux-system/apps") == \
+            "/agents/prod/cluster?panel=kustomizations.kustomize.toolkit.fluxcd.io/" \
+            "flux-system/apps"
+        assert template.render(scope="Deployment/shop/web") == \
+            "/agents/prod/cluster?panel=deployments.apps/shop/web"
+        for odd in ("Widget/shop/x", "Pod/shop", "", None, "Pod/shop/"):
+            assert template.render(scope=odd) == "None"
+
+
+def test_a_secrets_manifest_never_holds_its_values() -> None:
+    from webapp.views.cluster import _manifest
+    secret = {"kind": "Secret", "metadata": {"name": "db", "managedFields": [{}],
+              "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{pw}",
+                              "team": "x"}},
+              "data": {"password": "aHVudGVyMg=="}, "stringData": {"token": "t"}}
+    shown = _manifest(WatchParams("", "v1", "secrets", "default"), secret)
+    assert shown == {"kind": "Secret", "metadata": {"name": "db", "annotations": {"team": "x"}},
+                     "data": {"password": "(hidden)"}, "stringData": {"token": "(hidden)"}}
+
+
+def test_relations_part_is_the_tree_with_health(app: Flask, signed_in: FlaskClient,
+                                                sim: SimCluster, tmp_path: Path) -> None:
+    sim.add_service("shop", "web", selector={"app": "web"})
+    sim.add_pod("shop", "web-1", state="Running", labels={"app": "web"})
+    sim.add_pod("shop", "web-2", state="CrashLoopBackOff", labels={"app": "web"})
+    sim.add_kustomization(FLUX_NS, "apps", inventory=[
+        {"id": "shop_web__Service", "v": "v1"}, {"id": "shop_gone__Service", "v": "v1"}])
+    make_agent(app, sim, tmp_path)
+    html = signed_in.get(panel_url("web", "services", "shop") + "&part=relations").text
+    assert html.count('data-role="selected"') == 2
+    assert re.search(r'class="culprits".*web-2.*CrashLoopBackOff', html, re.S)
+    assert 'href="/agents/prod/cluster?panel=pods/shop/web-2"' in html
+    watches = json.loads(re.search(r"data-watches='([^']*)'", html)[1])  # type: ignore[index]
+    assert watches == [{"group": "", "version": "v1", "resource": "pods", "namespace": "shop"}]
+
+    def inventory() -> str:
+        return signed_in.get(panel_url("apps", "kustomizations", FLUX_NS,
+                                       "kustomize.toolkit.fluxcd.io") + "&part=relations").text
+    sim.wait_for(lambda: 'data-role="applied"' in inventory())
+    html = inventory()
+    assert html.count('data-role="applied"') == 2
+    assert re.search(r'rel-missing.*gone', html, re.S)
+    assert re.search(r'What is broken.*gone.*not found in the cluster', html, re.S)
+    assert "web-2" in html  # the Service's pods, under it
+
+
+def test_activity_part_lists_what_names_the_object(app: Flask, signed_in: FlaskClient,
+                                                   sim: SimCluster, tmp_path: Path) -> None:
+    sim.add_pod("default", "web-1", state="Running")
+    sim.add_pod("default", "web-2", state="Running")
+    make_agent(app, sim, tmp_path)
+    body = {"action": "delete", "group": "", "version": "v1", "resource": "pods",
+            "namespace": "default", "name": "web-1"}
+    token = re.search(r'name="csrf-token" content="([^"]+)"',
+                      signed_in.get("/agents/prod/cluster").text)[1]  # type: ignore[index]
+    answer = signed_in.post("/agents/prod/cluster/actions", json=body,
+                            headers={"X-CSRF-Token": token})
+    assert answer.status_code == 200, answer.text
+    html = signed_in.get(panel_url("web-1") + "&part=activity").text
+    assert html.count('class="event ') == 1 and "deleted pod default/web-1" in html
+    other = signed_in.get(panel_url("web-2") + "&part=activity").text
+    assert "No activity names this object" in other
+
+
+def test_a_failed_sync_points_at_the_pod_that_broke_it(app: Flask, signed_in: FlaskClient,
+                                                       sim: SimCluster, tmp_path: Path) -> None:
+    """A Kustomization whose Deployment's pod crash-loops: its tree goes Kustomization →
+    Deployment → ReplicaSet → Pods, and what is broken is the pod, not the Deployment."""
+    from webapp.simcluster import builders as b
+    sim.add_namespace("shop")
+    sim.create(b.deployment("shop", "api", [b.container("api", "api:1")], replicas=1,
+                            state="CrashLoopBackOff"))
+    sim.create(b.service("shop", "api", 80, selector={"app.kubernetes.io/name": "api"}))
+    sim.add_kustomization(FLUX_NS, "shop", inventory=[
+        {"id": "shop_api_apps_Deployment", "v": "v1"}, {"id": "shop_api__Service", "v": "v1"}])
+    sim.settle()
+    make_agent(app, sim, tmp_path)
+    url = panel_url("shop", "kustomizations", FLUX_NS, "kustomize.toolkit.fluxcd.io")
+
+    def tree() -> str:
+        return signed_in.get(url + "&part=relations").text
+    sim.wait_for(lambda: "CrashLoopBackOff" in tree(), timeout=10)
+    html = tree()
+    culprits = html[html.index('class="culprits"'):html.index("</div>",
+                                                               html.index('class="culprits"'))]
+    assert "CrashLoopBackOff" in culprits and "api-" in culprits
+    assert 'panel=deployments.apps/shop/api"' not in culprits  # the pod, not its owner
+    assert re.findall(r'data-role="(\w+)"', html) == [
+        "self", "applied", "owned", "owned", "applied", "selected"]
+    watches = json.loads(re.search(r"data-watches='([^']*)'", html)[1])  # type: ignore[index]
+    assert {(w["resource"], w.get("namespace")) for w in watches} == {
+        ("deployments", "shop"), ("replicasets", "shop"), ("pods", "shop"), ("services", "shop")}

@@ -33,12 +33,17 @@ def test_connection_is_saved_and_validated(maintainer, h, app):
         assert agent.in_cluster and agent.kubeconfig_path is None
 
 
+def save_config(client, h, text):
+    csrf = h.csrf(client, "/agents/prod/settings")
+    return client.post("/agents/prod/settings", data={"config": text, "csrf_token": csrf})
+
+
 def test_access_is_saved_and_decides_who_views_and_acts(maintainer, h, app):
-    csrf = h.csrf(maintainer, "/agents/prod/settings")
-    response = maintainer.post("/agents/prod/settings/access", data={
-        "access_as": "user", "view_role": "maintainer", "view_users": "val, val",
-        "act_role": "admin", "act_users": "", "csrf_token": csrf})
-    assert response.status_code == 302
+    # Access is the configuration's `user_access` section, changed in the editor.
+    response = save_config(maintainer, h, "user_access:\n  access_as: user\n"
+                           "  view: {role: maintainer, users: [val]}\n"
+                           "  act: {role: admin}\n")
+    assert response.status_code == 302, response.text
     viewer = h.user("val", "viewer")
     other = h.user("otto", "viewer")
     with app.app_context():
@@ -48,14 +53,12 @@ def test_access_is_saved_and_decides_who_views_and_acts(maintainer, h, app):
         assert access.identity(viewer, agent).user == "val"
         assert access.for_agent(agent).view.users == ("val",)
     page = maintainer.get("/agents/prod/settings").text
-    assert 'value="user" checked' in page and 'value="val"' in page
+    assert "<strong>user</strong>: impersonates" in page
+    assert "from role <strong>maintainer</strong>, and val" in page
 
 
 def test_bad_access_is_refused_and_nothing_changes(maintainer, h, app):
-    csrf = h.csrf(maintainer, "/agents/prod/settings")
-    response = maintainer.post("/agents/prod/settings/access", data={
-        "access_as": "root", "view_role": "viewer", "act_role": "maintainer",
-        "csrf_token": csrf})
+    response = save_config(maintainer, h, "user_access: {access_as: root}\n")
     assert response.status_code == 422 and "access_as must be" in response.text
     with app.app_context():
         assert agents.get("prod").cluster_access is None
@@ -67,7 +70,5 @@ def test_viewers_see_settings_but_cannot_change_them(client, h, app):
     h.login(client, "val")
     page = client.get("/agents/prod/settings")
     assert page.status_code == 200 and "disabled" in page.text
-    csrf = h.csrf(client, "/agents/prod/settings")
-    response = client.post("/agents/prod/settings/access", data={
-        "access_as": "user", "csrf_token": csrf})
+    response = save_config(client, h, "user_access: {access_as: user}\n")
     assert response.status_code == 403

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import html
 import re
 
+import yaml
 from conftest import bearer
 
 from webapp import agents, tokens
@@ -75,3 +77,38 @@ def test_first_use_is_recorded_once(client, h):
         client.post("/api/v1/agent/heartbeat", headers=bearer(raw))
     first = [e for e in h.events() if e.type == "token_first_used"]
     assert len(first) == 1 and first[0].token_name == "main"
+
+
+def test_creating_an_agent_shows_its_first_token_and_install_command(client, h, app):
+    h.user("mia", "maintainer")
+    h.login(client, "mia")
+    csrf = h.csrf(client, "/agents/new")
+    page = client.post("/agents/new", data={"name": "edge", "connection": "tunnel",
+                                            "csrf_token": csrf})
+    assert page.status_code == 200 and page.headers["Cache-Control"] == "no-store"
+    raw = re.search(r'id="new-token" readonly value="([^"]+)"', page.text).group(1)
+    command = re.search(r'<pre id="install-command"[^>]*>(.*?)</pre>', page.text, re.S).group(1)
+    command = html.unescape(command)
+    assert command.startswith("kubectl apply -f - <<'EOF'\n") and command.endswith("\nEOF")
+    documents = list(yaml.safe_load_all(command.split("\n", 1)[1].removesuffix("EOF")))
+    secret = next(d for d in documents if d["kind"] == "Secret")
+    assert secret["stringData"]["token"] == raw  # the command holds the token shown
+    with app.app_context():
+        token = tokens.authenticate(raw)
+        assert token.agent().name == "edge"
+    assert 'data-replace-url="/agents/edge/tokens"' in page.text
+    # The Tokens tab lists it, never shows it again.
+    listed = client.get("/agents/edge/tokens").text
+    assert "<td>agent-" in listed and raw not in listed
+
+
+def test_an_agent_without_a_tunnel_gets_a_token_and_a_first_call(client, h, app):
+    h.user("mia", "maintainer")
+    h.login(client, "mia")
+    csrf = h.csrf(client, "/agents/new")
+    page = client.post("/agents/new", data={"name": "ci", "connection": "none",
+                                            "csrf_token": csrf}).text
+    raw = re.search(r'id="new-token" readonly value="([^"]+)"', page).group(1)
+    assert (f"curl -X POST http://localhost/api/v1/agent/heartbeat -H "
+            f'"Authorization: Bearer {raw}"') in page
+    assert "kubectl" not in page

@@ -184,7 +184,8 @@ def test_side_panel_streams_the_objects_events_and_status(cluster_page: Page,
     expect(panel).to_be_visible()
     expect(panel.locator("h2")).to_have_text("web-1")
     expect(panel.locator("ul.labels")).to_contain_text("app=web")
-    expect(panel.locator('pre[data-yaml="status"]')).to_contain_text("phase: Running")
+    manifest = panel.locator('pre[data-yaml="manifest"]')
+    expect(manifest).to_contain_text("phase: Running")
     events = panel.locator("#panel-events tbody.rows > tr")
     expect(events.filter(has_text="Scheduled")).to_have_count(1)
 
@@ -193,11 +194,12 @@ def test_side_panel_streams_the_objects_events_and_status(cluster_page: Page,
     expect(events.first).to_contain_text("Probe")  # newest first
 
     sim.set_pod_state("default", "web-1", "CrashLoopBackOff", restarts=3)
-    expect(panel.locator('#panel-summary td[data-col="status"]')).to_have_text(
+    expect(panel.locator('dl.panel-summary dd[data-col="status"]')).to_have_text(
         "CrashLoopBackOff", timeout=LIVE)
-    expect(panel.locator('pre[data-yaml="status"]')).to_contain_text("CrashLoopBackOff",
-                                                                     timeout=2_000)
+    expect(manifest).to_contain_text("CrashLoopBackOff", timeout=2_000)
     expect(events.filter(has_text="BackOff")).not_to_have_count(0, timeout=LIVE)
+    panel.get_by_role("tab", name=re.compile("Events")).click()
+    expect(events.filter(has_text="BackOff").first).to_be_visible()
 
     watched = [f for f in frames if f["type"] == "watch"
                and f["watchParams"]["resource"] == "events"]
@@ -237,7 +239,7 @@ def test_side_panel_shows_a_change_made_before_its_watch_started(cluster_page: P
     open_cluster(page, "?namespace=default")
     row(page, "pods", "web-1").locator("a.object-link").click()
     panel = page.locator("#object-panel")
-    expect(panel.locator('pre[data-yaml="status"]')).to_contain_text("phase: Running")
+    expect(panel.locator('pre[data-yaml="manifest"]')).to_contain_text("phase: Running")
     deadline = time.monotonic() + 5
     while not held and time.monotonic() < deadline:
         page.wait_for_timeout(50)  # lets Playwright deliver the page's messages to the route
@@ -245,10 +247,10 @@ def test_side_panel_shows_a_change_made_before_its_watch_started(cluster_page: P
 
     sim.set_pod_state("default", "web-1", "CrashLoopBackOff", restarts=3)
     to_server[-1].send(held.pop())
-    expect(panel.locator('#panel-summary td[data-col="status"]')).to_have_text(
+    expect(panel.locator('dl.panel-summary dd[data-col="status"]')).to_have_text(
         "CrashLoopBackOff", timeout=LIVE)
-    expect(panel.locator('pre[data-yaml="status"]')).to_contain_text("CrashLoopBackOff",
-                                                                     timeout=2_000)
+    expect(panel.locator('pre[data-yaml="manifest"]')).to_contain_text("CrashLoopBackOff",
+                                                                       timeout=2_000)
     assert_not_reloaded(page)
 
 
@@ -258,26 +260,29 @@ def test_logs_stream_with_pause_and_resume(cluster_page: Page, sim: SimCluster) 
                 logs=["booting", "listening on :8080"])
     open_cluster(page, "?namespace=default")
     row(page, "pods", "web-1").click()
-    logs = page.locator("#object-panel pre.logs")
-    page.locator("#object-panel").get_by_role("button", name="Show logs").click()
-    expect(logs).to_contain_text("listening on :8080")
-    expect(page.locator("#object-panel .logs-status")).to_have_text("Following.")
+    panel = page.locator("#object-panel")
+    logs = panel.locator("pre.logs")
+    panel.get_by_role("tab", name="Logs").click()  # they start as the tab opens
+    expect(logs).to_contain_text("[app] listening on :8080")  # every container at once
+    expect(panel.locator(".logs-status")).to_have_text(
+        "Following the log of every container.")
 
     sim.append_log("default", "web-1", "app", "GET /healthz 200")
     expect(logs).to_contain_text("GET /healthz 200", timeout=LIVE)
 
-    page.locator("#object-panel").get_by_role("button", name="Pause").click()
+    panel.get_by_role("button", name="Pause").click()
     sim.append_log("default", "web-1", "app", "while paused")
     page.wait_for_timeout(300)
     expect(logs).not_to_contain_text("while paused")
-    page.locator("#object-panel").get_by_role("button", name="Resume").click()
+    panel.get_by_role("button", name="Resume").click()
     expect(logs).to_contain_text("while paused")
     assert logs.inner_text().count("booting") == 1
 
-    page.locator('#object-panel select[name="container"]').select_option("sidecar")
+    panel.locator('select[name="container"]').select_option("sidecar")
     expect(logs).not_to_contain_text("booting")
     sim.append_log("default", "web-1", "sidecar", "sidecar says hi")
     expect(logs).to_contain_text("sidecar says hi", timeout=LIVE)
+    expect(logs).not_to_contain_text("[sidecar]")  # one container: no prefix
 
 
 # --- connections ------------------------------------------------------------------------
@@ -327,9 +332,9 @@ def test_blocked_websocket_falls_back_to_http_streaming(cluster_page: Page,
     assert resources == ["events", "helmreleases", "kustomizations", "pods", "services"]
     assert "lastEventId" in parse_qs(urlsplit(streams[-1]).query)  # the others resumed
     sim.set_pod_state("default", "web-1", "NotReady")
-    summary = page.locator("#panel-summary tbody.rows > tr")
-    expect(summary.locator('td[data-col="ready"]')).to_have_text("0/1", timeout=LIVE)
-    expect(summary.locator("td")).to_have_count(5)  # no NAMESPACE cell from the page table
+    summary = page.locator("#object-panel dl.panel-summary")
+    expect(summary.locator('dd[data-col="ready"]')).to_have_text("0/1", timeout=LIVE)
+    expect(summary.locator("dd")).to_have_count(5)  # no NAMESPACE cell from the page table
 
     # WebSockets work again: the next retry (every minute; called now) moves every watch
     # back to one socket, and the streams close.

@@ -54,6 +54,8 @@ IDENTITIES = (ADMIN, VIEWER, AGENT)
 FLUX_RESOURCES = ["kustomizations", "helmreleases", "gitrepositories"]
 FLUX_GROUPS = ["kustomize.toolkit.fluxcd.io", "helm.toolkit.fluxcd.io", "source.toolkit.fluxcd.io"]
 READ = ["get", "list", "watch"]
+WORKLOADS = ["deployments", "replicasets", "statefulsets", "daemonsets"]
+SCALABLE = ["deployments", "replicasets", "statefulsets"]
 
 # What the dashboard reads and does (SPEC section 2), and impersonation for `access_as: user`.
 RBAC: list[dict[str, Any]] = [
@@ -71,6 +73,14 @@ RBAC: list[dict[str, Any]] = [
           "verbs": READ},
          {"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]},
          {"apiGroups": FLUX_GROUPS, "resources": FLUX_RESOURCES, "verbs": [*READ, "patch"]},
+         # Workloads: read for the relations, restart (patch), scale, trigger (create a Job).
+         {"apiGroups": ["apps"], "resources": WORKLOADS, "verbs": READ},
+         {"apiGroups": ["apps"], "resources": ["deployments", "statefulsets", "daemonsets"],
+          "verbs": ["patch"]},
+         {"apiGroups": ["apps"], "resources": [f"{r}/scale" for r in SCALABLE],
+          "verbs": ["get", "patch"]},
+         {"apiGroups": ["batch"], "resources": ["jobs", "cronjobs"], "verbs": READ},
+         {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create"]},
          {"apiGroups": [""], "resources": ["users", "groups"], "verbs": ["impersonate"]},
      ]},
     {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",

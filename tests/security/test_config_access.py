@@ -125,8 +125,9 @@ def test_a_maintainer_change_is_not_undone_by_an_agent_resending_its_commit(clie
     old = put(client, token, "gitops: {}\n", SHA).get_json()
     assert old["user_access_kept"] is True
     chosen = access.ClusterAccess(act=access.Allowed("admin", ("mia",)))
-    with app.app_context():
-        service.set_user_access(agents.get("prod"), chosen, "mia")
+    with app.app_context():  # a maintainer's save in the Settings tab
+        service.submit(agents.get("prod"), "user_access:\n  act: {role: admin, users: [mia]}\n",
+                       source="ui", by="mia")
     again = put(client, token, "gitops: {}\n", SHA)
     assert again.status_code == 200
     assert again.get_json()["version"] == 4  # not the old commit's version 2
@@ -142,10 +143,6 @@ def test_maintainers_still_change_access_in_the_settings_tab(client, h, app, tok
                            data={"config": text, "csrf_token": csrf})
     assert response.status_code == 302, response.text
     assert cluster_access(app)["act"]["role"] == "viewer"
-    form = {"access_as": "user", "view_role": "viewer", "view_users": "",
-            "act_role": "admin", "act_users": "", "csrf_token": csrf}
-    assert client.post("/agents/prod/settings/access", data=form).status_code == 302
-    assert cluster_access(app)["act"]["role"] == "admin"
 
 
 def test_a_viewer_cannot_change_access_in_the_settings_tab(client, h, app, token):

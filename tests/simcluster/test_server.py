@@ -30,15 +30,17 @@ def test_discovery_documents(http, url) -> None:  # type: ignore[no-untyped-def]
     assert get("/version")["major"] == "1"
     assert get("/api")["versions"] == ["v1"]
     groups = {g["name"]: g for g in get("/apis")["groups"]}
-    assert set(groups) == {"kustomize.toolkit.fluxcd.io", "helm.toolkit.fluxcd.io",
-                           "source.toolkit.fluxcd.io"}
+    assert list(groups) == ["apps", "batch", "networking.k8s.io", "storage.k8s.io",
+                            "discovery.k8s.io", "demo.agentwatch.dev",
+                            "kustomize.toolkit.fluxcd.io", "source.toolkit.fluxcd.io",
+                            "helm.toolkit.fluxcd.io"]
     assert groups["helm.toolkit.fluxcd.io"]["preferredVersion"]["version"] == "v2"
     core = {r["name"]: r for r in get("/api/v1")["resources"]}
     assert {"pods", "pods/log", "services", "events", "namespaces"} <= set(core)
     assert core["namespaces"]["namespaced"] is False and core["pods"]["kind"] == "Pod"
     ks = get("/apis/kustomize.toolkit.fluxcd.io/v1")
     assert ks["groupVersion"] == "kustomize.toolkit.fluxcd.io/v1"
-    assert http.request("GET", url("/apis/apps/v1")).status == 404
+    assert http.request("GET", url("/apis/rbac.authorization.k8s.io/v1")).status == 404
     assert http.request("GET", url("/api/v1/namespaces/default/deployments")).status == 404
 
 
@@ -110,7 +112,10 @@ def test_seed_demo(cluster: SimCluster, v1: kubernetes.client.CoreV1Api) -> None
         .get("observedGeneration") for n in ("infrastructure", "apps", "payments")))
     payments = cluster.get("kustomizations", "payments", "flux-system")
     ready = next(c for c in payments["status"]["conditions"] if c["type"] == "Ready")
-    assert (ready["status"], ready["reason"]) == ("False", "BuildFailed")
+    assert (ready["status"], ready["reason"]) == ("False", "HealthCheckFailed")
+    assert "Deployment/payments/ledger" in ready["message"]  # the object that broke it
+    assert {"id": "payments_ledger_apps_Deployment", "v": "v1"} in \
+        payments["status"]["inventory"]["entries"]
     apps = cluster.get("kustomizations", "apps", "flux-system")
     assert {"id": "shop_web_policy_PodDisruptionBudget", "v": "v1beta1"} in \
         apps["status"]["inventory"]["entries"]

@@ -181,3 +181,87 @@ def test_refusals_are_json_errors(live: Live, browser: Browser) -> None:
             response.text[:80]
         error = response.json()["error"]
         assert error["code"] and error["message"]
+
+
+# --- workloads: restart, scale, trigger -------------------------------------------------
+
+APPS = {"group": "apps", "version": "v1", "namespace": "shop"}
+CRON = {"group": "batch", "version": "v1", "resource": "cronjobs", "namespace": "shop"}
+
+
+def workloads(sim: SimCluster) -> None:
+    from webapp.simcluster import builders as b
+    app = [b.container("app", "nginx:1.27")]
+    sim.add_namespace("shop")
+    sim.create(b.deployment("shop", "web", app, replicas=2))
+    sim.create(b.statefulset("shop", "db", app, replicas=1, storage=None))
+    sim.create(b.cronjob("shop", "nightly", "0 3 * * *", app,
+                         labels={"team": "data"}))
+
+
+def test_restart_rolls_the_deployment_out_again(live: Live, browser: Browser) -> None:
+    sim = live.sim
+    workloads(sim)
+    eventually(lambda: len(sim.list("pods", "shop", label_selector="app.kubernetes.io/name=web"))
+               == 2)
+    before = {p["metadata"]["name"] for p in sim.list("pods", "shop")
+              if p["metadata"]["name"].startswith("web-")}
+    for resource, name in (("deployments", "web"), ("statefulsets", "db")):
+        response = browser.post(PATH, {"action": "restart", **APPS, "resource": resource,
+                                        "name": name})
+        assert response.status_code == 200, response.text
+        assert response.json()["message"] == f"restarted {resource[:-1]} shop/{name}"
+        template = sim.get(resource, name, "shop")["spec"]["template"]["metadata"]
+        assert "kubectl.kubernetes.io/restartedAt" in template["annotations"]
+    # The simulated controller replaces the Deployment's pods, as the real one would.
+    eventually(lambda: not before & {p["metadata"]["name"] for p in sim.list("pods", "shop")})
+    assert [(e.details["action"], e.details["object"]) for e in live.events()] == [
+        ("restart", "Deployment/shop/web"), ("restart", "StatefulSet/shop/db")]
+
+
+def test_scale_reads_and_writes_the_scale_subresource(live: Live, browser: Browser) -> None:
+    sim = live.sim
+    workloads(sim)
+    response = browser.post(PATH, {"action": "scale", **APPS, "resource": "deployments",
+                                   "name": "web", "replicas": 4})
+    assert response.status_code == 200, response.text
+    assert response.json()["message"] == "scaled deployment shop/web from 2 to 4 replicas"
+    assert sim.get("deployments", "web", "shop")["spec"]["replicas"] == 4
+    eventually(lambda: len(sim.list("pods", "shop",
+                                    label_selector="app.kubernetes.io/name=web")) == 4)
+    assert sim.stats.count("patch", "deployments") == 1  # through /scale, one write
+    [event] = live.events()
+    assert (event.message, event.details["replicas_before"], event.details["replicas"]) == \
+        ("scaled deployment shop/web from 2 to 4", 2, 4)
+
+
+def test_trigger_creates_the_job_kubectl_would(live: Live, browser: Browser) -> None:
+    sim = live.sim
+    workloads(sim)
+    cron = sim.get("cronjobs", "nightly", "shop")
+    response = browser.post(PATH, {"action": "trigger", **CRON, "name": "nightly"})
+    assert response.status_code == 200, response.text
+    [job] = sim.list("jobs", "shop")
+    assert response.json()["message"] == \
+        f"triggered cronjob shop/nightly: job shop/{job['metadata']['name']}"
+    assert job["metadata"]["annotations"]["cronjob.kubernetes.io/instantiate"] == "manual"
+    assert job["metadata"]["ownerReferences"] == [{
+        "apiVersion": "batch/v1", "kind": "CronJob", "name": "nightly",
+        "uid": cron["metadata"]["uid"], "controller": True}]
+    assert job["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.27"
+    assert live.events()[0].details["job"] == job["metadata"]["name"]
+
+
+def test_a_viewer_may_not_restart_scale_or_trigger(live: Live, admin: str) -> None:
+    live.user("victor", "viewer")
+    workloads(live.sim)
+    victor = live.browser("victor")
+    for body in ({"action": "restart", **APPS, "resource": "deployments", "name": "web"},
+                 {"action": "scale", **APPS, "resource": "deployments", "name": "web",
+                  "replicas": 9},
+                 {"action": "trigger", **CRON, "name": "nightly"}):
+        assert victor.post(PATH, body).status_code == 403
+    assert live.sim.get("deployments", "web", "shop")["spec"]["replicas"] == 2
+    assert live.sim.list("jobs", "shop") == []
+    assert live.sim.stats.count("patch", "deployments") == 0
+    assert live.events() == []

@@ -60,3 +60,33 @@ def test_unknown_pod_and_container(live: Live, admin: str) -> None:
     wrong = live.sse(PATH, query(container="nope"), bearer).next().data
     assert wrong["type"] == "error" and wrong["error"]["code"] == 400
     assert "nope" in wrong["error"]["message"]
+
+
+def test_every_container_at_once(live: Live, admin: str) -> None:
+    """`allContainers` (no container named): each container's log, each line naming its
+    container (`kubectl logs --all-containers --prefix`); one end once all have ended."""
+    live.sim.add_pod("default", "web-1", ["app", "sidecar"], logs=["app starts"])
+    live.sim.append_log("default", "web-1", "sidecar", "sidecar starts")
+    bearer = {"Authorization": f"Bearer {admin}"}
+    everything = query(container="", allContainers="true", follow="false")
+    stream = live.sse(PATH, everything, bearer)
+    messages = [stream.next().data for _ in range(3)]
+    assert sorted(m["type"] + ":" + m.get("container", "") + ":" + m.get("line", "")
+                  for m in messages[:2]) == ["line:app:app starts",
+                                             "line:sidecar:sidecar starts"]
+    assert messages[2] == {"type": "end"}
+
+    followed = live.sse(PATH, {**everything, "follow": "true", "tailLines": "0"}, bearer)
+    live.sim.append_log("default", "web-1", "sidecar", "from the sidecar")
+    assert followed.next().data == {"type": "line", "line": "from the sidecar",
+                                    "container": "sidecar"}
+    live.sim.append_log("default", "web-1", "app", "from the app")
+    assert followed.next().data == {"type": "line", "line": "from the app",
+                                    "container": "app"}
+
+
+def test_every_container_of_a_pod_that_is_not_there(live: Live, admin: str) -> None:
+    bearer = {"Authorization": f"Bearer {admin}"}
+    missing = live.sse(PATH, query(pod="nope", container="", allContainers="true"),
+                       bearer).next().data
+    assert missing["type"] == "error" and missing["error"]["code"] == 404

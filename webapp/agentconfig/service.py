@@ -100,17 +100,6 @@ def submit(agent: Agent, text: str, *, source: str, by: str | None = None,
                    token=token)
 
 
-def set_user_access(agent: Agent, access: ClusterAccess, by: str | None,
-                    source: str = "ui") -> Accepted:
-    """A new version whose `user_access` is `access`, everything else kept as written."""
-    section = user_access_section(access)
-
-    def rewrite(current: ConfigVersion | None, _access: ClusterAccess) -> str:
-        return edit.replace_section(current.text if current else "", "user_access", section)
-
-    return _submit(agent, rewrite, source=source, by=by, commit=None, token=None)
-
-
 def check_commit(value: str) -> str:
     """A commit as events store it: at most 64 characters, not blank, not padded."""
     if len(value) > 64:

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, flash, g, redirect, render_template, request, url_for
+from flask import Blueprint, flash, g, jsonify, redirect, render_template, request, url_for
 from werkzeug.wrappers import Response
 
 from .. import agents
 from ..auth import login_required, role_required
 from ..errors import AppError
 from ..models import Agent
-from . import service
+from ..watch.access import for_agent
+from . import edit, service
 from .schema import DEPRECATED, DOCS_PATH, FLUX_RESOURCES, SCHEMA
 from .validate import MAX_BYTES, Problem
 
@@ -30,6 +31,9 @@ def editor_context(agent: Agent, text: str | None = None,
         "text": service.editor_text(agent) if text is None else text,
         "problems": problems,
         "max_bytes": MAX_BYTES,
+        # What "Edit access" adds when the text has no `user_access` yet: today's access.
+        "access_section": edit.section_text(
+            "user_access", service.user_access_section(for_agent(agent))),
     }
 
 
@@ -61,13 +65,24 @@ def save(name: str) -> Response | tuple[str, int]:
 
 @bp.post("/agents/<name>/settings/config/check")
 @role_required("maintainer")
-def check(name: str) -> str | tuple[str, int]:
-    """Validation only, for the editor's Check button: nothing is stored or recorded."""
+def check(name: str) -> Response | str | tuple[str, int]:
+    """Validation only, for the Check button (HTML) and the editor's live marks (JSON):
+    nothing is stored or recorded."""
     agents.get(name)
+    wants_json = request.accept_mimetypes.best == "application/json"
     try:
         checked = service.check_text(request.form.get("config", ""))
     except AppError as exc:
+        if wants_json:
+            # A text too large (or unstorable) is the editor's answer, not a failed call.
+            return jsonify(ok=False, problems=[
+                {"path": "", "line": None, "column": None, "message": exc.message}],
+                deprecations=[])
         return render_template("agentconfig/_check.html", error=exc.message), exc.status
+    if wants_json:
+        return jsonify(ok=checked.ok, problems=[p.to_json() for p in checked.problems],
+                       deprecations=[{"path": d.name, "message": d.message, "link": d.link}
+                                     for d in checked.deprecations])
     return render_template("agentconfig/_check.html", checked=checked)
 
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import yaml
 
+from . import defaults
 from . import patch as patching
 from .errors import ApiError
 from .events import EventRecorder
@@ -38,9 +39,10 @@ from .flux import (
     git_revision,
 )
 from .logs import LogBuffer, LogGenerator, LogStore
-from .pods import PHASE_DEFAULT_STATE, build_pod, build_service, build_status
+from .pods import PHASE_DEFAULT_STATE, STATES, build_pod, build_service, build_status
 from .rbac import RBAC
 from .resources import (
+    CRONJOBS,
     GITREPOSITORIES,
     HELMRELEASES,
     KUSTOMIZATIONS,
@@ -55,6 +57,7 @@ from .selectors import compile_selector
 from .stats import Stats
 from .store import HiddenWrites, Store, WatchEvent
 from .util import JSON, json_copy, new_uid, rfc3339, stable_hex
+from .workloads import STATE_ANNOTATION, Workloads, owner_ref, random_suffix
 
 if TYPE_CHECKING:
     from .demo import Demo
@@ -88,9 +91,10 @@ class SimCluster:
         self, history_size: int = 1000, bookmark_interval: float = 5.0, *,
         token: str | None = None, flux_delay: float = 0.2, log_max_lines: int = 50_000,
         namespaces: Iterable[str] = DEFAULT_NAMESPACES, block_timeout: float = BLOCK_TIMEOUT,
-        start_rv: int = 1,
+        start_rv: int = 1, job_seconds: float = 1.0,
     ) -> None:
         self._settings = (history_size, flux_delay, log_max_lines, tuple(namespaces))
+        self._job_seconds = job_seconds
         self.store = Store(history_size, start_rv)
         self.stats = Stats()
         self.rbac = RBAC()
@@ -99,6 +103,7 @@ class SimCluster:
         self.scheduler = Scheduler()
         self.events = EventRecorder(self.store)
         self.flux = FluxController(self.store, self.events, self.scheduler, flux_delay)
+        self.workloads = Workloads(self, job_seconds=job_seconds)
         self.bookmark_interval = bookmark_interval
         self.block_timeout = block_timeout
         self.token = token  # when set, HTTP requests must carry this bearer token
@@ -181,13 +186,13 @@ class SimCluster:
         fresh = SimCluster(history_size, self.bookmark_interval, token=self.token,
                            flux_delay=flux_delay, log_max_lines=log_max_lines,
                            namespaces=namespaces, block_timeout=self.block_timeout,
-                           start_rv=start_rv)
+                           start_rv=start_rv, job_seconds=self._job_seconds)
         if populate is not None:
             populate(fresh)
         old = (self.store, self.logs, self.scheduler)
         # Take over fresh's parts; fresh itself is dropped, never closed.
         self.store, self.logs, self.scheduler = fresh.store, fresh.logs, fresh.scheduler
-        self.events, self.flux = fresh.events, fresh.flux
+        self.events, self.flux, self.workloads = fresh.events, fresh.flux, fresh.workloads
         # Its controllers stay subscribed to its store; its own kubelet hook becomes ours.
         self.store._listeners = [self._on_event if fn == fresh._on_event else fn
                                  for fn in self.store._listeners]
@@ -242,8 +247,11 @@ class SimCluster:
     def create(self, obj: JSON) -> JSON:
         """Create any supported object (kind decides the resource); namespaces auto-created."""
         rt = _rt_of(obj)
-        created = self.store.create(rt, obj, require_namespace=False)
-        return created
+        obj = defaults.apply(rt.plural, obj, api=False)
+        if rt is SERVICES and not (obj.get("spec") or {}).get("clusterIPs"):
+            obj = _allocated_service(obj)
+        return self.store.create(rt, obj, require_namespace=False,
+                                 keep_uid=rt.plural == "jobs")
 
     def get(self, resource: str, name: str, namespace: str = "default") -> JSON:
         rt = resolve(resource)
@@ -274,7 +282,7 @@ class SimCluster:
         rt = resolve(resource)
         return self.store.update(
             rt, namespace, name,
-            lambda cur: patching.apply(content_type, cur, body, custom=bool(rt.group)))
+            lambda cur: patching.apply(content_type, cur, body, custom=rt.crd))
 
     def delete(self, resource: str, name: str, namespace: str = "default",
                grace_period: int | None = None) -> JSON:
@@ -320,11 +328,20 @@ class SimCluster:
                                                                         meta["uid"]))
 
     def _kubelet_start(self, namespace: str, name: str, uid: str) -> None:
+        state = "Running"
+
         def start(o: JSON) -> JSON | None:
+            nonlocal state
             if o["metadata"]["uid"] != uid or (o.get("status") or {}).get("conditions"):
                 return None
             o["spec"].setdefault("nodeName", "sim-worker")
-            o["status"] = build_status(o, {})
+            # A pod template may ask for a failing start (the demo's broken workloads); a
+            # job's outcome is decided when it finishes.
+            wanted = (o["metadata"].get("annotations") or {}).get(STATE_ANNOTATION)
+            state = wanted if wanted in STATES and wanted not in ("Error", "Completed") \
+                else "Running"
+            names = [c["name"] for c in o["spec"]["containers"]]
+            o["status"] = build_status(o, dict.fromkeys(names, state))
             return o
 
         try:
@@ -334,7 +351,7 @@ class SimCluster:
         if pod["metadata"]["uid"] == uid:
             for c in pod["spec"]["containers"]:
                 self.logs.container(namespace, name, c["name"])
-            self._startup_events(pod, "Running")
+            self._startup_events(pod, state)
 
     # --- builders -------------------------------------------------------------------------
 
@@ -542,6 +559,50 @@ class SimCluster:
             namespace, name, chart=chart, version=version, suspend=suspend, values=values,
             target_namespace=target_namespace))
 
+    def run_cronjob(self, namespace: str, name: str, job_name: str | None = None, *,
+                    scheduled_at: float | None = None) -> JSON:
+        """A Job from the CronJob's jobTemplate, owned by it: what ``kubectl create job
+        --from=cronjob/<name>`` creates (annotated ``cronjob.kubernetes.io/instantiate:
+        manual``), or with ``scheduled_at`` what the CronJob controller creates for that
+        scheduled time (``<name>-<minutes since the epoch>``, ``lastScheduleTime``)."""
+        cj = self.get("cronjobs", name, namespace)
+        template = cj["spec"]["jobTemplate"]
+        tmeta = template.get("metadata") or {}
+        ref = owner_ref(cj)
+        annotations = dict(tmeta.get("annotations") or {})
+        if scheduled_at is None:
+            ref.pop("blockOwnerDeletion")  # kubectl sets only controller
+            annotations["cronjob.kubernetes.io/instantiate"] = "manual"
+            job_name = job_name or f"{name}-manual-{random_suffix()}"
+        else:
+            annotations["batch.kubernetes.io/cronjob-scheduled-timestamp"] = \
+                rfc3339(scheduled_at)
+            job_name = job_name or f"{name}-{int(scheduled_at // 60)}"
+        job = self.create({
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": job_name, "namespace": namespace,
+                         "labels": dict(tmeta.get("labels") or {}),
+                         "annotations": annotations, "ownerReferences": [ref]},
+            "spec": json_copy(template.get("spec") or {})})
+        if scheduled_at is not None:
+            def scheduled(o: JSON) -> JSON:
+                o.setdefault("status", {})["lastScheduleTime"] = rfc3339(scheduled_at)
+                return o
+            self.store.update(CRONJOBS, namespace, name, scheduled)
+            self.events.record(cj, "SuccessfulCreate", f"Created job {job_name}",
+                               component="cronjob-controller")
+        return job
+
+    def settle(self, timeout: float = 10.0) -> None:
+        """Wait until the controllers have nothing queued and every pod has been started
+        by the kubelet (or left Pending for want of a node)."""
+        def settled() -> bool:
+            if not self.workloads.idle():
+                return False
+            return all((p.get("status") or {}).get("conditions")
+                       for p in self.list("pods"))
+        self.wait_for(settled, timeout=timeout)
+
     def record_event(
         self, obj: JSON, reason: str, message: str, type: str = "Normal",  # noqa: A002
         component: str | None = None, field_path: str | None = None,
@@ -602,6 +663,21 @@ class SimCluster:
         from .demo import seed_demo
 
         return seed_demo(self, seed=seed)
+
+
+def _allocated_service(obj: JSON) -> JSON:
+    """A Service as the API allocates it, its load balancer (if any) provisioned, as
+    ``add_service`` builds them."""
+    status = obj.get("status")
+    out = defaults.service(obj)
+    if (out.get("spec") or {}).get("type") == "LoadBalancer":
+        meta, spec = out["metadata"], out["spec"]
+        built = build_service(meta.get("namespace", "default"), meta["name"],
+                              type="LoadBalancer", ports=spec.get("ports"))
+        out["status"] = built["status"]
+    if status:
+        out["status"] = status
+    return out
 
 
 def _has_image_ids(pod: JSON) -> bool:

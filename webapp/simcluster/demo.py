@@ -1,14 +1,25 @@
 """Demo data and churn: a small but lively cluster for the UI, demos and soak tests.
 
-``seed_demo`` creates namespaces ``shop``, ``payments``, ``monitoring`` and
-``flux-system`` with deployment-like pods (ReplicaSet owners, pod-template-hash labels)
-in a mix of states (Running, NotReady, CrashLoopBackOff, ImagePullBackOff, Completed),
-Services of every type, a GitRepository, Kustomizations (one failing with BuildFailed,
-one suspended, one whose inventory holds a deprecated policy/v1beta1 PDB), HelmReleases
-and the events all of that produces.
+``seed_demo`` builds what a person expects of a real cluster, through the simulated
+controllers (so owners, statuses and events are the real chain): four Nodes (one control
+plane), StorageClasses, and namespaces
 
-``Churn`` then keeps it moving: pods are replaced, crash and recover, log lines flow,
-new Git revisions land and Flux reconciles them.
+* ``shop``: Deployments web (3), api (2, one pod NotReady) and worker (CrashLoopBackOff),
+  their Services (LoadBalancer, ClusterIP), an Ingress, a ConfigMap and Secrets, a CronJob
+  with its scheduled Jobs, a finished migration Job, and the HelmRelease ``podinfo`` with
+  the Deployment and Service Helm labels as its own;
+* ``payments``: payments-api (NodePort), ledger (ImagePullBackOff), a PostgreSQL
+  StatefulSet with bound PVCs, NetworkPolicies, a CronJob whose last Job failed, Backups
+  (the demo custom resource) and a Pending PVC;
+* ``monitoring``: Prometheus (StatefulSet), Grafana (Deployment) and a node-exporter
+  DaemonSet, all from the HelmRelease ``kube-prometheus-stack``;
+* ``flux-system``: Flux's own controllers, a GitRepository and Kustomizations whose
+  ``status.inventory`` lists the objects above (``apps`` also a deprecated
+  policy/v1beta1 PDB; ``payments`` failing its health check on ``ledger``; ``monitoring``
+  suspended).
+
+``Churn`` then keeps it moving: pods are deleted and replaced by their ReplicaSets, crash
+and recover, log lines flow, new Git revisions land and Flux reconciles them.
 """
 
 from __future__ import annotations
@@ -22,25 +33,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from . import builders as b
 from .errors import ApiError
 from .flux import inventory_entry
 from .resources import HELMRELEASES, PODS
-from .util import stable_hex
+from .util import JSON
 
 if TYPE_CHECKING:  # the cluster imports this module lazily: avoid a cycle
     from .cluster import SimCluster
 
 log = logging.getLogger(__name__)
-_HASH_CHARS = "bcdfghjklmnpqrstvwxz2456789"
-
-
-def _suffix(rng: random.Random, n: int) -> str:
-    return "".join(rng.choice(_HASH_CHARS) for _ in range(n))
-
-
-def template_hash(name: str) -> str:
-    digest = stable_hex(name, 10)
-    return "".join(_HASH_CHARS[int(c, 16) % len(_HASH_CHARS)] for c in digest)
+NODE_NAMES = ("sim-control-plane", "sim-worker", "sim-worker2", "sim-worker3")
 
 
 @dataclass
@@ -53,11 +56,7 @@ class Deployment:
 
     @property
     def labels(self) -> dict[str, str]:
-        return {"app": self.name, "pod-template-hash": template_hash(self.name)}
-
-    @property
-    def replicaset(self) -> str:
-        return f"{self.name}-{template_hash(self.name)}"
+        return {"app": self.name}
 
 
 @dataclass
@@ -68,74 +67,156 @@ class Demo:
     kustomizations: list[tuple[str, str]] = field(default_factory=list)
     helmreleases: list[tuple[str, str]] = field(default_factory=list)
     gitrepositories: list[tuple[str, str]] = field(default_factory=list)
+    cronjobs: list[tuple[str, str]] = field(default_factory=list)
 
 
-def add_replica(cluster: SimCluster, dep: Deployment, rng: random.Random,
-                state: str = "Running", events: bool = True) -> str:
-    name = f"{dep.replicaset}-{_suffix(rng, 5)}"
-    containers = [{"name": c, "image": dep.image if i == 0 else "envoyproxy/envoy:v1.31.0"}
+def _entry(obj: JSON) -> JSON:
+    """The Flux inventory entry of an object."""
+    group, _, version = obj["apiVersion"].rpartition("/")
+    meta = obj["metadata"]
+    return inventory_entry(meta.get("namespace", ""), meta["name"], obj["kind"], group=group,
+                           version=version)
+
+
+class _Applier:
+    """Creates objects as a Flux Kustomization or a Helm release would, remembering them."""
+
+    def __init__(self, cluster: SimCluster, labels: dict[str, str],
+                 annotations: dict[str, str] | None = None) -> None:
+        self.cluster, self.labels, self.annotations = cluster, labels, annotations or {}
+        self.applied: list[JSON] = []
+
+    def __call__(self, obj: JSON) -> JSON:
+        meta = obj["metadata"]
+        meta["labels"] = {**(meta.get("labels") or {}), **self.labels}
+        if self.annotations:
+            meta["annotations"] = {**(meta.get("annotations") or {}), **self.annotations}
+        template = (obj.get("spec") or {}).get("template")
+        if obj["kind"] in ("Deployment", "StatefulSet", "DaemonSet") and template:
+            tmeta = template.setdefault("metadata", {})
+            tmeta["labels"] = {**(tmeta.get("labels") or {}),
+                               **{k: v for k, v in self.labels.items()
+                                  if k.startswith(("app.kubernetes.io/instance",
+                                                   "helm.toolkit"))}}
+        created = self.cluster.create(obj)
+        self.applied.append(created)
+        return created
+
+
+def _deploy(apply: _Applier, demo: Demo, dep: Deployment, state: str | None = None,
+            port: int = 8080) -> None:
+    containers = [b.container(c, dep.image if i == 0 else "envoyproxy/envoy:v1.31.0",
+                              port if i == 0 else None)
                   for i, c in enumerate(dep.containers)]
-    node = rng.choice(("sim-worker", "sim-worker2", "sim-worker3"))
-    cluster.add_pod(dep.namespace, name, containers, state=state, labels=dep.labels,
-                    owner=("ReplicaSet", dep.replicaset), node=node, events=events,
-                    restarts=rng.randrange(3, 9) if state == "CrashLoopBackOff" else 0,
-                    grace_period=5)
-    return name
+    apply(b.deployment(dep.namespace, dep.name, containers, dep.replicas, labels=dep.labels,
+                       state=state))
+    demo.deployments.append(dep)
 
 
 def seed_demo(cluster: SimCluster, seed: int = 0) -> Demo:
     rng = random.Random(seed)
     demo = Demo(namespaces=["shop", "payments", "monitoring", "flux-system"])
+    for i, name in enumerate(NODE_NAMES):
+        cluster.create(b.node(name, roles=("control-plane",) if i == 0 else ()))
+    cluster.create(b.storage_class("standard", "rancher.io/local-path", default=True))
+    cluster.create(b.storage_class("fast-ssd", "ebs.csi.aws.com", expansion=True))
+    infra = _Applier(cluster, b.kustomize_labels("infrastructure"))
     for ns in demo.namespaces:
-        cluster.add_namespace(ns, labels={"kustomize.toolkit.fluxcd.io/name": "infrastructure"})
-    deployments = [
-        (Deployment("shop", "web", ["web"], 3, "nginx:1.27"), ["Running"] * 3),
-        (Deployment("shop", "api", ["api", "envoy"], 2), ["Running", "NotReady"]),
-        (Deployment("shop", "worker", ["worker"], 1), ["CrashLoopBackOff"]),
-        (Deployment("payments", "payments-api", ["api"], 2), ["Running", "Running"]),
-        (Deployment("payments", "ledger", ["ledger"], 1), ["ImagePullBackOff"]),
-        (Deployment("monitoring", "grafana", ["grafana"], 1, "grafana/grafana:11.2.0"),
-         ["Running"]),
-    ]
-    for dep, states in deployments:
-        demo.deployments.append(dep)
-        for state in states:
-            pod = add_replica(cluster, dep, rng, state)
-            if state in ("Running", "NotReady"):
-                cluster.append_log(dep.namespace, pod, dep.containers[0], [
-                    f"level=info msg=\"starting {dep.name}\" version=1.4.2",
-                    "level=info msg=\"listening\" addr=:8080",
-                ])
-    cluster.add_pod("shop", "db-migrate-" + _suffix(rng, 5), ["migrate"], state="Completed",
-                    restart_policy="Never", owner=("Job", "db-migrate"),
-                    labels={"job-name": "db-migrate"})
-    cluster.add_pod("monitoring", "prometheus-0", ["prometheus", "config-reloader"],
-                    owner=("StatefulSet", "prometheus"),
-                    labels={"app.kubernetes.io/name": "prometheus"})
-    for ns, name, type_, port, sel in [
-        ("shop", "web", "LoadBalancer", 80, "web"), ("shop", "api", "ClusterIP", 8080, "api"),
-        ("payments", "payments-api", "NodePort", 8443, "payments-api"),
-        ("monitoring", "grafana", "ClusterIP", 3000, "grafana"),
-        ("monitoring", "prometheus", "ClusterIP", 9090, None),
-    ]:
-        cluster.add_service(ns, name, type_, ports=[port],
-                            selector={"app": sel} if sel else None)
+        infra({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+
+    # flux-system: Flux itself
+    flux = _Applier(cluster, {"app.kubernetes.io/part-of": "flux"})
+    for ctl in ("source-controller", "kustomize-controller", "helm-controller"):
+        _deploy(flux, demo, Deployment("flux-system", ctl, ["manager"], 1,
+                                       f"ghcr.io/fluxcd/{ctl}:v1.7.0"))
+
+    # shop, applied by the Kustomization "apps"
+    apps = _Applier(cluster, b.kustomize_labels("apps"))
+    _deploy(apps, demo, Deployment("shop", "web", ["web"], 3, "nginx:1.27"), port=80)
+    _deploy(apps, demo, Deployment("shop", "api", ["api", "envoy"], 2))
+    _deploy(apps, demo, Deployment("shop", "worker", ["worker"], 1), state="CrashLoopBackOff")
+    apps(b.service("shop", "web", 80, selector={"app": "web"}, type="LoadBalancer"))
+    apps(b.service("shop", "api", 8080, selector={"app": "api"}))
+    apps(b.ingress("shop", "web", "shop.example.com", "web", 80))
+    apps(b.configmap("shop", "web-config", {"nginx.conf": "server { listen 80; }",
+                                            "FEATURE_FLAGS": "checkout-v2"}))
+    apps(b.secret("shop", "api-credentials", {"username": "api", "password": "s3cr3t"}))
+    apps(b.secret("shop", "web-tls", {"tls.crt": "-----BEGIN CERTIFICATE-----",
+                                      "tls.key": "-----BEGIN PRIVATE KEY-----"},
+                  type="kubernetes.io/tls"))
+    apps(b.cronjob("shop", "report", "*/15 * * * *",
+                   [b.container("report", "ghcr.io/example/report:2.0.1")]))
+    apps(b.job("shop", "db-migrate", [b.container("migrate", "ghcr.io/example/migrate:1.4.2")]))
+    demo.cronjobs.append(("shop", "report"))
+    for ns, name in (("shop", "web"), ("shop", "api")):
         demo.services.append((ns, name))
+
+    # shop: the Helm release podinfo
+    podinfo = _Applier(cluster, b.helm_labels("podinfo", "shop", "podinfo", "6.7.1"),
+                       b.helm_annotations("podinfo", "shop"))
+    _deploy(podinfo, demo, Deployment("shop", "podinfo", ["podinfo"], 2,
+                                      "ghcr.io/stefanprodan/podinfo:6.7.1"), port=9898)
+    podinfo(b.service("shop", "podinfo", 9898, selector={"app": "podinfo"}))
+    demo.services.append(("shop", "podinfo"))
+
+    # payments, applied by the Kustomization "payments"
+    pay = _Applier(cluster, b.kustomize_labels("payments"))
+    _deploy(pay, demo, Deployment("payments", "payments-api", ["api"], 2), port=8443)
+    _deploy(pay, demo, Deployment("payments", "ledger", ["ledger"], 1,
+                                  "ghcr.io/example/ledger:9.9.9-missing"),
+            state="ImagePullBackOff")
+    pay(b.statefulset("payments", "postgres", [b.container("postgres", "postgres:16.4", 5432)],
+                      2, labels={"app": "postgres"}, storage="10Gi"))
+    pay(b.service("payments", "payments-api", 8443, selector={"app": "payments-api"},
+                  type="NodePort"))
+    pay(b.service("payments", "postgres", 5432, selector={"app": "postgres"}, headless=True))
+    pay(b.network_policy("payments", "default-deny", {}))
+    pay(b.network_policy("payments", "allow-api-to-postgres", {"app": "postgres"},
+                         from_labels={"app": "payments-api"}))
+    pay(b.secret("payments", "postgres-credentials", {"POSTGRES_PASSWORD": "hunter2"}))
+    pay(b.cronjob("payments", "ledger-reconcile", "0 * * * *",
+                  [b.container("reconcile", "ghcr.io/example/ledger:9.9.8")], state="Error"))
+    pay(b.pvc("payments", "exports", "50Gi", storage_class="fast-ssd"))
+    pay(b.backup("payments", "postgres-nightly", "0 2 * * *", "s3://backups/postgres",
+                  phase="Succeeded", size=1_288_490_188, ratio=0.31,
+                  last="2026-01-01T02:00:00Z"))
+    pay(b.backup("payments", "ledger-hourly", "0 * * * *", "s3://backups/ledger",
+                  phase="Failed", suspend=True))
+    demo.cronjobs.append(("payments", "ledger-reconcile"))
+    demo.services += [("payments", "payments-api"), ("payments", "postgres")]
+
+    # monitoring: the Helm release kube-prometheus-stack
+    stack = _Applier(cluster, b.helm_labels("kube-prometheus-stack", "monitoring",
+                                            "kube-prometheus-stack", "65.1.0"),
+                     b.helm_annotations("kube-prometheus-stack", "monitoring"))
+    stack(b.statefulset("monitoring", "prometheus",
+                        [b.container("prometheus", "quay.io/prometheus/prometheus:v2.54.1",
+                                     9090),
+                         b.container("config-reloader",
+                                     "quay.io/prometheus-operator/prometheus-config-reloader:"
+                                     "v0.77.1")], 1, labels={"app": "prometheus"},
+                        storage="20Gi"))
+    _deploy(stack, demo, Deployment("monitoring", "grafana", ["grafana"], 1,
+                                    "grafana/grafana:11.2.0"), port=3000)
+    stack(b.daemonset("monitoring", "node-exporter",
+                      [b.container("node-exporter", "quay.io/prometheus/node-exporter:v1.8.2",
+                                   9100)], labels={"app": "node-exporter"}))
+    stack(b.service("monitoring", "grafana", 3000, selector={"app": "grafana"}))
+    stack(b.service("monitoring", "prometheus", 9090, selector={"app": "prometheus"}))
+    demo.services += [("monitoring", "grafana"), ("monitoring", "prometheus")]
+
+    # flux-system: the source and what applies all of the above
     cluster.add_gitrepository("flux-system", "flux-system",
                               url="https://git.example.com/fleet/flux-system.git")
     demo.gitrepositories.append(("flux-system", "flux-system"))
     cluster.add_kustomization("flux-system", "infrastructure", path="./infrastructure",
-                              inventory=[inventory_entry("", ns, "Namespace", group="")
-                                         for ns in ("shop", "payments", "monitoring")])
+                              inventory=[_entry(o) for o in infra.applied])
     cluster.add_kustomization("flux-system", "apps", path="./apps", wait=True, inventory=[
-        inventory_entry("shop", "web", "Deployment"),
-        inventory_entry("shop", "web", "Service", group=""),
-        inventory_entry("shop", "api", "Deployment"),
+        *(_entry(o) for o in apps.applied),
         inventory_entry("shop", "web", "PodDisruptionBudget", group="policy", version="v1beta1"),
-        inventory_entry("payments", "payments-api", "Deployment"),
     ])
-    cluster.flux.set_failing("flux-system", "payments", "BuildFailed")
-    cluster.add_kustomization("flux-system", "payments", path="./payments")
+    cluster.add_kustomization("flux-system", "payments", path="./payments", wait=True,
+                              inventory=[_entry(o) for o in pay.applied])
     cluster.add_kustomization("flux-system", "monitoring", path="./monitoring", suspend=True)
     demo.kustomizations += [("flux-system", n)
                             for n in ("infrastructure", "apps", "payments", "monitoring")]
@@ -143,7 +224,52 @@ def seed_demo(cluster: SimCluster, seed: int = 0) -> Demo:
                             values={"replicaCount": 2})
     cluster.add_helmrelease("monitoring", "kube-prometheus-stack", version="65.1.0")
     demo.helmreleases += [("shop", "podinfo"), ("monitoring", "kube-prometheus-stack")]
+
+    _settle(cluster, demo, rng)
     return demo
+
+
+def _settle(cluster: SimCluster, demo: Demo, rng: random.Random) -> None:
+    """Let the controllers bring the demo up, then add what a lived-in cluster shows:
+    scheduled CronJob runs, a NotReady pod, logs, and a Kustomization whose health check
+    fails on the broken Deployment."""
+    now = time.time()
+    for ns, name in demo.cronjobs:
+        for minutes_ago in (45, 30, 15):
+            cluster.run_cronjob(ns, name, scheduled_at=now - minutes_ago * 60)
+    cluster.settle()
+    cluster.wait_for(lambda: all(_finished(j) for j in cluster.list("jobs")), timeout=10)
+    api = sorted(p["metadata"]["name"] for p in cluster.list("pods", "shop", "app=api"))
+    if api:
+        cluster.set_pod_state("shop", api[-1], "NotReady", container="api")
+    for dep in demo.deployments:
+        for pod in cluster.list("pods", dep.namespace, f"app={dep.name}"):
+            if (pod.get("status") or {}).get("phase") == "Running":
+                cluster.append_log(dep.namespace, pod["metadata"]["name"], dep.containers[0], [
+                    f'level=info msg="starting {dep.name}" version=1.4.2',
+                    f'level=info msg="listening" addr=:{8000 + rng.randrange(100)}'])
+    cluster.wait_for(lambda: (cluster.get("kustomizations", "payments", "flux-system")
+                              .get("status") or {}).get("inventory"), timeout=10)
+    cluster.flux.set_failing("flux-system", "payments", "HealthCheckFailed",
+                             "health check failed after 5m0s: timeout waiting for: "
+                             "[Deployment/payments/ledger status: 'InProgress']")
+    cluster.flux.request_reconcile("flux-system", "payments")
+    cluster.wait_for(lambda: _ready_reason(cluster.get("kustomizations", "payments",
+                                                       "flux-system")) == "HealthCheckFailed",
+                     timeout=10)
+    cluster.settle()
+
+
+def _finished(job: JSON) -> bool:
+    return any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+               for c in (job.get("status") or {}).get("conditions") or [])
+
+
+def _ready_reason(obj: JSON) -> str | None:
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "Ready":
+            return str(c.get("reason"))
+    return None
 
 
 class Churn:
@@ -227,15 +353,12 @@ class Churn:
         return action
 
     def _replace(self) -> None:
+        """A pod goes away (evicted, node drained): its ReplicaSet makes a new one."""
         dep = self.rng.choice(self.demo.deployments)
         pods = [p for p in self._pods(dep) if not p["metadata"].get("deletionTimestamp")]
         if pods:
             victim = self.rng.choice(pods)["metadata"]["name"]
             self.cluster.delete_object(PODS, dep.namespace, victim, self.grace_period)
-        name = add_replica(self.cluster, dep, self.rng, "ContainerCreating")
-        self.cluster.scheduler.call_later(
-            1.0 + self.rng.random(), lambda: self._safe(
-                lambda: self.cluster.set_pod_state(dep.namespace, name, "Running")))
 
     def _crash(self) -> None:
         dep = self.rng.choice(self.demo.deployments)

@@ -23,14 +23,14 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
-from . import errors
+from . import defaults, errors, printers, scale
 from . import patch as patching
 from .errors import ApiError
 from .logs import LogBuffer
-from .pods import default_pod, default_service
+from .negotiation import PLAIN, Representation, negotiate
 from .rbac import Identity, Request
-from .resources import NAMESPACES, PODS, SERVICES, ResourceType
-from .routes import Route, parse_route, verb_of
+from .resources import NAMESPACES, ResourceType
+from .routes import Route, discovery_document, parse_route, verb_of
 from .selectors import compile_selector
 from .stats import RequestRecord
 from .store import Cursor, Expired, Stored, WatchEvent
@@ -51,6 +51,7 @@ class _ClientGone(Exception):
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    rep: Representation = PLAIN  # this request's answer: plain objects or a Table
     server: HTTPServer
     server_version = "simcluster"
     sys_version = ""
@@ -168,7 +169,8 @@ class Handler(BaseHTTPRequestHandler):
                 if method != "GET":
                     raise ApiError(405, f"the server does not allow this method on the "
                                         f"requested resource ({method})")
-                self._send(200, dumps(target))
+                doc, ctype = discovery_document(url.path, target, self.headers.get("Accept"))
+                self._send(200, dumps(doc), ctype)
                 return
             route = target
             verb = verb_of(method, route, query)
@@ -180,12 +182,16 @@ class Handler(BaseHTTPRequestHandler):
             if injected is not None:
                 raise injected
             _check_list_options(verb, query)
+            self.rep = negotiate(self.headers.get("Accept"), query.get("includeObject")) \
+                if verb in ("get", "list", "watch") and route.sub is None else PLAIN
             if verb == "watch":
                 self._watch(route, query)
             elif verb == "list":
                 self._list(route, query)
             elif route.sub == "log":
                 self._log(route, query)
+            elif route.sub == "scale":
+                self._scale(verb, route, body)
             elif verb == "get":
                 self._get(route, query)
             elif verb == "create":
@@ -248,6 +254,10 @@ class Handler(BaseHTTPRequestHandler):
         assert route.name is not None
         self._wait_fresh(query)
         stored = self.cluster.store.get(route.rt, route.namespace or "", route.name)
+        if self.rep.table:
+            meta = {"resourceVersion": stored.obj["metadata"].get("resourceVersion", "")}
+            self._send(200, dumps(_table(route.rt, self.rep, meta, [stored.obj])))
+            return
         self._send(200, stored.encoded)
 
     def _list(self, route: Route, query: dict[str, str]) -> None:
@@ -278,12 +288,13 @@ class Handler(BaseHTTPRequestHandler):
                 "name": last.obj["metadata"]["name"]})).decode()
             meta["remainingItemCount"] = len(items) - limit
             items = items[:limit]
+        if self.rep.table:
+            self._send(200, dumps(_table(rt, self.rep, meta, [s.obj for s in items])))
+            return
         head = (b'{"kind":"' + rt.list_kind.encode() + b'","apiVersion":"'
                 + rt.api_version.encode() + b'","metadata":' + dumps(meta) + b',"items":[')
-        if rt.group:  # a custom resource
-            body = b",".join(s.encoded for s in items)
-        else:
-            body = b",".join(s.listed for s in items)
+        # A custom resource's list items keep kind and apiVersion; built-in kinds' do not.
+        body = b",".join(s.encoded if rt.crd else s.listed for s in items)
         self._send(200, head + body + b"]}")
 
     def _watch(self, route: Route, query: dict[str, str]) -> None:
@@ -324,12 +335,13 @@ class Handler(BaseHTTPRequestHandler):
         now = time.monotonic()
         deadline = now + timeout if timeout else None
         next_bookmark = now + interval if bookmarks else None
-        batch = [b'{"type":"ADDED","object":' + s.encoded + b"}\n"
+        lines = _WatchLines(rt, self.rep)
+        batch = [lines.event("ADDED", s.obj, s.encoded)
                  for s in cursor.initial if _wanted(s, ns, pred)]
         if batch:
             self._chunk(b"".join(batch))
         if initial_events:
-            self._chunk(_bookmark(rt, cursor.position, initial_end=True))
+            self._chunk(lines.bookmark(cursor.position, initial_end=True))
         while True:
             now = time.monotonic()
             if deadline is not None and now >= deadline:
@@ -344,15 +356,15 @@ class Handler(BaseHTTPRequestHandler):
             except Expired as exc:
                 self._chunk(b'{"type":"ERROR","object":' + dumps(exc.error.status()) + b"}\n")
                 break
-            lines = [line for ev in events if ev.rt is rt
-                     for line in (_event_line(ev, ns, pred),) if line]
-            if lines:
-                self._chunk(b"".join(lines))
+            out = [lines.of(ev, sent) for ev in events if ev.rt is rt
+                   for sent in (_event_type(ev, ns, pred),) if sent]
+            if out:
+                self._chunk(b"".join(out))
             if next_bookmark is not None and time.monotonic() >= next_bookmark:
                 # A watch ahead of the store hears nothing, bookmarks included, until the
                 # store passes its version (the watch cache's "RV+1" case).
                 if cursor.position <= store.resource_version:
-                    self._chunk(_bookmark(rt, cursor.position))
+                    self._chunk(lines.bookmark(cursor.position))
                 next_bookmark = time.monotonic() + interval
             if self._stream_over() or store.closed:
                 break
@@ -393,14 +405,13 @@ class Handler(BaseHTTPRequestHandler):
         rt = route.rt
         if rt.status_subresource:
             obj.pop("status", None)  # creates ignore status, like the API server
-        if rt is PODS:
-            obj = default_pod(obj)
-            obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
-        if rt is SERVICES:
-            obj = default_service(obj)
         if rt is NAMESPACES:
             obj["metadata"].pop("namespace", None)
-        created = self.cluster.store.create(rt, obj)
+        obj["metadata"].pop("uid", None)
+        if rt.plural == "jobs" and obj["metadata"].get("generateName") \
+                and not obj["metadata"].get("name"):
+            self.cluster.store.generate_name(rt, obj)  # the Job's labels name it
+        created = self.cluster.store.create(rt, defaults.apply(rt.plural, obj), keep_uid=True)
         self._send(201, dumps(created))
 
     def _update(self, route: Route, body: bytes) -> None:
@@ -421,7 +432,7 @@ class Handler(BaseHTTPRequestHandler):
 
         def apply(cur: JSON) -> JSON:
             rv = cur["metadata"]["resourceVersion"]
-            new = patching.apply(ctype, cur, doc, custom=bool(rt.group))
+            new = patching.apply(ctype, cur, doc, custom=rt.crd)
             if not isinstance(new, dict):
                 raise ApiError(422, "the patched object is not an object")
             if (new.get("metadata") or {}).get("resourceVersion", rv) != rv:
@@ -470,6 +481,30 @@ class Handler(BaseHTTPRequestHandler):
         self._send(200, dumps({"kind": rt.list_kind, "apiVersion": rt.api_version,
                                "metadata": {"resourceVersion": self.cluster.resource_version},
                                "items": deleted}))
+
+    def _scale(self, verb: str, route: Route, body: bytes) -> None:
+        """GET/PUT/PATCH of ``{deployments,statefulsets,replicasets}/scale``: an
+        autoscaling/v1 Scale that reads and writes the object's ``spec.replicas``."""
+        assert route.name is not None
+        store, rt, ns, name = self.cluster.store, route.rt, route.namespace or "", route.name
+        if verb == "get":
+            self._send(200, dumps(scale.of(store.get(rt, ns, name).obj)))
+            return
+        ctype = self.headers.get("Content-Type") or ""
+        doc = self._json_body(body, ctype)
+
+        def change(cur: JSON) -> JSON:
+            current = scale.of(cur)
+            wanted = doc if verb == "update" else patching.apply(ctype, current, doc)
+            replicas = scale.replicas_of(wanted, name)
+            expect = ((wanted or {}).get("metadata") or {}).get("resourceVersion")
+            if expect and expect != cur["metadata"]["resourceVersion"]:
+                raise errors.conflict(rt, name)
+            cur["spec"]["replicas"] = replicas
+            return cur
+
+        result = store.update(rt, ns, name, change)
+        self._send(200, dumps(scale.of(result)))
 
     # --- logs --------------------------------------------------------------------------------
 
@@ -601,29 +636,77 @@ def _wanted(s: Stored, ns: str | None, pred: Callable[[JSON], bool] | None) -> b
     return pred is None or pred(s.obj)
 
 
-def _event_line(ev: WatchEvent, ns: str | None,
-                pred: Callable[[JSON], bool] | None) -> bytes | None:
-    """The line this watcher sees; selector transitions turn into ADDED/DELETED."""
+def _event_type(ev: WatchEvent, ns: str | None,
+                pred: Callable[[JSON], bool] | None) -> str | None:
+    """The event type this watcher sees, if any: selector transitions turn into
+    ADDED/DELETED."""
     if ns is not None and ev.namespace != ns:
         return None
     if pred is None:
-        return ev.line()
+        return ev.type
     now = pred(ev.new.obj)
     if ev.type != "MODIFIED" or ev.old is None:
-        return ev.line() if now else None
+        return ev.type if now else None
     before = pred(ev.old.obj)
     if now and before:
-        return ev.line()
+        return ev.type
     if now:
-        return ev.line("ADDED")
+        return "ADDED"
     if before:
-        return ev.line("DELETED")
+        return "DELETED"
     return None
 
 
-def _bookmark(rt: ResourceType, rv: int, initial_end: bool = False) -> bytes:
+def _table(rt: ResourceType, rep: Representation, meta: JSON, objs: list[JSON],
+           columns: bool = True) -> JSON:
+    """A meta.k8s.io Table of ``objs`` (a watch event's has its columns only once)."""
+    return {"kind": "Table", "apiVersion": f"meta.k8s.io/{rep.table_version}",
+            "metadata": meta,
+            "columnDefinitions": printers.column_definitions(rt) if columns else None,
+            "rows": [_table_row(rt, rep, o) for o in objs]}
+
+
+def _table_row(rt: ResourceType, rep: Representation, obj: JSON) -> JSON:
+    row = printers.row(rt, obj, rep.include_object)
+    partial = row.get("object")
+    if isinstance(partial, dict) and partial.get("kind") == "PartialObjectMetadata":
+        partial["apiVersion"] = f"meta.k8s.io/{rep.table_version}"
+    return row
+
+
+class _WatchLines:
+    """One watcher's event lines: the store's shared encodings for plain JSON, or a Table
+    per event (the columns in the first one only, as the server sends them)."""
+
+    def __init__(self, rt: ResourceType, rep: Representation) -> None:
+        self.rt, self.rep = rt, rep
+        self.columns_sent = False
+
+    def _table_line(self, type_: str, obj: JSON) -> bytes:
+        meta = {"resourceVersion": (obj.get("metadata") or {}).get("resourceVersion", "")}
+        table = _table(self.rt, self.rep, meta, [obj], columns=not self.columns_sent)
+        self.columns_sent = True
+        return b'{"type":"' + type_.encode() + b'","object":' + dumps(table) + b"}\n"
+
+    def event(self, type_: str, obj: JSON, encoded: bytes) -> bytes:
+        if self.rep.table:
+            return self._table_line(type_, obj)
+        return b'{"type":"' + type_.encode() + b'","object":' + encoded + b"}\n"
+
+    def of(self, ev: WatchEvent, type_: str) -> bytes:
+        if self.rep.table:
+            return self._table_line(type_, ev.object_for(type_))
+        return ev.line(type_)
+
+    def bookmark(self, rv: int, initial_end: bool = False) -> bytes:
+        obj = _bookmark_object(self.rt, rv, initial_end)
+        if self.rep.table:
+            return self._table_line("BOOKMARK", obj)
+        return dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
+
+
+def _bookmark_object(rt: ResourceType, rv: int, initial_end: bool = False) -> JSON:
     meta: JSON = {"resourceVersion": str(rv)}
     if initial_end:
         meta["annotations"] = {"k8s.io/initial-events-end": "true"}
-    return dumps({"type": "BOOKMARK", "object": {
-        "kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}}) + b"\n"
+    return {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}

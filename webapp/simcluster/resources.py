@@ -1,15 +1,45 @@
 """The resource types the simulated API server knows, and their discovery documents.
 
-Only what the app uses is registered: core/v1 pods, services, events, namespaces and the
-Flux kinds (Kustomization, HelmRelease, GitRepository).  Each type is addressed by its
-plural name, which is unique across this small set.
+Built-in kinds are declared here with what kube-apiserver 1.37 says of them in discovery
+(names, short names, categories, verbs, the subresources the simulator serves); custom
+resources come from the CRDs in ``crds/`` (Flux's and the demo ``Backup``), with their
+printer columns. Each type is addressed by its plural name, unique across this set.
+
+Discovery comes in both forms the real server serves: the legacy documents (``/api``,
+``/apis``, ``/api/v1``, ``/apis/{group}/{version}``) and the aggregated
+``APIGroupDiscoveryList`` (apidiscovery.k8s.io/v2) of ``/api`` and ``/apis``.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
 
 from .util import JSON
+
+CRD_DIR = Path(__file__).resolve().parent / "crds"
+
+VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+# A CRD's verbs, in the order the apiextensions server lists them.
+CRD_VERBS = ("delete", "deletecollection", "get", "list", "patch", "create", "update", "watch")
+STATUS_VERBS = ("get", "patch", "update")
+
+
+@dataclass(frozen=True)
+class Subresource:
+    name: str
+    verbs: tuple[str, ...] = STATUS_VERBS
+    # The kind it answers with, when not the resource's own (group, version, kind).
+    response: tuple[str, str, str] | None = None
+
+
+STATUS = Subresource("status")
+SCALE = Subresource("scale", response=("autoscaling", "v1", "Scale"))
+LOG = Subresource("log", ("get",))
 
 
 @dataclass(frozen=True)
@@ -22,13 +52,14 @@ class ResourceType:
     singular: str = ""
     short_names: tuple[str, ...] = ()
     # Writes to the main resource ignore .status (and /status writes touch only .status),
-    # like the real API server for pods, services and CRDs with a status subresource.
+    # like the real API server for kinds with a status subresource.
     status_subresource: bool = True
-    subresources: tuple[str, ...] = ("status",)
-    verbs: tuple[str, ...] = (
-        "create", "delete", "deletecollection", "get", "list", "patch", "update", "watch",
-    )
+    subresources: tuple[Subresource, ...] = (STATUS,)
+    verbs: tuple[str, ...] = VERBS
     categories: tuple[str, ...] = field(default=())
+    # A custom resource: its CRD's printer columns (``additionalPrinterColumns``).
+    crd: bool = False
+    printer_columns: tuple[JSON, ...] = field(default=(), compare=False, hash=False)
 
     @property
     def api_version(self) -> str:
@@ -47,45 +78,108 @@ class ResourceType:
         """`pods`, `kustomizations.kustomize.toolkit.fluxcd.io`: the name in error messages."""
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
+    @property
+    def sub_names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.subresources)
 
-KS_GROUP = "kustomize.toolkit.fluxcd.io"
-HR_GROUP = "helm.toolkit.fluxcd.io"
-SRC_GROUP = "source.toolkit.fluxcd.io"
+    @property
+    def storage_version_hash(self) -> str:
+        """apiserver's StorageVersionHash: the first 8 bytes of sha256("group/version/kind")."""
+        digest = hashlib.sha256(f"{self.group}/{self.version}/{self.kind}".encode()).digest()
+        return base64.b64encode(digest[:8]).decode()
 
-PODS = ResourceType(
-    "", "v1", "pods", "Pod", singular="pod", short_names=("po",),
-    subresources=("status", "log"), categories=("all",),
-)
-SERVICES = ResourceType(
-    "", "v1", "services", "Service", singular="service", short_names=("svc",),
-    categories=("all",),
-)
-EVENTS = ResourceType(
-    "", "v1", "events", "Event", singular="event", short_names=("ev",),
-    status_subresource=False, subresources=(),
-)
-NAMESPACES = ResourceType(
-    "", "v1", "namespaces", "Namespace", namespaced=False, singular="namespace",
-    short_names=("ns",), verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
-)
-KUSTOMIZATIONS = ResourceType(
-    KS_GROUP, "v1", "kustomizations", "Kustomization", singular="kustomization",
-    short_names=("ks",), categories=("all",),
-)
-HELMRELEASES = ResourceType(
-    HR_GROUP, "v2", "helmreleases", "HelmRelease", singular="helmrelease",
-    short_names=("hr",), categories=("all",),
-)
-GITREPOSITORIES = ResourceType(
-    SRC_GROUP, "v1", "gitrepositories", "GitRepository", singular="gitrepository",
-    short_names=("gitrepo",), categories=("all",),
-)
 
-ALL: tuple[ResourceType, ...] = (
-    PODS, SERVICES, EVENTS, NAMESPACES, KUSTOMIZATIONS, HELMRELEASES, GITREPOSITORIES,
+def _builtin(group: str, version: str, plural: str, kind: str, short: tuple[str, ...] = (),
+             *, namespaced: bool = True, subs: tuple[Subresource, ...] = (STATUS,),
+             categories: tuple[str, ...] = (), verbs: tuple[str, ...] = VERBS,
+             singular: str | None = None) -> ResourceType:
+    return ResourceType(group, version, plural, kind, namespaced=namespaced,
+                        singular=singular if singular is not None else kind.lower(),
+                        short_names=short, status_subresource=any(s.name == "status"
+                                                                   for s in subs),
+                        subresources=subs, verbs=verbs, categories=categories)
+
+
+ALL_CAT = ("all",)
+APPS, BATCH, NET = "apps", "batch", "networking.k8s.io"
+
+# core/v1
+CONFIGMAPS = _builtin("", "v1", "configmaps", "ConfigMap", ("cm",), subs=())
+EVENTS = _builtin("", "v1", "events", "Event", ("ev",), subs=())
+NAMESPACES = _builtin("", "v1", "namespaces", "Namespace", ("ns",), namespaced=False,
+                      subs=(Subresource("finalize", ("update",)), STATUS),
+                      verbs=tuple(v for v in VERBS if v != "deletecollection"))
+NODES = _builtin("", "v1", "nodes", "Node", ("no",), namespaced=False)
+PVCS = _builtin("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", ("pvc",))
+PVS = _builtin("", "v1", "persistentvolumes", "PersistentVolume", ("pv",), namespaced=False)
+PODS = _builtin("", "v1", "pods", "Pod", ("po",), subs=(LOG, STATUS), categories=ALL_CAT)
+SECRETS = _builtin("", "v1", "secrets", "Secret", subs=())
+SERVICES = _builtin("", "v1", "services", "Service", ("svc",), categories=ALL_CAT)
+# apps/v1
+DAEMONSETS = _builtin(APPS, "v1", "daemonsets", "DaemonSet", ("ds",), categories=ALL_CAT)
+DEPLOYMENTS = _builtin(APPS, "v1", "deployments", "Deployment", ("deploy",),
+                       subs=(SCALE, STATUS), categories=ALL_CAT)
+REPLICASETS = _builtin(APPS, "v1", "replicasets", "ReplicaSet", ("rs",),
+                       subs=(SCALE, STATUS), categories=ALL_CAT)
+STATEFULSETS = _builtin(APPS, "v1", "statefulsets", "StatefulSet", ("sts",),
+                        subs=(SCALE, STATUS), categories=ALL_CAT)
+# batch/v1
+CRONJOBS = _builtin(BATCH, "v1", "cronjobs", "CronJob", ("cj",), categories=ALL_CAT)
+JOBS = _builtin(BATCH, "v1", "jobs", "Job", categories=ALL_CAT)
+# networking.k8s.io/v1
+INGRESSES = _builtin(NET, "v1", "ingresses", "Ingress", ("ing",))
+NETWORKPOLICIES = _builtin(NET, "v1", "networkpolicies", "NetworkPolicy", ("netpol",), subs=())
+# discovery.k8s.io/v1
+ENDPOINTSLICES = _builtin("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", subs=())
+# storage.k8s.io/v1
+STORAGECLASSES = _builtin("storage.k8s.io", "v1", "storageclasses", "StorageClass", ("sc",),
+                          namespaced=False, subs=())
+
+BUILTIN: tuple[ResourceType, ...] = (
+    CONFIGMAPS, EVENTS, NAMESPACES, NODES, PVCS, PVS, PODS, SECRETS, SERVICES,
+    DAEMONSETS, DEPLOYMENTS, REPLICASETS, STATEFULSETS, CRONJOBS, JOBS,
+    INGRESSES, NETWORKPOLICIES, ENDPOINTSLICES, STORAGECLASSES,
 )
+# The order kube-apiserver lists its built-in groups in (/apis), of those served here.
+BUILTIN_GROUP_ORDER = ("apps", "batch", "networking.k8s.io", "storage.k8s.io",
+                       "discovery.k8s.io")
+
+
+def load_crds(directory: Path = CRD_DIR) -> list[JSON]:
+    """The CustomResourceDefinitions the simulator serves (and tests/realkube applies)."""
+    return [doc for path in sorted(directory.glob("*.yaml"))
+            for doc in yaml.safe_load_all(path.read_text()) if doc]
+
+
+def _from_crd(crd: JSON) -> ResourceType:
+    spec = crd["spec"]
+    names = spec["names"]
+    version = next(v for v in spec["versions"] if v.get("served", True))
+    has_status = "status" in (version.get("subresources") or {})
+    return ResourceType(
+        spec["group"], version["name"], names["plural"], names["kind"],
+        namespaced=spec.get("scope", "Namespaced") == "Namespaced",
+        singular=names.get("singular") or names["kind"].lower(),
+        short_names=tuple(names.get("shortNames") or ()), status_subresource=has_status,
+        subresources=(STATUS,) if has_status else (), verbs=CRD_VERBS,
+        categories=tuple(names.get("categories") or ()), crd=True,
+        printer_columns=tuple(version.get("additionalPrinterColumns") or ()))
+
+
+CRDS: list[JSON] = load_crds()
+CUSTOM: tuple[ResourceType, ...] = tuple(_from_crd(c) for c in CRDS)
+_BY_GROUP = {r.group: r for r in CUSTOM}
+KUSTOMIZATIONS = _BY_GROUP["kustomize.toolkit.fluxcd.io"]
+HELMRELEASES = _BY_GROUP["helm.toolkit.fluxcd.io"]
+GITREPOSITORIES = _BY_GROUP["source.toolkit.fluxcd.io"]
+BACKUPS = _BY_GROUP["demo.agentwatch.dev"]
+KS_GROUP, HR_GROUP, SRC_GROUP = (KUSTOMIZATIONS.group, HELMRELEASES.group,
+                                 GITREPOSITORIES.group)
+
+ALL: tuple[ResourceType, ...] = BUILTIN + CUSTOM
 BY_PLURAL: dict[str, ResourceType] = {r.plural: r for r in ALL}
 BY_KIND: dict[str, ResourceType] = {r.kind: r for r in ALL}
+assert len(BY_PLURAL) == len(ALL), "plural names must be unique"
 
 
 def lookup(group: str, version: str, plural: str) -> ResourceType | None:
@@ -108,18 +202,27 @@ def resolve(name: str) -> ResourceType:
 
 
 def group_versions() -> dict[str, list[str]]:
+    """Served groups and their versions, in the order the real server lists them: its
+    built-in groups by priority, then CRD groups sorted as the aggregator sorts their
+    APIServices (by "version.group")."""
     out: dict[str, list[str]] = {}
-    for r in ALL:
-        if r.group:
-            versions = out.setdefault(r.group, [])
-            if r.version not in versions:
-                versions.append(r.version)
+    for g in BUILTIN_GROUP_ORDER:
+        out[g] = sorted({r.version for r in BUILTIN if r.group == g})
+    for r in sorted(CUSTOM, key=lambda r: f"{r.version}.{r.group}"):
+        versions = out.setdefault(r.group, [])
+        if r.version not in versions:
+            versions.append(r.version)
     return out
+
+
+def _members(group: str, version: str) -> list[ResourceType]:
+    return sorted((r for r in ALL if r.group == group and r.version == version),
+                  key=lambda r: r.plural)
 
 
 def api_resource_list(group: str, version: str) -> JSON | None:
     """The APIResourceList served at /api/v1 or /apis/{group}/{version}."""
-    members = [r for r in ALL if r.group == group and r.version == version]
+    members = _members(group, version)
     if not members:
         return None
     resources: list[JSON] = []
@@ -135,15 +238,17 @@ def api_resource_list(group: str, version: str) -> JSON | None:
             entry["shortNames"] = list(r.short_names)
         if r.categories:
             entry["categories"] = list(r.categories)
+        entry["storageVersionHash"] = r.storage_version_hash
         resources.append(entry)
-        for sub in r.subresources:
-            resources.append({
-                "name": f"{r.plural}/{sub}",
-                "singularName": "",
-                "namespaced": r.namespaced,
-                "kind": r.kind,
-                "verbs": ["get"] if sub == "log" else ["get", "patch", "update"],
-            })
+        for sub in sorted(r.subresources, key=lambda s: s.name):
+            item: JSON = {"name": f"{r.plural}/{sub.name}", "singularName": "",
+                          "namespaced": r.namespaced}
+            if sub.response is not None:
+                item["group"], item["version"], item["kind"] = sub.response
+            else:
+                item["kind"] = r.kind
+            item["verbs"] = list(sub.verbs)
+            resources.append(item)
     return {
         "kind": "APIResourceList",
         "apiVersion": "v1",
@@ -175,3 +280,52 @@ def api_group_list() -> JSON:
         doc.pop("apiVersion")
         groups.append(doc)
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+
+
+# --- aggregated discovery (apidiscovery.k8s.io/v2) --------------------------------------
+
+AGGREGATED_MEDIA_TYPE = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+
+def _discovery_resource(r: ResourceType) -> JSON:
+    # Built-in kinds answer with an empty group/version (the resource's own); a CRD names its.
+    own = {"group": r.group, "version": r.version, "kind": r.kind} if r.crd else \
+        {"group": "", "version": "", "kind": r.kind}
+    entry: JSON = {
+        "resource": r.plural,
+        "responseKind": own,
+        "scope": "Namespaced" if r.namespaced else "Cluster",
+        "singularResource": r.singular,
+        "verbs": list(r.verbs),
+    }
+    if r.short_names:
+        entry["shortNames"] = list(r.short_names)
+    if r.categories:
+        entry["categories"] = list(r.categories)
+    subs = []
+    for sub in sorted(r.subresources, key=lambda s: s.name):
+        kind = dict(zip(("group", "version", "kind"), sub.response, strict=True)) \
+            if sub.response else dict(own)
+        subs.append({"subresource": sub.name, "responseKind": kind, "verbs": list(sub.verbs)})
+    if subs:
+        entry["subresources"] = subs
+    return entry
+
+
+def _discovery_group(name: str | None, versions: list[str]) -> JSON:
+    group = name or ""
+    return {
+        "metadata": {"name": name} if name else {},
+        "versions": [{"version": v,
+                      "resources": [_discovery_resource(r) for r in _members(group, v)],
+                      "freshness": "Current"} for v in versions],
+    }
+
+
+def aggregated_discovery(legacy: bool) -> JSON:
+    """What /api (legacy: the core group) or /apis answers to an Accept of
+    ``AGGREGATED_MEDIA_TYPE``."""
+    items = [_discovery_group(None, ["v1"])] if legacy else \
+        [_discovery_group(g, vs) for g, vs in group_versions().items()]
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2",
+            "metadata": {}, "items": items}

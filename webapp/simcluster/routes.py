@@ -11,7 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import ApiError
-from .resources import ResourceType, api_group, api_group_list, api_resource_list, lookup
+from .negotiation import NOT_ACCEPTABLE, wants_aggregated
+from .resources import (
+    AGGREGATED_MEDIA_TYPE,
+    ResourceType,
+    aggregated_discovery,
+    api_group,
+    api_group_list,
+    api_resource_list,
+    lookup,
+)
 from .util import JSON, TRUE
 
 # The release the simulator answers as (tests/realkube holds it to that release's answers).
@@ -79,11 +88,24 @@ def parse_route(path: str) -> Route | JSON:
         raise _not_found_url()
     if not rt.namespaced and namespace is not None:
         raise _not_found_url()
-    if sub is not None and sub not in rt.subresources:
+    if sub is not None and sub not in rt.sub_names:
         raise _not_found_url()
     return Route(rt, namespace, name, sub)
 
 
+def discovery_document(path: str, legacy_doc: JSON, accept: str | None) -> tuple[JSON, str]:
+    """The discovery document for ``path`` and its content type, as ``Accept`` asks: /api and
+    /apis serve the aggregated APIGroupDiscoveryList too; everything else only JSON."""
+    root = path.strip("/")
+    if root in ("api", "apis"):
+        aggregated = wants_aggregated(accept)
+        if aggregated:
+            return aggregated_discovery(legacy=root == "api"), AGGREGATED_MEDIA_TYPE
+    else:
+        aggregated = wants_aggregated(accept, aggregated_served=False)
+    if aggregated is None:
+        raise ApiError(406, NOT_ACCEPTABLE, reason="NotAcceptable")
+    return legacy_doc, "application/json"
 
 
 def verb_of(method: str, route: Route, query: dict[str, str]) -> str:

@@ -36,7 +36,13 @@ FIELDS: dict[str, tuple[str, ...]] = {
     ),
     "namespaces": _COMMON + ("status.phase",),
     "services": _COMMON + ("spec.clusterIP", "spec.type"),
+    "secrets": _COMMON + ("type",),
+    "nodes": _COMMON + ("spec.unschedulable",),
+    "jobs": _COMMON + ("status.successful",),
 }
+# Kinds whose field labels the server converts itself: an unknown one gets this wording; a
+# kind served generically lists the two it knows instead.
+_CONVERTED = {"pods", "services", "events", "namespaces", "secrets", "nodes"}
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,8 @@ class FieldRequirement:
 def field_value(obj: JSON, path: str) -> str:
     if path == "source":  # events: "source" means source.component
         return str((obj.get("source") or {}).get("component") or "")
+    if path == "status.successful":  # jobs: the count of succeeded pods
+        return str((obj.get("status") or {}).get("succeeded") or 0)
     cur: Any = obj
     for part in path.split("."):
         if not isinstance(cur, dict):
@@ -130,10 +138,12 @@ def parse_fields(selector: str | None, rt: ResourceType) -> list[FieldRequiremen
         path, op, raw = split
         value = _unescape(raw)
         if path not in allowed:
-            if rt.group:
-                known = ", ".join(f'"{f}"' for f in allowed)
-                raise ApiError(400, f'"{path}" is not a known field selector: only {known}')
-            raise ApiError(400, f'field label not supported: {path}')
+            if rt.plural == "jobs":
+                raise ApiError(400, f'field label "{path}" not supported for Job')
+            if rt.crd or rt.plural in _CONVERTED:
+                raise ApiError(400, f'field label not supported: {path}')
+            known = ", ".join(f'"{f}"' for f in allowed)
+            raise ApiError(400, f'"{path}" is not a known field selector: only {known}')
         reqs.append(FieldRequirement(path, value, op == "!="))
     return reqs
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import errors
+from .defaults import NO_GENERATION
 from .errors import ApiError
 from .resources import BY_PLURAL, NAMESPACES, ResourceType
 from .util import JSON, dumps, json_copy, new_uid, rand_hex, rfc3339
@@ -78,6 +79,13 @@ class WatchEvent:
     @property
     def namespace(self) -> str:
         return self.new.namespace
+
+    def object_for(self, type_: str) -> JSON:
+        """The object a watcher is sent with an event of ``type_`` (see ``line``)."""
+        if type_ == "DELETED" and self.type == "MODIFIED" and self.old is not None:
+            old = self.old.obj
+            return {**old, "metadata": {**old["metadata"], "resourceVersion": str(self.rv)}}
+        return self.new.obj
 
     def line(self, type_: str | None = None) -> bytes:
         """The newline-terminated watch line, encoded once and shared by all watchers."""
@@ -301,13 +309,16 @@ class Store:
 
     # --- writes ---------------------------------------------------------------------------
 
-    def _check_name(self, rt: ResourceType, obj: JSON) -> str:
+    def generate_name(self, rt: ResourceType, obj: JSON) -> str:
+        """Fill metadata.name from generateName (5 random characters), as the server does."""
         meta = obj.setdefault("metadata", {})
-        name = meta.get("name")
-        if not name and meta.get("generateName"):
-            name = meta["generateName"] + "".join(
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = meta["generateName"] + "".join(
                 _GEN_CHARS[int(c, 16) % len(_GEN_CHARS)] for c in rand_hex(5))
-            meta["name"] = name
+        return str(meta.get("name") or "")
+
+    def _check_name(self, rt: ResourceType, obj: JSON) -> str:
+        name = self.generate_name(rt, obj)
         if not name:
             raise errors.invalid(rt, "", [(
                 "metadata.name", "Required value: name or generateName is required")])
@@ -362,7 +373,7 @@ class Store:
         meta.setdefault("uid", new_uid())
         meta["creationTimestamp"] = rfc3339()
         meta.pop("deletionTimestamp", None)
-        if rt.plural != "events":
+        if rt.plural not in NO_GENERATION:
             meta["generation"] = 1
         if rt.plural == "namespaces":
             obj.setdefault("spec", {"finalizers": ["kubernetes"]})
@@ -581,7 +592,7 @@ class HiddenWrites:
         if cur is None:
             meta.setdefault("uid", new_uid())
             meta.setdefault("creationTimestamp", rfc3339())
-            if rt.plural != "events":
+            if rt.plural not in NO_GENERATION:
                 meta.setdefault("generation", 1)
         else:
             for key in ("uid", "creationTimestamp", "generation"):

@@ -134,6 +134,51 @@
     else select();
   });
 
+  // <input data-filter="#container">: hides the container's [data-row] rows whose text does
+  // not hold every word typed (lists filtered in the page; the Cluster tab filters its own
+  // tables and gives its inputs an empty data-filter). Re-applied after a poll swaps rows.
+  function applyFilter(input) {
+    const container = document.querySelector(input.getAttribute("data-filter"));
+    if (!container) return;
+    const words = input.value.toLowerCase().split(/\s+/).filter(Boolean);
+    let shown = 0;
+    for (const row of container.querySelectorAll("[data-row]")) {
+      const text = row.textContent.toLowerCase();
+      const match = words.every((word) => text.includes(word));
+      row.hidden = !match;
+      if (match) shown += 1;
+    }
+    // data-filter-empty="#note": shown while nothing matches.
+    const empty = input.getAttribute("data-filter-empty");
+    const note = empty ? document.querySelector(empty) : null;
+    if (note) note.hidden = shown > 0 || !words.length;
+  }
+  function listFilters() {
+    return Array.from(document.querySelectorAll("input[data-filter]"))
+      .filter((input) => input.getAttribute("data-filter"));
+  }
+  document.addEventListener("input", (event) => {
+    const el = event.target;
+    if (el instanceof HTMLInputElement && el.getAttribute("data-filter")) applyFilter(el);
+  });
+  document.addEventListener("htmx:afterSettle", () => listFilters().forEach(applyFilter));
+  document.addEventListener("DOMContentLoaded", () => listFilters().forEach(applyFilter));
+
+  // On phones a table's rows read as cards: each cell carries its column's name
+  // (data-label, shown by app.css) so the header can go.
+  function labelCells(root) {
+    for (const table of (root || document).querySelectorAll("table.grid:not(.k8s)")) {
+      const names = Array.from(table.querySelectorAll(":scope > thead th"), (th) => th.textContent.trim());
+      for (const row of table.querySelectorAll(":scope > tbody > tr")) {
+        Array.from(row.children).forEach((cell, i) => {
+          if (names[i] && !cell.hasAttribute("colspan") && !cell.dataset.label) cell.dataset.label = names[i];
+        });
+      }
+    }
+  }
+  document.addEventListener("htmx:afterSettle", () => labelCells(document));
+  document.addEventListener("DOMContentLoaded", () => labelCells(document));
+
   document.addEventListener("DOMContentLoaded", () => refreshTimes(document));
   setInterval(() => refreshTimes(document), 30000);
 })();

@@ -14,6 +14,7 @@ import gc
 import json
 import logging
 import random
+import socket
 import ssl
 import threading
 import warnings
@@ -109,10 +110,14 @@ class Agent:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ResourceWarning)
             try:
-                return simple_websocket.Client.connect(
+                websocket = simple_websocket.Client.connect(
                     url, subprotocols=[SUBPROTOCOL],
                     headers={"Authorization": f"Bearer {self.settings.token}"},
-                    ssl_context=self._ssl_context(), max_message_size=128 * 1024), ""
+                    ssl_context=self._ssl_context(), max_message_size=128 * 1024)
+                # Frames are small and latency-bound (a watch event, a WINDOW grant):
+                # Nagle's algorithm held each behind the previous one's ACK (tens of ms).
+                websocket.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                return websocket, ""
             except Exception as exc:
                 reason = str(exc) or type(exc).__name__
             gc.collect()

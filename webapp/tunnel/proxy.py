@@ -53,6 +53,7 @@ def _status(code: int, reason: str, message: str) -> bytes:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # each chunk is a watch event the relay waits for
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
@@ -140,7 +141,8 @@ class _Handler(BaseHTTPRequestHandler):
                 # The agent's connection went, not the cluster: a watch or log ends as a
                 # server ends them, and the relay resumes from its version once the agent
                 # is back (no relist).
-                self.wfile.write(b"0\r\n\r\n")
+                with contextlib.suppress(OSError):  # the relay may have gone too
+                    self.wfile.write(b"0\r\n\r\n")
             # Anything else is cut without its final chunk: never a half answer as whole.
             self.close_connection = True
         except OSError:  # our client went away: stop the request in the cluster

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from flask import Blueprint, g, redirect, render_template, request, url_for
+from flask import Blueprint, g, render_template, request
 from werkzeug.wrappers import Response
 
 from .. import agents, clock, feed
 from ..auth import login_required, role_required
 from ..errors import AppError
+from . import tokens
 
 bp = Blueprint("agents", __name__)
 
@@ -41,5 +42,7 @@ def new() -> Response | str | tuple[str, int]:
             )
         except AppError as exc:
             return render_template("agents/new.html", form=form, error=exc.message), exc.status
-        return redirect(url_for("tokens.page", name=agent.name, created="1"))
+        # Not a redirect: the first token is shown in this answer only (onboarding.js then
+        # names the Tokens tab in the address bar, so a reload cannot post the form again).
+        return tokens.welcome(agent)
     return render_template("agents/new.html", form=form, error=None, user=g.user)

@@ -12,6 +12,7 @@ scrolled (`list_rows`), filtered and sorted here over every row.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,7 +28,7 @@ from ..api.errors import json_error
 from ..auth import login_required
 from ..errors import Invalid
 from ..models import Agent
-from ..watch import access, listing, names, rows
+from ..watch import access, actions, listing, names, object_events, relations, rows
 from ..watch.discovery import Kind, Served
 from ..watch.hub import RenderedRow, Snapshot
 from ..watch.kube import KubeError
@@ -40,8 +41,6 @@ bp = Blueprint("cluster", __name__)
 SNAPSHOT_TIMEOUT = 10.0
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 NAMESPACES = WatchParams("", "v1", "namespaces")
-KIND_LABELS = {"pods": "Pod", "services": "Service", "kustomizations": "Kustomization",
-               "helmreleases": "HelmRelease"}
 
 
 @dataclass
@@ -263,20 +262,124 @@ def list_rows(name: str) -> Response:
 
 # --- the side panel ---------------------------------------------------------------------
 
+PANEL_TABS = ("overview", "yaml", "events", "logs", "activity")
+RELATION_WATCHES = 4  # followed live by the page; more kinds are refreshed by polling
+RELATIONS_POLL_SECONDS = 10
+RELATIONS_SNAPSHOT_TIMEOUT = 5.0
+SCALABLE = ("deployments", "statefulsets", "replicasets")
+RESTARTABLE = ("deployments", "statefulsets", "daemonsets")
+
+
+def panel_ref(resource: str, namespace: str | None, name: str, group: str | None = None
+              ) -> str:
+    """`<resource>/<namespace>/<name>` (the namespace empty for cluster-scoped kinds); with
+    a group, the resource as kubectl names it, `<resource>.<group>` (`deployments.apps`),
+    so that a CRD's plural never stands for another kind."""
+    qualified = f"{resource}.{group}" if group else resource
+    return f"{qualified}/{namespace or ''}/{name}"
+
+
+# (group, version, resource, namespaced) of what a panel may show, and the Kind names of
+# those relations.py knows; one place to ask, so the panel follows what the cluster serves.
+PanelKind = tuple[str, str, str, bool]
+
+
+def _panel_kinds(agent: Agent) -> list[PanelKind]:
+    """What the agent's cluster serves (discovery): each kind's preferred version first,
+    then the other versions it serves."""
+    served = _served(agent)
+    kinds = [(k.group, k.version, k.resource, k.namespaced) for k in served.shown]
+    shown = set(served.shown)
+    return kinds + [(k.group, k.version, k.resource, k.namespaced)
+                    for k in served.every.values() if k not in shown]
+
+
+def _served_kind(kinds: list[PanelKind]) -> Callable[[str, str], tuple[str, str, bool] | None]:
+    """(group, Kind) -> (version, resource, namespaced) when the cluster serves it."""
+    by_resource = {(g, r): (v, r, namespaced) for g, v, r, namespaced in kinds}
+
+    def served(group: str, kind: str) -> tuple[str, str, bool] | None:
+        known = relations.KINDS.get((group, kind))
+        return by_resource.get((group, known[1])) if known else None
+    return served
+
+
+def object_url(agent: str, resource: str, namespace: str | None, name: str,
+               tab: str | None = None, group: str | None = None) -> str:
+    """The Cluster tab of `agent` with the side panel of this object open (and `tab`):
+    where activity that names an object links to."""
+    args: dict[str, Any] = {"panel": panel_ref(resource, namespace, name, group)}
+    if tab and tab != "overview":
+        args["tab"] = tab
+    return url_for("cluster.page", name=agent, **args)
+
+
+def scope_url(agent: str, scope: Any) -> str | None:
+    """object_url of an object named as GitOps events and cluster actions name it in
+    `details.object`: `Kind/namespace/name` (`Kustomization/flux-system/apps`); None when
+    that is not a kind agentwatch knows by name."""
+    if not isinstance(scope, str) or scope.count("/") != 2:
+        return None
+    kind, namespace, name = scope.split("/")
+    found = [(group, known[1]) for (group, k), known in relations.KINDS.items() if k == kind]
+    if len(found) != 1 or not name:
+        return None
+    group, resource = found[0]
+    return object_url(agent, resource, namespace or None, name, group=group)
+
+
+bp.add_app_template_global(object_url, "cluster_object_url")
+bp.add_app_template_global(scope_url, "cluster_scope_url")
+
+
+def _resolve_ref(agent: Agent, ref: str) -> tuple[WatchParams, str]:
+    """A deep link's `panel=` value as the watch params of its kind and the name: the
+    resource alone names the kind when one group serves it, else `<resource>.<group>`."""
+    parts = ref.split("/")
+    if len(parts) != 3:
+        raise Invalid("panel: <resource>/<namespace>/<name> is expected",
+                      code="invalid_params", field="panel")
+    resource, namespace, name = parts
+    resource, dot, group = resource.partition(".")
+    found = [(g, v, r) for g, v, r, _ns in _panel_kinds(agent)
+             if r == resource and (g == group if dot else True)]
+    # One kind in several versions is one kind: its preferred version (listed first).
+    found = list({(g, r): (g, v, r) for g, v, r in reversed(found)}.values())
+    if len(found) != 1:
+        raise Invalid(f"panel: {resource[:64]!r} is not a kind agentwatch shows"
+                      if not found else f"panel: say which {resource}: <resource>.<group>",
+                      code="invalid_params", field="panel")
+    g, v, r = found[0]
+    params = WatchParams.parse({"group": g, "version": v, "resource": r,
+                                "namespace": namespace or None})
+    return params, name
+
+
 def _object_params(agent: Agent) -> tuple[WatchParams, str]:
-    """The one object a panel shows: a kind the overview lists, a namespace when that kind
-    has one, and a name valid for that kind (checked before it becomes a path)."""
+    """The one object a panel shows: a kind agentwatch shows (not events), a namespace
+    when that kind has one, and a name valid for that kind (checked before it becomes a
+    path). Given as group/version/resource/namespace/name, or as a deep link's `ref`."""
     args = request.args
-    params = WatchParams.parse({key: args.get(key) for key in
-                                ("group", "version", "resource", "namespace")})
-    if params.resource not in KIND_LABELS:
-        raise Invalid(f"{params.resource} have no panel", code="invalid_params",
-                      field="resource")
-    kind = current_app.extensions["discovery"].served(agent.name).find(*params.key)
-    if params.namespace is None and (kind is None or kind.namespaced):
+    if args.get("ref"):
+        params, name = _resolve_ref(agent, args["ref"])
+    else:
+        params = WatchParams.parse({key: args.get(key) for key in
+                                    ("group", "version", "resource", "namespace")})
+        name = args.get("name", "")
+    if params.resource == "events":
+        raise Invalid("events have no panel", code="invalid_params", field="resource")
+    namespaced = {(g, v, r): ns for g, v, r, ns in _panel_kinds(agent)}
+    if (params.group, params.version, params.resource) not in namespaced:
+        raise Invalid(f"{params.resource} are not a kind this cluster serves",
+                      code="unsupported_resource", field="resource")
+    if params.namespace is None and namespaced[(params.group, params.version, params.resource)]:
         raise Invalid(f"namespace: {params.resource} live in a namespace; it is required",
                       code="invalid_params", field="namespace")
-    return params, names.object_name(params.resource, args.get("name", ""))
+    return params, names.object_name(params.resource, name)
+
+
+def _kind_name(params: WatchParams) -> str:
+    return relations.KIND_OF_RESOURCE.get(params.resource, ("", params.resource))[1]
 
 
 def _yaml(value: Any) -> str:
@@ -285,74 +388,162 @@ def _yaml(value: Any) -> str:
     return yaml.safe_dump(value, sort_keys=False, default_flow_style=False, allow_unicode=True)
 
 
-def _actions(params: WatchParams, obj: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """(action, button label, the confirmation's question) for what this kind of object
-    allows; the question names the action and the object, its button the action."""
-    meta = obj.get("metadata") or {}
-    where = f"{meta.get('namespace')}/{meta.get('name')}"
-    if params.resource == "pods":
-        return [("delete", "Delete pod", f"Delete pod {where}? Its controller, if it has "
-                                          "one, starts a new pod.")]
-    if params.resource in ("kustomizations", "helmreleases"):
-        kind = KIND_LABELS[params.resource]
-        toggle = ("resume", "Resume", f"Resume {kind} {where}? Flux applies it again.") \
-            if obj["spec"].get("suspend") else \
-            ("suspend", "Suspend", f"Suspend {kind} {where}? Flux stops applying it.")
-        return [("reconcile", "Reconcile", f"Reconcile {kind} {where} now?"), toggle]
-    return []
+def _manifest(params: WatchParams, obj: dict[str, Any]) -> dict[str, Any]:
+    """The object as `kubectl get -o yaml` shows it: managedFields left out. A Secret's
+    values never leave the server: its keys stay, each value replaced."""
+    out = dict(obj)
+    meta = dict(out.get("metadata") or {})
+    meta.pop("managedFields", None)
+    if params.resource == "secrets":
+        meta["annotations"] = {k: v for k, v in (meta.get("annotations") or {}).items()
+                               if k != "kubectl.kubernetes.io/last-applied-configuration"}
+        for key in ("data", "stringData"):
+            if isinstance(out.get(key), dict):
+                out[key] = {k: "(hidden)" for k in out[key]}
+    out["metadata"] = meta
+    return out
+
+
+def _target(params: WatchParams, meta: dict[str, Any]) -> str:
+    """How a confirmation names the object: `Deployment shop/web`."""
+    where = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") \
+        else str(meta.get("name"))
+    return f"{_kind_name(params)} {where}"
+
+
+@dataclass(frozen=True)
+class PanelAction:
+    action: str
+    label: str  # the button's text, and the dialog's confirming button's
+    question: str  # the dialog's text; for scale, with {current} and {replicas} to fill
+    danger: bool = False
+    replicas: int | None = None  # scale: the current count
+
+
+def _actions(params: WatchParams, obj: dict[str, Any]) -> list[PanelAction]:
+    """What this kind of object allows; each question names the action and the object."""
+    meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+    target = _target(params, meta)
+    found: list[PanelAction] = []
+    if params.resource in RESTARTABLE and params.group == "apps":
+        found.append(PanelAction("restart", "Restart", f"Restart {target}? Its pods are "
+                                 "replaced one by one, as kubectl rollout restart does."))
+    if params.resource in SCALABLE and params.group == "apps":
+        current = spec.get("replicas")
+        found.append(PanelAction(
+            "scale", "Scale", f"Scale {target} from {{current}} to {{replicas}} replicas?",
+            replicas=current if isinstance(current, int) else 1))
+    if (params.group, params.resource) == ("batch", "cronjobs"):
+        found.append(PanelAction("trigger", "Trigger now", f"Trigger {target} now? A Job is "
+                                 "created from its template, as kubectl create job --from "
+                                 "does."))
+    if (params.group, params.resource) == ("", "pods"):
+        found.append(PanelAction("delete", "Delete pod", f"Delete pod {meta.get('namespace')}/"
+                                 f"{meta.get('name')}? Its controller, if it has one, starts "
+                                 "a new pod.", danger=True))
+    if (params.group, params.resource) in actions.FLUX:
+        found.append(PanelAction("reconcile", "Reconcile", f"Reconcile {target} now?"))
+        found.append(PanelAction("resume", "Resume", f"Resume {target}? Flux applies it "
+                                 "again.") if spec.get("suspend") else
+                     PanelAction("suspend", "Suspend", f"Suspend {target}? Flux stops "
+                                 "applying it."))
+    return found
 
 
 def _containers(obj: dict[str, Any]) -> list[str]:
     spec = obj["spec"]
     names = []
-    for key in ("containers", "initContainers", "ephemeralContainers"):
+    for key in ("initContainers", "containers", "ephemeralContainers"):
         for container in spec.get(key) or []:
             if isinstance(container, dict) and container.get("name"):
                 names.append(str(container["name"]))
     return names
 
 
+def _panel_url(agent: Agent, params: WatchParams, name: str, **more: str) -> str:
+    return url_for("cluster.object_panel", name=agent.name) + "?" + urlencode({
+        **params.to_json(), "name": name, **more})
+
+
+def _relations(agent: Agent, identity: Identity, params: WatchParams,
+               obj: dict[str, Any]) -> tuple[relations.Tree, relations.SnapshotWorld]:
+    app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]
+    hub = app.extensions["watch_hub"]
+
+    def take(one: WatchParams) -> Snapshot:
+        try:
+            return hub.snapshot(agent.name, identity, one, timeout=RELATIONS_SNAPSHOT_TIMEOUT)
+        except KubeError as exc:
+            return Snapshot([], [], exc)
+
+    world = relations.SnapshotWorld(take, _served_kind(_panel_kinds(agent)))
+    group, kind = relations.KIND_OF_RESOURCE.get(params.resource,
+                                                 (params.group, _kind_name(params)))
+    return relations.tree(group, kind, obj, world), world
+
+
 @bp.get("/agents/<name>/cluster/object")
 @login_required
 def object_panel(name: str) -> tuple[str, int] | Response:
+    """The side panel of one object; `part=` one of its refreshable parts: `details`
+    (labels, annotations, manifest), `relations` (the tree), `activity`."""
     agent, context = _agent_page(name)
     try:
         params, object_name = _object_params(agent)
     except Invalid as exc:  # a 422 naming the field, as the cluster endpoints answer
         return json_error(exc.status, exc.code, exc.message, **exc.extra)
+    part = request.args.get("part") or ""
+    tab = request.args.get("tab") or "overview"
     identity = access.identity(g.user, agent)
-    template = "cluster/_panel_details.html" if request.args.get("part") == "details" \
-        else "cluster/_panel.html"
+    kind = _kind_name(params)
+    if part == "activity":
+        return render_template("cluster/_panel_activity.html", agent=agent, activity=(
+            object_events.recent(agent.id, kind, params.resource, params.namespace or "",
+                                 object_name))), 200
     try:
         client = current_app.extensions["clusters"].client(agent)
         obj = rows.normalize(client.get(params, object_name, identity, params.namespace))
     except KubeError as exc:
         status = exc.code if 400 <= exc.code < 600 else 502
         return render_template("cluster/_panel_error.html", error=exc, params=params,
-                               name=object_name, kind=KIND_LABELS[params.resource]), status
+                               name=object_name, kind=kind), status
     meta = obj["metadata"]
+    details = {"obj": obj, "meta": meta, "manifest_yaml": _yaml(_manifest(params, obj))}
+    if part == "details":
+        return render_template("cluster/_panel_details.html", with_manifest=True,
+                               **details), 200
+    if part == "relations":
+        tree, world = _relations(agent, identity, params, obj)
+        followed = world.watched[:RELATION_WATCHES]
+        return render_template(
+            "cluster/_panel_relations.html", agent=agent, tree=tree,
+            culprits=relations.culprits(tree), object_url=object_url,
+            watches=[w.to_json() for w in followed],
+            poll=RELATIONS_POLL_SECONDS if len(world.watched) > len(followed) else None), 200
     object_watch = WatchParams(params.group, params.version, params.resource,
                                meta["namespace"] or None,
                                field_selector=f"metadata.name={meta['name']}")
     events = WatchParams("", "v1", "events", meta["namespace"] or None,
                          field_selector=f"involvedObject.uid={meta.get('uid') or ''}")
-    event_rows: list[Markup] = []
-    events_error = None
-    if template == "cluster/_panel.html":
-        # The same shared watch the page then follows: shown at once, live after.
-        snap = _snapshots(agent, identity, [events])[0]
-        events_error = snap.error
-        event_rows = [Markup(html) for o in sorted(
-            snap.objects, key=lambda e: rows.event_columns(e).last_seen or _EPOCH,
-            reverse=True) if (html := rows.render_row(events, o))]
+    # The same shared watch the page then follows: shown at once, live after.
+    snap = _snapshots(agent, identity, [events])[0]
+    event_rows = [Markup(html) for o in sorted(
+        snap.objects, key=lambda e: rows.event_columns(e).last_seen or _EPOCH,
+        reverse=True) if (html := rows.render_row(events, o))]
+    containers = _containers(obj) if params.resource == "pods" else []
+    tabs = [t for t in PANEL_TABS if t != "logs" or containers]
     return render_template(
-        template, obj=obj, meta=meta, params=params, kind=KIND_LABELS[params.resource],
+        "cluster/_panel.html", params=params, kind=kind,
+        tabs=tabs, panel_tab=tab if tab in tabs else "overview",
+        ref=panel_ref(params.resource, meta["namespace"], meta["name"], params.group),
         summary_columns=rows.columns(object_watch),
         summary_row=Markup(rows.render_row(object_watch, obj) or ""),
         object_watch=object_watch.to_json(), events_watch=events.to_json(),
-        details_url=url_for("cluster.object_panel", name=agent.name) + "?" + urlencode({
-            **params.to_json(), "name": meta["name"], "part": "details"}),
-        events_columns=rows.columns(events), event_rows=event_rows, events_error=events_error,
-        status_yaml=_yaml(obj["status"]), spec_yaml=_yaml(obj["spec"]),
+        details_url=_panel_url(agent, params, meta["name"], part="details"),
+        relations_url=_panel_url(agent, params, meta["name"], part="relations"),
+        activity_url=_panel_url(agent, params, meta["name"], part="activity"),
+        events_columns=rows.columns(events), event_rows=event_rows, events_error=snap.error,
         actions=_actions(params, obj) if access.can_act(g.user, agent) else [],
-        containers=_containers(obj) if params.resource == "pods" else [], **context), 200
+        target=_target(params, meta), containers=containers,
+        download_name=f"{kind.lower()}-{meta['namespace'] + '-' if meta['namespace'] else ''}"
+                      f"{meta['name']}.yaml", **details, **context), 200

@@ -1,13 +1,15 @@
-"""The Tokens tab: create (shown once) and revoke agent tokens."""
+"""The Tokens tab: create (shown once) and revoke agent tokens; and the page after a new
+agent is created, with its first token and the command that installs or connects it."""
 
 from __future__ import annotations
 
 from flask import Blueprint, flash, g, redirect, render_template, request, url_for
 from werkzeug.wrappers import Response
 
-from .. import agents, clock, tokens
+from .. import agents, clock, feed, tokens
 from ..auth import login_required, role_required
 from ..errors import AppError
+from ..models import Agent
 from ..tunnel import manifest
 from .activity import status_key
 
@@ -21,6 +23,26 @@ def _render(name: str, **extra: object) -> str:
     return render_template("tokens/page.html", tab="tokens", agent=agent,
                            tokens=tokens.for_agent(agent), status=status,
                            status_key=status_key(status), **extra)
+
+
+def _stamped(prefix: str) -> str:
+    return prefix + "-" + clock.now().strftime("%Y%m%d%H%M%S")
+
+
+def welcome(agent: Agent) -> str:
+    """The answer to creating an agent: its first token (shown only here), the command that
+    installs its agent in the cluster (tunnel) or reports to agentwatch, and what appears
+    once it connects (the badge and the first events, live)."""
+    token_name = _stamped("agent" if agent.tunnel else "report")
+    _, raw = tokens.create(agent, token_name, by_user=g.user.name)
+    url = request.url_root.rstrip("/")
+    status = agents.status(agent)
+    return render_template(
+        "tokens/welcome.html", tab="tokens", agent=agent, status=status,
+        status_key=status_key(status), raw_token=raw, token_name=token_name, url=url,
+        manifest=manifest.render(agent.name, url, raw) if agent.tunnel else None,
+        # The live list starts after the token's own event: what shows is the agent's.
+        after=feed.latest_id(), filters=feed.Filters.parse([], []))
 
 
 @bp.get("/agents/<name>/tokens")
@@ -51,7 +73,7 @@ def install(name: str) -> str | tuple[str, int]:
         return _render(name, raw_token=None, new_name=None,
                        error=f"{name} does not use a tunnel: its cluster is reached "
                              "from the server, no agent to install"), 422
-    token_name = "agent-" + clock.now().strftime("%Y%m%d%H%M%S")
+    token_name = _stamped("agent")
     try:
         _, raw = tokens.create(agent, token_name, by_user=g.user.name)
     except AppError as exc:

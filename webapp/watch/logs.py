@@ -38,29 +38,52 @@ def _ended(verdict: Ended) -> bytes:
                                             "message": verdict.reason}})
 
 
+Entry = tuple[str | None, bytes | BaseException | None]  # (container, line / failure / end)
+
+
 def stream(client: ClusterClient, identity: Identity, recheck: Recheck, namespace: str,
            pod: str, *, container: str | None, follow: bool, tail_lines: int | None,
-           timestamps: bool, previous: bool) -> Iterator[bytes]:
+           timestamps: bool, previous: bool,
+           containers: list[str] | None = None) -> Iterator[bytes]:
     """SSE bytes: `line` messages as they come, then `end`, or an `error`.
 
-    A pump thread reads the cluster so this generator can send keep-alives while the
-    pod is quiet, re-check its user when due, and notice a closed browser tab at the
+    With `containers` (all of a pod's, as `kubectl logs --all-containers`), every
+    container's log at once, each line naming its `container`; one that cannot be read
+    (not started yet) is a `notice`, and the others go on. `end` once every one ended.
+
+    A pump thread per log reads the cluster so this generator can send keep-alives while
+    the pod is quiet, re-check its user when due, and notice a closed browser tab at the
     next write.
     """
+    wanted: list[str | None] = list(containers) if containers else [container]
+    upstreams: list[LineStream] = []
+    notices: list[bytes] = []
+    lines: queue.Queue[Entry] = queue.Queue(maxsize=20_000)
+    for name in wanted:
+        try:
+            upstream = client.logs(namespace, pod, identity, container=name, follow=follow,
+                                   tail_lines=tail_lines, timestamps=timestamps,
+                                   previous=previous)
+        except KubeError as exc:
+            if containers is None:
+                yield _sse({"type": "error", "error": exc.to_json()})
+                return
+            notices.append(_sse({"type": "notice", "container": name, "message": exc.message}))
+            continue
+        upstreams.append(upstream)
+        threading.Thread(target=_pump, args=(upstream, lines, name if containers else None),
+                         daemon=True, name="logs").start()
     try:
-        upstream = client.logs(namespace, pod, identity, container=container, follow=follow,
-                               tail_lines=tail_lines, timestamps=timestamps, previous=previous)
-    except KubeError as exc:
-        yield _sse({"type": "error", "error": exc.to_json()})
-        return
-    lines: queue.Queue[bytes | BaseException | None] = queue.Queue(maxsize=20_000)
-    pump = threading.Thread(target=_pump, args=(upstream, lines), daemon=True, name="logs")
-    pump.start()
-    try:
-        yield b"retry: 5000\n\n"
+        yield b"retry: 5000\n\n" + b"".join(notices)
+        if not upstreams:
+            yield _sse({"type": "error", "error": {
+                "code": 400, "reason": "BadRequest",
+                "message": "No container of this pod has a log to read yet"}})
+            return
+        running = len(upstreams)
         quiet_since = time.monotonic()
         while True:
-            batch: list[bytes | BaseException | None] = []
+            batch: list[Entry] = []
             with contextlib.suppress(queue.Empty):
                 batch.append(lines.get(timeout=min(KEEPALIVE_SECONDS, recheck.due() or 0.5)))
             verdict = recheck.ended()  # reads only when due: cheap on a busy log
@@ -79,27 +102,41 @@ def stream(client: ClusterClient, identity: Identity, recheck: Recheck, namespac
                 except queue.Empty:
                     break
             out = []
-            for entry in batch:
+            failed = False
+            for name, entry in batch:
                 if entry is None:
-                    out.append(_sse({"type": "end"}))
+                    running -= 1
+                    if running == 0:
+                        out.append(_sse({"type": "end"}))
                 elif isinstance(entry, BaseException):
-                    out.append(_sse({"type": "error", "error": {
-                        "code": 0, "reason": "StreamBroken", "message": str(entry)}}))
+                    error = {"code": 0, "reason": "StreamBroken", "message": str(entry)}
+                    if containers is None:
+                        out.append(_sse({"type": "error", "error": error}))
+                        failed = True
+                        break
+                    running -= 1
+                    out.append(_sse({"type": "notice", "container": name,
+                                     "message": str(entry)}))
+                    if running == 0:
+                        out.append(_sse({"type": "end"}))
                 else:
-                    out.append(_sse({"type": "line",
-                                     "line": entry.decode("utf-8", errors="replace")}))
+                    message = {"type": "line", "line": entry.decode("utf-8", errors="replace")}
+                    if name is not None:
+                        message["container"] = name
+                    out.append(_sse(message))
             yield b"".join(out)
-            if batch[-1] is None or isinstance(batch[-1], BaseException):
+            if failed or running == 0:
                 return
     finally:
-        upstream.close()
+        for upstream in upstreams:
+            upstream.close()
 
 
-def _pump(upstream: LineStream, lines: queue.Queue[bytes | BaseException | None]) -> None:
+def _pump(upstream: LineStream, lines: queue.Queue[Entry], container: str | None) -> None:
     try:
         for line in upstream:
-            lines.put(line)
-        lines.put(None)
+            lines.put((container, line))
+        lines.put((container, None))
     except Exception as exc:  # reported to the page, not lost
         if not upstream.closed:
-            lines.put(exc)
+            lines.put((container, exc))

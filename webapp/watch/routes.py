@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from flask import Blueprint, Response, current_app, jsonify, request
 
 from .. import agents, auth, credentials
@@ -50,6 +52,10 @@ def pod_logs(name: str) -> Response:
     identity = access.identity(user, agent)
     try:
         client = clusters_client(agent)
+        # Every container at once (`kubectl logs --all-containers`): the pod says which.
+        everything = _containers(client.get(WatchParams("", "v1", "pods", namespace), pod,
+                                            identity)) \
+            if _flag(args.get("allContainers"), False) and not container else None
     except KubeError as exc:
         return _sse_error(exc)
     try:  # a followed log holds a server thread: it counts as one of the user's streams
@@ -61,7 +67,7 @@ def pod_logs(name: str) -> Response:
     body = logs.stream(client, identity, recheck, namespace, pod, container=container,
                        follow=_flag(args.get("follow"), True), tail_lines=tail_lines,
                        timestamps=_flag(args.get("timestamps"), False),
-                       previous=_flag(args.get("previous"), False))
+                       previous=_flag(args.get("previous"), False), containers=everything)
     response = Response(body, mimetype="text/event-stream",
                         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
     response.call_on_close(lease.release)
@@ -82,16 +88,24 @@ def act(name: str) -> tuple[Response, int]:
     # The kind the action serves, the namespace and the name are checked before any client
     # is built; perform() checks them again (it is the one place that acts).
     name_ = actions.target_name(action, params, body.get("name"))
+    replicas = actions.replica_count(action, body.get("replicas"))
     try:
         client = clusters_client(agent)
     except KubeError as exc:
         return jsonify({"error": {"code": "cluster_unavailable", "message": exc.message}}), 502
     outcome = actions.perform(client, user, agent, action, params, name_,
-                              current_app.config.get("RECONCILE_TIMEOUT_SECONDS", 30))
+                              current_app.config.get("RECONCILE_TIMEOUT_SECONDS", 30),
+                              replicas)
     if outcome.result == "failed":
         return jsonify({"error": {"code": "action_failed", "message": outcome.message}}), \
             outcome.status
     return jsonify(outcome.to_json()), 200
+
+
+def _containers(pod: dict[str, Any]) -> list[str]:
+    spec = pod.get("spec") or {}
+    return [str(c["name"]) for key in ("initContainers", "containers")
+            for c in spec.get(key) or [] if isinstance(c, dict) and c.get("name")]
 
 
 def _tail_lines(raw: str | None) -> int | None:

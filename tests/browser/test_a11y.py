@@ -1,0 +1,143 @@
+"""Accessibility of every page, in the light and the dark theme: axe-core finds no serious
+or critical violation (contrast, names of controls, landmarks, links told apart from text…).
+
+The pages hold what people see in use: an agent with a live simulated cluster, events and
+notifications, a webhook with its log, personal tokens.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+from playwright.sync_api import Browser, Page, expect
+
+from webapp import agents, db
+from webapp.hooks import service as hooks
+from webapp.simcluster import SimCluster
+
+from .a11y import axe_problems
+from .conftest import AgentClient
+
+pytestmark = pytest.mark.browser
+
+SHA = "abcd1234" + "0" * 32
+AGENT = "prod"
+# Signed in as an admin, every page there is (the login page is checked signed out).
+PAGES = [
+    "/",
+    "/agents/new",
+    f"/agents/{AGENT}",
+    f"/agents/{AGENT}/events/{{event}}",
+    f"/agents/{AGENT}/cluster",
+    f"/agents/{AGENT}/tokens",
+    f"/agents/{AGENT}/settings",
+    f"/agents/{AGENT}/hooks",
+    "/hooks",
+    "/hooks/{hook}",
+    "/notifications/",
+    "/notifications/settings",
+    "/users/",
+    "/account/",
+    "/docs/agent-config",
+]
+
+
+@pytest.fixture
+def app_config(app_config: dict[str, Any]) -> dict[str, Any]:
+    return {**app_config, "WEBHOOK_ALLOWLIST": "127.0.0.1/32", "NOTIFY_POLL_SECONDS": 60}
+
+
+@pytest.fixture
+def sim() -> Iterator[SimCluster]:
+    cluster = SimCluster(bookmark_interval=0.5)
+    cluster.seed_demo()
+    cluster.serve()
+    yield cluster
+    cluster.close()
+
+
+@pytest.fixture
+def app(app: Flask, sim: SimCluster) -> Iterator[Flask]:
+    """The app's upstream watches stop before the simulated cluster does."""
+    yield app
+    app.extensions["watch_hub"].shutdown()
+    app.extensions["clusters"].close()
+
+
+@pytest.fixture
+def seeded(app: Flask, h: Any, sim: SimCluster, tmp_path: Path,
+           agent_client: AgentClient) -> dict[str, int]:
+    """An admin, the agent with its cluster, a few events (one notifies) and a webhook."""
+    h.user("alice", "admin")
+    path = sim.write_kubeconfig(tmp_path / "kubeconfig", context="sim")
+    with app.app_context():
+        agent = agents.create(AGENT, kubeconfig_path=str(path), kube_context="sim")
+        db.session().commit()
+        hook, _ = hooks.create(agent, "http://127.0.0.1:9/hook", None,
+                               hooks.Filters([], ["error"], []), "alice")
+        hook_id = hook.id
+    token = h.token(AGENT)
+    agent_client.post_event(token, type="gitops_commit_received", commit=SHA,
+                            project="platform/manifests")
+    failed = agent_client.post_event(token, type="gitops_sync_failed", commit=SHA,
+                                     message="context deadline exceeded: API server timeout")
+    return {"hook": int(hook_id), "event": failed}
+
+
+def sign_in(page: Page) -> None:
+    page.goto("/login")
+    page.get_by_label("User name").fill("alice")
+    page.get_by_label("Password").fill("correct horse")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page).not_to_have_url(re.compile(r"/login"))
+
+
+def check(page: Page, path: str) -> list[str]:
+    page.goto(path)
+    if path.endswith("/cluster"):
+        expect(page.locator("#watch-badge")).to_have_attribute("data-state", "connected",
+                                                               timeout=8_000)
+    page.wait_for_load_state("networkidle")
+    return [f"{path}: {problem}" for problem in axe_problems(page)]
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_no_serious_accessibility_problem_on_any_page(
+        page: Page, browser: Browser, live_server: str, seeded: dict[str, int],
+        scheme: str) -> None:
+    page.emulate_media(color_scheme=scheme)
+    problems = check(page, "/login")
+    sign_in(page)
+    for path in PAGES:
+        problems += check(page, path.format(**seeded))
+    # The shortcuts dialog and the phone's open menu.
+    page.goto("/")
+    page.keyboard.press("?")
+    expect(page.get_by_role("dialog", name="Keyboard shortcuts")).to_be_visible()
+    problems += [f"/ with the shortcuts: {p}" for p in axe_problems(page)]
+    page.keyboard.press("Escape")
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.get_by_role("button", name="Menu").click()
+    problems += [f"/ at 390 px, menu open: {p}" for p in axe_problems(page)]
+
+    # An error page, in its own tab: the shared one counts a 404 as a failure.
+    context = browser.new_context(base_url=live_server, color_scheme=scheme)
+    try:
+        problems += check(context.new_page(), "/no/such/page")
+    finally:
+        context.close()
+    assert not problems, "\n".join(problems)
+
+
+def test_the_check_sees_a_problem_when_there_is_one(page: Page, h: Any) -> None:
+    """A guard on the guard: an unnamed button is a critical violation axe must report."""
+    page.goto("/login")
+    assert axe_problems(page) == []
+    page.evaluate("document.querySelector('main').append(document.createElement('button'))")
+    problems = axe_problems(page)
+    assert any("button-name" in problem for problem in problems), problems

@@ -1,0 +1,85 @@
+"""After creating an agent: its first token and install command, each copied with one
+click, and the badge and first events appearing live when the agent calls in."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+import yaml
+from playwright.sync_api import Page, expect
+
+from webapp import tokens
+
+from .conftest import AgentClient
+from .test_notifications import sign_in
+
+pytestmark = pytest.mark.browser
+
+LIVE = 8_000
+
+
+def create_agent(page: Page, name: str, connection: str) -> None:
+    sign_in(page, "/agents/new")
+    page.get_by_label("Name").fill(name)
+    page.locator(f'input[name="connection"][value="{connection}"]').check()
+    page.get_by_role("button", name="Create agent").click()
+    expect(page.get_by_role("heading", name=f"Agent {name} created: connect it")).to_be_visible()
+
+
+def test_a_new_agent_shows_its_token_and_install_command_with_copy_buttons(
+        page: Page, h: Any, app: Any) -> None:
+    h.user("alice", "maintainer")
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    create_agent(page, "edge", "tunnel")
+    # The address bar names the Tokens tab: a reload cannot post the form again.
+    expect(page).to_have_url(re.compile(r"/agents/edge/tokens$"))
+    page.bring_to_front()  # the clipboard answers the focused page only
+    shown = page.get_by_label("Token").input_value()
+    page.get_by_role("button", name="Copy token").click()
+    expect(page.locator(".copied").first).to_have_text("Copied")
+    assert page.evaluate("navigator.clipboard.readText()") == shown
+
+    page.get_by_role("button", name="Copy command").click()
+    expect(page.locator(".copied").nth(1)).to_have_text("Copied")
+    command = page.evaluate("navigator.clipboard.readText()")
+    first, _, rest = command.partition("\n")
+    assert first == "kubectl apply -f - <<'EOF'" and rest.endswith("\nEOF")
+    documents = list(yaml.safe_load_all(rest.removesuffix("EOF")))
+    secret = next(d for d in documents if d["kind"] == "Secret")
+    assert secret["stringData"]["token"] == shown
+    deployment = documents[-1]
+    env = {e["name"]: e.get("value")
+           for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["AGENTWATCH_AGENT_URL"] == page.url.split("/agents/")[0]
+    with app.app_context():
+        assert tokens.authenticate(shown).agent().name == "edge"
+    # A reload shows the Tokens tab, where the token is listed but never shown again.
+    page.reload()
+    expect(page.get_by_role("table")).to_contain_text("agent-")
+    assert shown not in page.content()
+
+
+def test_the_badge_and_first_events_appear_when_the_agent_connects(
+        page: Page, h: Any, agent_client: AgentClient) -> None:
+    h.user("alice", "maintainer")
+    create_agent(page, "ci", "none")
+    badge = page.locator("#agent-status .badge")
+    expect(badge).to_contain_text("Never connected")
+    expect(page.locator("#feed-empty")).to_be_visible()
+    command = page.locator("#install-command").text_content()
+    token = re.search(r"Bearer (\S+)\"", command).group(1)
+    agent_client.heartbeat(token)  # what the shown command does
+    expect(badge).to_contain_text("Connected", timeout=LIVE)
+    expect(page.locator("#feed-list")).to_contain_text("used for the first time", timeout=LIVE)
+    expect(page.locator("#feed-empty")).to_have_count(0)
+
+
+def test_the_empty_agent_list_says_what_to_do_next(page: Page, h: Any) -> None:
+    h.user("alice", "maintainer")
+    sign_in(page, "/")
+    empty = page.locator(".empty-state")
+    expect(empty).to_contain_text("No agents yet")
+    empty.get_by_role("link", name="New agent").click()
+    expect(page).to_have_url(re.compile(r"/agents/new$"))
