@@ -375,6 +375,9 @@ def _object_params(agent: Agent) -> tuple[WatchParams, str]:
     if params.namespace is None and namespaced[(params.group, params.version, params.resource)]:
         raise Invalid(f"namespace: {params.resource} live in a namespace; it is required",
                       code="invalid_params", field="namespace")
+    if params.namespace is not None and not namespaced[params.key]:
+        raise Invalid(f"namespace: {params.resource} are not namespaced",
+                      code="invalid_params", field="namespace")
     return params, names.object_name(params.resource, name)
 
 

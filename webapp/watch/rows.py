@@ -649,6 +649,12 @@ def table_row(params: WatchParams, obj: JSON, columns: list[JSON] | None,
             state = state or text
         short = short or incomplete
     attention = "error" in tones or (short and "done" not in tones)
+    if obj.get("suspend") is True:  # a suspended Flux object: said beside its name
+        at = 1 if namespace else 0
+        cells[at] = Markup(cells[at].replace("</a></td>", '</a> ' + pill("Suspended",
+                                                                           "suspended")
+                                             + "</td>", 1))
+        texts.append("suspended")
     key = object_key(obj)
     html = _fmt('<tr id="{}" data-key="{}" data-name="{}" data-namespace="{}" data-state="{}"'
                 '{} data-row>{}</tr>', f"{params.resource}-{key}", key, name, namespace,
