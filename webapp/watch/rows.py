@@ -539,7 +539,8 @@ def table_columns(columns: list[JSON] | None, namespaced: bool) -> tuple[Column,
     out = [NAMESPACE] if namespaced else []
     for column in printed(columns):
         key = column_key(str(column.get("name") or ""))
-        numeric = column.get("type") in ("integer", "number", "date") or key == "age" or \
+        # A date column other than Age is printed as an age ("5m"): it sorts as text.
+        numeric = column.get("type") in ("integer", "number") or key == "age" or \
             key in _READY_COLUMNS or key == "restarts"
         out.append(Column(key, str(column.get("name") or key), numeric))
     return tuple(out)
