@@ -90,3 +90,20 @@ def test_kinds_the_cluster_does_not_serve_are_refused(live: Live) -> None:
     ws.watch("w", "widgets", group="example.com")
     error = ws.recv_until(lambda m: m["watchId"] == "w")[-1]
     assert error["type"] == "error" and "does not serve" in error["error"]["message"]
+
+
+def test_the_streaming_fallback_carries_a_tables_rows(live: Live) -> None:
+    live.sim.add_namespace("shop")
+    live.sim.add_pod("shop", "web-1", state="Running")
+    live.user("alice", "admin")
+    live.agent("prod")
+    stream = live.sse("/agents/prod/watch/stream", {
+        "watchId": "t", "version": "v1", "resource": "pods", "namespace": "shop",
+        "as": "Table"}, {"Authorization": f"Bearer {live.token('alice')}"})
+    assert stream.status == 200
+    event = stream.until(lambda m: m.data.get("type") == "event")[-1].data
+    obj = event["event"]["object"]
+    # The row object: the pod's metadata and the printed cells, not the whole pod.
+    assert obj["metadata"]["name"] == "web-1" and "spec" not in obj
+    assert obj["cells"][:3] == ["web-1", "1/1", "Running"]
+    assert cells(event["html"])["web-1"]["status"] == "Running"
