@@ -399,6 +399,7 @@
       this.relationsTimer = null;
       this.relationsPoll = null;
       this.relationsFetch = 0;
+      this.objectGone = false;
       this.detailsFetch = 0;      // number of the latest details fetch: older answers are dropped
       this.latestVersion = null;  // the object's resourceVersion, as the panel's watch last saw it
       this.ref = null;            // the open panel's `panel=` value
@@ -484,6 +485,8 @@
         event: (event, html) => {
           const obj = event.object || {};
           gone.hidden = event.type !== "DELETED";
+          // A deleted object has no relations left to read (the server would answer 404).
+          this.objectGone = event.type === "DELETED";
           if (event.type !== "DELETED") summary.fill(html);
           // ADDED too: a watch (re)started after a change lists the object anew.
           this.latestVersion = event.type === "DELETED" ? null : (obj.metadata || {}).resourceVersion || null;
@@ -586,6 +589,7 @@
 
     async loadRelations(panel) {
       clearTimeout(this.relationsTimer);
+      if (this.objectGone) return;
       const number = ++this.relationsFetch;
       const box = panel.querySelector(".relations");
       let html;
@@ -671,6 +675,7 @@
       const wasOpen = this.ref !== null;
       this.opening++;
       this.latestVersion = null;
+      this.objectGone = false;
       this.detailsFetch++;  // an answer still on its way is for a panel that is gone
       this.relationsFetch++;
       for (const id of this.watchIds) this.manager.remove(id);
