@@ -661,6 +661,12 @@ def bulk_load_events(db_path: str, rows: Iterable[tuple[Any, ...]], chunk: int =
     conn.execute("COMMIT")
     for _, index_sql in indexes:
         conn.execute(index_sql)
+    # The hourly counts the recorder keeps beside the events (webapp/histogram.py).
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'event_counts'").fetchone():
+        hour = "substr(happened_at, 1, 13) || ':00:00.000000'"
+        conn.execute("DELETE FROM event_counts")
+        conn.execute(f"INSERT INTO event_counts (agent_id, hour, level, count) SELECT "
+                     f"agent_id, {hour}, level, count(*) FROM events GROUP BY 1, 2, 3")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
     return total

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import secrets
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from flask import current_app
@@ -103,48 +104,121 @@ def _private_file(path: Path, text: str) -> None:
 
 
 def _seed_agent() -> None:
-    rng = random.Random(7)
     agent = agents.create(DEMO_AGENT)
     _, raw = tokens.create(agent, "demo-token", by_user="admin")
     now = clock.now()
+    with db.write_transaction() as session:
+        # One at a time: ids then follow the order things happened in, as when recorded live
+        # (notifications are listed in recorded order).
+        for event in week_of_activity(now, random.Random(7)):
+            record(session, agent.id, [event], now)
+    # One call with the token, as an agent would make: connected now, and the server's
+    # disconnects job reports it silent ten minutes later, live on the page.
+    tokens.record_contact(tokens.authenticate(raw))
+
+
+# --- a week that looks like one ---------------------------------------------------------------
+
+_APPS = "Kustomization/flux-system/apps"
+_TIMEOUT = "context deadline exceeded: API server timeout"
+
+
+def week_of_activity(now: datetime, rng: random.Random) -> list[NewEvent]:
+    """What a team's GitOps agent reports in a week: commits through working hours (about
+    one or two an hour, each received then synchronized), a few bot commits at night and at
+    weekends, the occasional failure, and three incidents that stand out on the histogram:
+    a bad manifest fixed after a dozen tries, a night-time API server outage, a morning of
+    deprecation warnings."""
     history: list[NewEvent] = []
-    for days_ago in range(6, -1, -1):
-        base = now - timedelta(days=days_ago, hours=rng.randint(1, 5))
-        sha = secrets.token_hex(20)
-        history.append(NewEvent("gitops_commit_received", base, commit_sha=sha,
-                                project=_PROJECT))
-        if days_ago == 3:
-            history.append(NewEvent(
-                "gitops_manifest_invalid", base + timedelta(minutes=1), commit_sha=sha,
-                project=_PROJECT,
-                message="Deployment/web: spec.template.spec.containers[0].image: Required value"))
-            continue
-        if days_ago == 1:
-            history.append(NewEvent(
-                "gitops_sync_failed", base + timedelta(minutes=2), commit_sha=sha,
-                project=_PROJECT, message="context deadline exceeded: API server timeout"))
-        history.append(NewEvent("gitops_sync_succeeded", base + timedelta(minutes=3),
-                                commit_sha=sha, project=_PROJECT))
+    start = now.replace(minute=0, second=0, microsecond=0) - timedelta(days=7)
+    hour = start
+    while hour < now - timedelta(hours=1):
+        working = hour.weekday() < 5 and 8 <= hour.hour < 18
+        commits = _poisson(rng, 1.4 if working else 0.12)
+        for _ in range(commits):
+            at = hour + timedelta(minutes=rng.randrange(60))
+            history += _commit(rng, at, fails=rng.random() < 0.06)
+        hour += timedelta(hours=1)
+    history += _bad_manifest(rng, _at(now, days=4, hour=14))
+    history += _api_outage(rng, _at(now, days=2, hour=2))
+    history += _deprecations(rng, _at(now, days=1, hour=9))
     config_sha = secrets.token_hex(20)
     history += [
-        NewEvent("config_commit_received", now - timedelta(days=5), commit_sha=config_sha,
-                 project="platform/agent-config"),
-        NewEvent("config_deprecated_feature", now - timedelta(days=5, minutes=-1),
+        NewEvent("agent_connected", start + timedelta(minutes=5)),
+        NewEvent("config_commit_received", now - timedelta(days=5, hours=3),
+                 commit_sha=config_sha, project="platform/agent-config"),
+        NewEvent("config_deprecated_feature", now - timedelta(days=5, hours=3, minutes=-1),
                  commit_sha=config_sha, project="platform/agent-config",
                  message="ci_access.projects[].default_namespace is deprecated, use "
                          "ci_access.projects[].environments",
                  link="https://docs.gitlab.com/user/clusters/agent/"),
-        NewEvent("gitops_deprecated_api", now - timedelta(days=2), commit_sha=secrets.token_hex(20),
-                 project=_PROJECT,
-                 message="policy/v1beta1 PodDisruptionBudget was removed in Kubernetes v1.25; "
-                         "use policy/v1",
-                 link="https://kubernetes.io/docs/reference/using-api/deprecation-guide/"),
-        NewEvent("agent_connected", now - timedelta(days=6, hours=6)),
-        NewEvent("agent_disconnected", now - timedelta(days=4, hours=2),
-                 details={"silent_for_seconds": 600}),
     ]
-    with db.write_transaction() as session:
-        record(session, agent.id, history, now)
-    # One call with the token, as an agent would make: connected now, and the server's
-    # disconnects job reports it silent ten minutes later, live on the page.
-    tokens.record_contact(tokens.authenticate(raw))
+    return sorted((e for e in history if e.happened_at < now - timedelta(minutes=1)),
+                  key=lambda e: e.happened_at)
+
+
+def _at(now: datetime, days: int, hour: int) -> datetime:
+    return (now - timedelta(days=days)).replace(hour=hour, minute=10, second=0, microsecond=0)
+
+
+def _poisson(rng: random.Random, mean: float) -> int:
+    n, threshold, product = 0, math.exp(-mean), rng.random()
+    while product > threshold:
+        n += 1
+        product *= rng.random()
+    return n
+
+
+def _commit(rng: random.Random, at: datetime, fails: bool = False) -> list[NewEvent]:
+    sha = secrets.token_hex(20)
+    out = [NewEvent("gitops_commit_received", at, commit_sha=sha, project=_PROJECT)]
+    if fails:
+        out.append(NewEvent("gitops_sync_failed", at + timedelta(minutes=2), commit_sha=sha,
+                            project=_PROJECT, message=_TIMEOUT, details={"object": _APPS},
+                            dedupe_extra=_APPS))
+    out.append(NewEvent("gitops_sync_succeeded", at + timedelta(minutes=rng.randint(1, 4)),
+                        commit_sha=sha, project=_PROJECT))
+    return out
+
+
+def _bad_manifest(rng: random.Random, at: datetime) -> list[NewEvent]:
+    """A broken Deployment, a dozen attempts to fix it within the hour, then the fix."""
+    out: list[NewEvent] = []
+    for attempt in range(12):
+        when = at + timedelta(minutes=attempt * 4 + rng.randrange(3))
+        sha = secrets.token_hex(20)
+        out += [NewEvent("gitops_commit_received", when, commit_sha=sha, project=_PROJECT),
+                NewEvent("gitops_manifest_invalid", when + timedelta(seconds=40),
+                         commit_sha=sha, project=_PROJECT,
+                         message="Deployment/web: spec.template.spec.containers[0].image: "
+                                 "Required value")]
+    return out + _commit(rng, at + timedelta(minutes=55))
+
+
+def _api_outage(rng: random.Random, at: datetime) -> list[NewEvent]:
+    """The agent loses the API server at night: it goes silent, comes back, and every
+    retry of the pending commit times out until the control plane recovers."""
+    out = [NewEvent("agent_disconnected", at, details={"silent_for_seconds": 600})]
+    back = at + timedelta(minutes=25)
+    out.append(NewEvent("agent_connected", back))
+    for retry in range(9):
+        sha = secrets.token_hex(20)
+        out.append(NewEvent("gitops_sync_failed", back + timedelta(minutes=retry * 5 + 1),
+                            commit_sha=sha, project=_PROJECT, message=_TIMEOUT,
+                            details={"object": _APPS}, dedupe_extra=_APPS))
+    return out + _commit(rng, back + timedelta(minutes=50))
+
+
+def _deprecations(rng: random.Random, at: datetime) -> list[NewEvent]:
+    """A chart upgrade brings back a removed API: every commit of the morning warns."""
+    out: list[NewEvent] = []
+    for n in range(7):
+        commit = _commit(rng, at + timedelta(minutes=n * 8))
+        sha = commit[0].commit_sha
+        out += commit + [NewEvent(
+            "gitops_deprecated_api", commit[0].happened_at + timedelta(minutes=1),
+            commit_sha=sha, project=_PROJECT,
+            message="policy/v1beta1 PodDisruptionBudget was removed in Kubernetes v1.25; "
+                    "use policy/v1",
+            link="https://kubernetes.io/docs/reference/using-api/deprecation-guide/")]
+    return out

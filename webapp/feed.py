@@ -21,14 +21,21 @@ MAX_ID = 2**63 - 1
 _CURSOR = re.compile(r"([0-9]{1,19})-([0-9]{1,19})")
 
 
+_HOUR = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2})")
+
+
 @dataclass(frozen=True)
 class Filters:
     levels: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
+    # One hour of happened_at (naive UTC, its start): a bar of the week histogram.
+    hour: datetime | None = None
 
     @classmethod
-    def parse(cls, levels: list[str], categories: list[str]) -> Filters:
-        """From query values; each may be repeated or comma-separated."""
+    def parse(cls, levels: list[str], categories: list[str],
+              hour: str | None = None) -> Filters:
+        """From query values; each may be repeated or comma-separated. `hour` is an hour
+        in UTC written YYYY-MM-DDTHH (the histogram's links)."""
         lv = _split(levels)
         cats = _split(categories)
         for level in lv:
@@ -40,14 +47,21 @@ class Filters:
                 raise Invalid(
                     f"Unknown category {cat!r}; use one of {', '.join(events.CATEGORIES)}",
                     code="invalid_filter", field="category")
-        return cls(tuple(lv), tuple(cats))
+        return cls(tuple(lv), tuple(cats), _parse_hour(hour) if hour else None)
 
     def apply(self, stmt: Select[Any]) -> Select[Any]:
         if self.levels:
             stmt = stmt.where(Event.level.in_(self.levels))
         if self.categories:
             stmt = stmt.where(Event.category.in_(self.categories))
+        if self.hour is not None:
+            stmt = stmt.where(Event.happened_at >= self.hour,
+                              Event.happened_at < self.hour + timedelta(hours=1))
         return stmt
+
+    @property
+    def active(self) -> bool:
+        return bool(self.levels or self.categories or self.hour)
 
     def query_args(self) -> dict[str, str]:
         args = {}
@@ -55,7 +69,28 @@ class Filters:
             args["level"] = ",".join(self.levels)
         if self.categories:
             args["category"] = ",".join(self.categories)
+        if self.hour is not None:
+            args["hour"] = format_hour(self.hour)
         return args
+
+    def without_hour(self) -> Filters:
+        return Filters(self.levels, self.categories)
+
+
+def format_hour(hour: datetime) -> str:
+    return hour.strftime("%Y-%m-%dT%H")
+
+
+def _parse_hour(raw: str) -> datetime:
+    match = _HOUR.fullmatch(raw.strip())
+    try:
+        if match is None:
+            raise ValueError(raw)
+        year, month, day, hour = (int(part) for part in match.groups())
+        return datetime(year, month, day, hour)
+    except ValueError:
+        raise Invalid(f"Malformed hour {raw[:40]!r}: write it YYYY-MM-DDTHH (UTC), like "
+                      "2026-12-03T14", code="invalid_filter", field="hour") from None
 
 
 def _split(values: list[str]) -> list[str]:

@@ -169,6 +169,24 @@ class Event(Base):
     dedupe_key: Mapped[str | None] = mapped_column(String(400))
 
 
+class EventCount(Base):
+    """Events per agent, hour and level: the histogram and the sparklines read these few rows
+    instead of counting a week of events. Kept by the recorder in the transaction that
+    stores the events; pruned with them (webapp/histogram.py)."""
+
+    __tablename__ = "event_counts"
+    __table_args__ = (
+        # The agents list's last 24 hours, across agents; pruning the oldest hours.
+        Index("ix_event_counts_hour", "hour", "agent_id", "level", "count"),
+    )
+
+    agent_id: Mapped[int] = mapped_column(
+        ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True)
+    hour: Mapped[datetime] = mapped_column(primary_key=True)  # happened_at, to the hour
+    level: Mapped[str] = mapped_column(String(8), primary_key=True)
+    count: Mapped[int] = mapped_column(Integer)
+
+
 class SchedulerLease(Base):
     """Who may run the scheduled jobs, until when. One row per lease name."""
 

@@ -10,7 +10,7 @@ from sqlalchemy import Table, bindparam, insert, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from . import events
+from . import events, histogram
 from .hooks.enqueue import enqueue as enqueue_deliveries
 from .models import Event
 
@@ -108,6 +108,7 @@ def record(session: Session, agent_id: int, new_events: list[NewEvent],
             for item in racing:
                 _resolve(results, item, found[item.key], duplicate=True)
 
+    histogram.count_recorded(session, [row for _, row in fresh])
     enqueue_deliveries(session, agent_id, fresh, now)
     return [r for r in results if r is not None]
 

@@ -53,7 +53,7 @@ def feed_items(page: Page) -> list[dict[str, Any]]:
              id: el.dataset.id ? Number(el.dataset.id) : null,
              ts: el.dataset.ts || null,
              day: el.dataset.day || null,
-             text: el.querySelector('a.summary')?.textContent.trim() ?? el.textContent.trim(),
+             text: el.querySelector('.summary')?.textContent.trim() ?? el.textContent.trim(),
            }))""")
     return items
 
@@ -114,7 +114,7 @@ def test_new_event_appears_live_at_the_top_under_today(
 
     row = page.locator(f"#event-{event_id}")
     expect(row).to_be_visible(timeout=LIVE)
-    expect(row.locator("a.summary")).to_have_text(
+    expect(row.locator(".summary")).to_have_text(
         "Sync of commit abcd1234 failed: API server timeout")
     expect(row.locator(".level")).to_have_attribute("aria-label", "error")
     # The agent's first call also connected it: those rows come too, below the failure.
@@ -211,7 +211,8 @@ def _seed_history(agent_client: AgentClient, token: str, count: int,
     """`count` events, one every `every` going back from now, over several days."""
     start = now()
     answer = agent_client.post_events(token, {"events": [
-        {"type": "gitops_sync_succeeded", "commit": f"{i:040x}",
+        # Each from its own project: not identical, so none is folded.
+        {"type": "gitops_sync_succeeded", "commit": f"{i:040x}", "project": f"team/app-{i}",
          "happened_at": utc_iso(start - every * (i + 1))}
         for i in range(count)
     ]})
@@ -271,7 +272,8 @@ def test_empty_state_goes_when_the_first_event_arrives(
     h.user()
     h.agent("quiet")  # no token: creating one records an event
     sign_in(page, "/agents/quiet")
-    expect(page.locator("#feed-empty")).to_have_text("No activity in the past 7 days")
+    expect(page.locator("#feed-empty")).to_contain_text("No activity in the past 7 days")
+    expect(page.locator("#feed-empty")).to_contain_text("connect it with one of its tokens")
     expect(page.locator(ROWS)).to_have_count(0)
     mark_page(page)
 
@@ -296,10 +298,12 @@ def test_clicking_a_row_opens_its_details(
     event_id = agent_client.post_event(
         token, type="gitops_manifest_invalid", commit=SHA, project="platform/apps",
         message="spec.replicas must be an integer", details=details)
-    summary = page.locator(f"#event-{event_id} a.summary")
+    summary = page.locator(f"#event-{event_id} .summary")
     expect(summary).to_be_visible(timeout=LIVE)
+    # The message is text; its time (and its commit) link to the details.
+    expect(summary.locator("a.commit")).to_have_text("abcd1234")
 
-    summary.click()
+    page.locator(f"#event-{event_id} a.when").click()
 
     expect(page).to_have_url(re.compile(rf"/agents/prod/events/{event_id}$"))
     expect(page.get_by_role("heading", level=2)).to_contain_text(

@@ -333,12 +333,18 @@ def test_blocked_websocket_falls_back_to_http_streaming(cluster_page: Page,
     # Every watch of the page shares one stream (browsers allow six HTTP/1.1 connections
     # per host, and logs and actions need some too); the panel's own object rides on the
     # pods watch. Opening the panel reopened the stream with its events watch added.
-    page.wait_for_function("() => window.agentwatchCluster.manager.source.readyState === 1")
+    page.wait_for_function(  # a function: a bare expression is eval'd, which the CSP refuses
+        "() => (window.agentwatchCluster.manager.source || {}).readyState === 1")
     latest = json.loads(parse_qs(urlsplit(streams[-1]).query)["watches"][0])
-    resources = sorted(w["watchParams"]["resource"] for w in latest)
-    # The tables, the workloads' strip (pods shared with their table), the panel's events.
-    assert resources == ["cronjobs", "daemonsets", "deployments", "events", "helmreleases",
-                         "jobs", "kustomizations", "pods", "services", "statefulsets"]
+    resources = {w["watchParams"]["resource"] for w in latest}
+    # The tables and the workloads' strip (pods shared with their table), the panel's events.
+    assert {"cronjobs", "daemonsets", "deployments", "helmreleases", "jobs", "kustomizations",
+            "pods", "services", "statefulsets"} <= resources
+    selectors = [w["watchParams"].get("fieldSelector", "") for w in latest]
+    assert [w["watchParams"]["resource"] for w in latest
+            if w["watchParams"].get("fieldSelector", "").startswith("involvedObject")] == \
+        ["events"]
+    assert not [f for f in selectors if f.startswith("metadata.name=")]  # it rides along
     assert "lastEventId" in parse_qs(urlsplit(streams[-1]).query)  # the others resumed
     sim.set_pod_state("default", "web-1", "NotReady")
     summary = page.locator("#object-panel dl.panel-summary")
@@ -351,7 +357,7 @@ def test_blocked_websocket_falls_back_to_http_streaming(cluster_page: Page,
     page.evaluate("window.agentwatchCluster.manager.retryWebSocket()")
     expect(badge.locator(".label")).to_have_text("Live", timeout=SLOW)
     expect(badge).to_have_attribute("title", re.compile(r"WebSocket"))
-    page.wait_for_function("window.agentwatchCluster.manager.source === null")
+    page.wait_for_function("() => window.agentwatchCluster.manager.source === null")
     sim.record_event(pod, "Socketed", "over the WebSocket again")
     expect(page.locator("#panel-events")).to_contain_text("over the WebSocket again",
                                                           timeout=LIVE)
@@ -445,6 +451,7 @@ def test_flux_reconcile_and_suspend_from_the_panel(cluster_page: Page,
     dialog.get_by_role("button", name="Suspend", exact=True).click()
     expect(panel.locator(".action-result")).to_have_text(
         "suspended kustomization flux-system/apps")
+    assert sim.get("kustomizations", "apps", "flux-system")["spec"]["suspend"] is True
     # Flux prints no column for it: the page says it beside the name.
     expect(row(page, "kustomizations", "apps").locator('td[data-col="name"] .pill')).to_have_text(
         "Suspended", timeout=LIVE)

@@ -8,7 +8,7 @@ from datetime import timedelta
 from flask import Flask
 from sqlalchemy import delete, select
 
-from .. import clock, db
+from .. import clock, db, histogram
 from ..models import Event
 
 
@@ -28,5 +28,7 @@ def run(app: Flask) -> int:
 ))
             total += deleted
             if deleted < batch:
+                with db.write_transaction() as session:
+                    histogram.prune(session, cutoff)
                 return total
             time.sleep(0.005)

@@ -27,7 +27,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from .. import clock, db, feed
+from .. import clock, db, feed, folding
 from ..errors import Invalid, NotFound
 from ..models import Agent, Event, User
 from .important import Rules, rules
@@ -294,6 +294,29 @@ def mark_read(user: User, event_id: int) -> Notification:
                 .values(user_id=user.id, event_id=event_id, read_at=clock.now())
                 .on_conflict_do_nothing(index_elements=["user_id", "event_id"]))
     return Notification(notification.event, notification.agent_name, True)
+
+
+def mark_read_many(user: User, event_ids: list[int]) -> list[Notification]:
+    """A fold of identical notifications read at once; each id must be one of the user's
+    notifications (else NotFound, and nothing is marked)."""
+    found = [get(user, event_id) for event_id in dict.fromkeys(event_ids)]
+    unread = [n.event.id for n in found if not n.read]
+    if unread:
+        now = clock.now()
+        with db.write_transaction() as session:
+            for event_id in unread:
+                session.execute(
+                    _insert(session, NotificationRead)
+                    .values(user_id=user.id, event_id=event_id, read_at=now)
+                    .on_conflict_do_nothing(index_elements=["user_id", "event_id"]))
+    return [Notification(n.event, n.agent_name, True) for n in found]
+
+
+def folded(items: list[Notification]) -> list[folding.Fold]:
+    """Identical notifications of one agent within the fold window, as one item (see
+    webapp/folding.py); a fold is unread while any of its notifications is."""
+    return folding.fold(items, key=lambda n: f"{n.agent_name}:{folding.fold_key(n.event)}",
+                        when=lambda n: n.event.happened_at)
 
 
 def mark_all_read(user: User) -> None:

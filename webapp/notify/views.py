@@ -17,7 +17,7 @@ from flask import (
 )
 from werkzeug.wrappers import Response as BaseResponse
 
-from .. import agents
+from .. import agents, folding
 from ..auth import login_required
 from ..converters import clamp_id
 from ..errors import AppError
@@ -52,7 +52,7 @@ def page() -> str:
     show = _show()
     result = service.page(g.user, None, current_app.config["PAGE_SIZE"], show == "unread")
     return render_template("notifications/page.html", items=result.items, next=result.next,
-                           show=show)
+                           folds=service.folded(result.items), show=show)
 
 
 @bp.get("/older")
@@ -62,7 +62,7 @@ def older() -> str:
     result = service.page(g.user, _int_arg("before", 0) or None,
                           current_app.config["PAGE_SIZE"], show == "unread")
     return render_template("notifications/_older.html", items=result.items,
-                           next=result.next, show=show)
+                           folds=service.folded(result.items), next=result.next, show=show)
 
 
 @bp.get("/poll")
@@ -90,6 +90,27 @@ def mark_read(event_id: int) -> BaseResponse | str:
     notification = service.mark_read(g.user, event_id)
     if request.headers.get("HX-Request"):
         return render_template("notifications/_marked.html", n=notification)
+    return redirect(url_for(".page"))
+
+
+# A fold holds at most a page of notifications.
+MAX_READ_AT_ONCE = 200
+
+
+@bp.post("/read")
+@login_required
+def mark_read_fold() -> BaseResponse | str | tuple[str, int]:
+    """Marks a fold of identical notifications read: the ids of its notifications."""
+    try:
+        ids = [clamp_id(int(v)) for v in request.form.getlist("id")]
+    except ValueError:
+        return "Notification ids are integers", 422
+    if not ids or len(ids) > MAX_READ_AT_ONCE:
+        return f"Give between 1 and {MAX_READ_AT_ONCE} notification ids", 422
+    items = sorted(service.mark_read_many(g.user, ids), key=lambda n: n.event.id, reverse=True)
+    if request.headers.get("HX-Request"):
+        return render_template("notifications/_marked_fold.html",
+                               fold=folding.Fold("", items))
     return redirect(url_for(".page"))
 
 

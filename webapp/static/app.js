@@ -1,4 +1,4 @@
-// agentwatch page script: relative times, and placing live activity rows in order.
+// agentwatch page script: relative times, confirmations and copy buttons.
 "use strict";
 
 (function () {
@@ -23,51 +23,9 @@
     }
   }
 
-  function isNewer(a, b) {
-    const ta = BigInt(a.dataset.ts), tb = BigInt(b.dataset.ts);
-    return ta > tb || (ta === tb && Number(a.dataset.id) > Number(b.dataset.id));
-  }
-
-  // Rows arrive newest first by id; an agent may report an event that happened earlier,
-  // so each row goes where its time puts it, not simply at the top.
-  function placeIncoming(incoming) {
-    const list = document.getElementById("feed-list");
-    if (!list) { incoming.remove(); return; }
-    for (const row of Array.from(incoming.querySelectorAll("li.event"))) {
-      if (document.getElementById(row.id) !== row) { row.remove(); continue; }  // already shown
-      const anchor = Array.from(list.querySelectorAll(":scope > li.event"))
-        .find((existing) => isNewer(row, existing));
-      const older = list.querySelector(":scope > li.older");
-      if (!anchor && older) { row.remove(); continue; }  // belongs to a page not loaded yet
-      list.insertBefore(row, anchor || older);
-      row.classList.add("fresh");
-    }
-    incoming.remove();
-    const empty = document.getElementById("feed-empty");
-    if (empty && list.querySelector("li.event")) empty.remove();
-    regroupDays(list);
-  }
-
-  function regroupDays(list) {
-    for (const header of list.querySelectorAll(":scope > li.day")) header.remove();
-    let day = null;
-    for (const row of list.querySelectorAll(":scope > li.event")) {
-      if (row.dataset.day !== day) {
-        day = row.dataset.day;
-        const header = document.createElement("li");
-        header.className = "day";
-        header.dataset.day = day;
-        header.textContent = row.dataset.dayLabel;
-        list.insertBefore(header, row);
-      }
-    }
-  }
-
+  // Live activity rows are placed by activity.js (the Activity tab's own script).
   document.addEventListener("htmx:load", (event) => {
     const el = event.detail.elt;
-    const incoming = el.matches && el.matches("ol.incoming") ? [el]
-      : Array.from(el.querySelectorAll ? el.querySelectorAll("ol.incoming") : []);
-    incoming.forEach(placeIncoming);
     refreshTimes(el.parentNode || document);
   });
 

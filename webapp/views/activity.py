@@ -2,19 +2,46 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, timedelta
+from urllib.parse import urlencode
 
-from flask import Blueprint, Response, current_app, render_template, request
+from flask import Blueprint, Response, current_app, render_template, request, url_for
 
-from .. import agents, feed
+from .. import agents, clock, feed, folding, histogram
 from ..auth import login_required
 from ..errors import Invalid
+from ..models import Agent
+from . import charts
 
 bp = Blueprint("activity", __name__)
 
 
 def _filters() -> feed.Filters:
-    return feed.Filters.parse(request.args.getlist("level"), request.args.getlist("category"))
+    return feed.Filters.parse(request.args.getlist("level"), request.args.getlist("category"),
+                              request.args.get("hour"))
+
+
+# The page script folds rows arriving later with the same window (activity.js).
+FOLD_WINDOW_MICROS = folding.FOLD_WINDOW // timedelta(microseconds=1)
+
+
+def _histogram(agent: Agent, filters: feed.Filters) -> dict[str, object]:
+    """The week's histogram; its bars link to the feed filtered to their hour and level
+    (keeping the chosen categories)."""
+    series = histogram.week(agent.id, clock.now())
+    # Built once, completed per bar: url_for for each of up to 672 bars cost more than
+    # drawing them.
+    base = url_for("activity.page", name=agent.name)
+    categories = filters.query_args().get("category")
+    tail = "&" + urlencode({"category": categories}) if categories else ""
+
+    def link(hour: str, level: str) -> str:
+        return f"{base}?hour={hour}&level={level}{tail}"
+
+    return {"histogram": charts.week_histogram(series, link, filters.hour),
+            "histogram_text": charts.counts_text(
+                {level: series.total(level) for level in charts.STACK}),
+            "hour_label": charts.hour_label(filters.hour) if filters.hour else None}
 
 
 def status_key(status: agents.ConnectionStatus) -> str:
@@ -35,10 +62,11 @@ def page(name: str) -> str:
     status = agents.status(agent)
     context = {"agent": agent, "filters": filters, "rows": first.events, "next": first.next,
                "after": after, "status": status, "status_key": status_key(status),
-               "prev_day": None}
+               "prev_day": None, "fold_window_micros": FOLD_WINDOW_MICROS}
     if request.headers.get("HX-Target") == "feed":
         return render_template("activity/_feed.html", **context)
-    return render_template("activity/page.html", tab="activity", **context)
+    return render_template("activity/page.html", tab="activity", **context,
+                           **_histogram(agent, filters))
 
 
 @bp.get("/agents/<name>/activity/poll")

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from flask import Blueprint, g, render_template, request
 from werkzeug.wrappers import Response
 
-from .. import agents, clock, feed
+from .. import agents, clock, histogram
 from ..auth import login_required, role_required
 from ..errors import AppError
 from . import tokens
+from .charts import sparkline
 
 bp = Blueprint("agents", __name__)
 
@@ -19,11 +18,13 @@ bp = Blueprint("agents", __name__)
 @login_required
 def index() -> str:
     rows = agents.all_agents()
-    counts = feed.recent_problem_counts(clock.now() - timedelta(hours=24))
-    listing = [(a, agents.status(a), counts.get(a.id, {"error": 0, "warning": 0}))
-               for a in rows]
+    now = clock.now()
+    # One query for every agent's last 24 hours: the sparklines and the counts beside them.
+    days = histogram.last_day(now)
+    quiet = histogram.Day()
+    listing = [(a, agents.status(a), days.get(a.id, quiet)) for a in rows]
     template = "agents/_table.html" if request.headers.get("HX-Request") else "agents/index.html"
-    return render_template(template, listing=listing)
+    return render_template(template, listing=listing, sparkline=sparkline)
 
 
 @bp.route("/agents/new", methods=["GET", "POST"])

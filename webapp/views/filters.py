@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from flask import Flask, current_app, url_for
+from flask import Flask, current_app
 from markupsafe import Markup, escape
 
 from .. import clock, events
 from ..clock import isoformat
-from ..models import Event
 
 
 def _zone() -> ZoneInfo:
@@ -90,68 +88,10 @@ def level_icon(level: str) -> Markup:
                   f'title="{text}">{_LEVEL_SYMBOLS.get(level, "i")}</span>')
 
 
-def event_rows(rows: list[Event], agent_name: str, prev_day: date | None = None,
-               headings: bool = True) -> Markup:
-    """Feed rows with a heading at each new day (unless `headings` is false: the live poll
-    leaves those to the page script); `prev_day` is the day of the row just above, if any.
-    The one renderer of an event row: the page, the live poll and older pages use it.
-
-    Python rather than a template (Jinja spent 140 µs per row, fifty rows a page), and
-    only the parts that change with the clock are drawn each time: events never change,
-    so the rest is kept per event."""
-    detail_base = url_for("activity.detail", name=agent_name, event_id=0)[:-1]
-    now = clock.now()
-    today = local(now).date()
-    out: list[str] = []
-    above = prev_day
-    label = ""
-    cache = current_app.extensions.setdefault("event_row_parts", {})
-    for event in rows:
-        day_key, before_day, before_time, end = _static_row_parts(cache, event, detail_base)
-        if day_key != above or not label:
-            label = escape(_day_text(day_key, today))
-            if day_key != above and headings:
-                out.append(f'<li class="day" data-day="{day_key.isoformat()}">{label}</li>\n')
-            above = day_key
-        out.append(f"{before_day}{label}{before_time}"
-                   f"{escape(relative_time(event.happened_at, now))}{end}\n")
-    return Markup("".join(out))
-
-
-RowParts = tuple[date, str, str, str]
-
-
-def _static_row_parts(cache: dict[tuple[int, str], RowParts], event: Event,
-                      detail_base: str) -> RowParts:
-    """Per app (an id names one event of one database), oldest dropped first."""
-    key = (event.id, detail_base)
-    parts = cache.get(key)
-    if parts is None:
-        level = escape(event.level)
-        when = event.happened_at
-        day = local_day(when)
-        parts = (
-            day,
-            f'<li class="event level-{level}" id="event-{event.id}" data-id="{event.id}" '
-            f'data-ts="{epoch_micros(when)}" data-day="{day.isoformat()}" data-day-label="',
-            f'">\n  {level_icon(event.level)}\n'
-            f'  <a class="summary" href="{escape(detail_base)}{event.id}">'
-            f'{escape(events.describe(event))}</a>\n'
-            f'  <span class="chip">{escape(event.category)}</span>\n  {_time_open(when)}',
-            "</time>\n</li>")
-        if len(cache) >= _ROW_PARTS_MAX:
-            # Oldest first (dicts keep insertion order); another thread may race us here.
-            with contextlib.suppress(RuntimeError, KeyError, StopIteration):
-                cache.pop(next(iter(cache)))
-        cache[key] = parts
-    return parts
-
-
-_ROW_PARTS_MAX = 20_000  # about 12 MB at most
-
-
 def init_app(app: Flask) -> None:
-    app.jinja_env.globals.update(time=time_tag, level_icon=level_icon, event_rows=event_rows)
+    from .feed_rows import jinja_globals
+
+    app.jinja_env.globals.update(time=time_tag, level_icon=level_icon, **jinja_globals())
     app.jinja_env.filters.update(
         isoformat=isoformat, day_label=day_label, local_day=local_day,
         exact_time=exact_time, epoch_micros=epoch_micros, relative_time=relative_time,
