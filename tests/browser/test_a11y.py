@@ -50,14 +50,7 @@ PAGES = [
 
 # Problems known and waiting for their fix: (theme, page, rule) -> why. The test fails on
 # anything else, and reports these as an expected failure until they are gone.
-KNOWN = {
-    ("dark", f"/agents/{AGENT}/cluster", "color-contrast"):
-        "cluster.css colours its status pills and the selected row with literal light values "
-        "instead of the tokens (--tint-success, --tint-error, --selected…)",
-    ("dark", "a pod's side panel", "color-contrast"):
-        "cluster.css colours its status pills and the selected row with literal light values "
-        "instead of the tokens (--tint-success, --tint-error, --selected…)",
-}
+KNOWN: dict[tuple[str, str, str], str] = {}
 
 
 @pytest.fixture
