@@ -8,6 +8,9 @@ signed-in user are timed:
   (b) the "nothing new" live poll: GET /agents/<big-agent>/activity/poll?after=<id>&status=<key>
       (answers 204), with the URL the rendered feed's poller carries.
 
+Informative extras: filters, an older page, the full page (with the week histogram), one
+hour of the histogram, and the agents list (every agent's 24-hour sparkline).
+
 Server time is measured two ways:
   * in-process: the app from `create_app()` on the same instance, driven by Flask's test client;
     a WSGI middleware times the app alone (from the WSGI call until the body is produced);
@@ -120,7 +123,7 @@ def in_process(instance: Instance, args: argparse.Namespace) -> dict[str, Any]:
         return resp
 
     fragment = get_feed().get_data(as_text=True)
-    rows = fragment.count('class="event ')
+    rows = fragment.count(' id="event-')  # each event once, folded or not
     poll_url = common.poll_url_from(fragment)
     log(f"feed fragment: {len(fragment)} bytes, {rows} rows; poll URL {poll_url}")
     assert rows == 50, rows
@@ -172,6 +175,10 @@ def in_process(instance: Instance, args: argparse.Namespace) -> dict[str, Any]:
         "older page (2nd page)": (older, {"HX-Request": "true"}, 200),
         "small agent feed": ("/agents/agent-00002", FEED_HEADERS, 200),
         "full page (no HX-Target)": (feed_url, {}, 200),
+        # The week histogram's hour filter (a bar clicked), and every agent's sparkline.
+        "feed of one hour (histogram bar)": (
+            f"{feed_url}?hour={_an_hour_ago()}&level=error", FEED_HEADERS, 200),
+        "agents list (sparklines)": ("/", {}, 200),
     }
     for label, (url, headers, status) in cases.items():
         def fn(url: str = url, headers: dict[str, str] = headers, status: int = status) -> None:
@@ -188,6 +195,10 @@ def in_process(instance: Instance, args: argparse.Namespace) -> dict[str, Any]:
     out["extras"] = extras
     app.extensions["db_engine"].dispose()
     return out
+
+
+def _an_hour_ago() -> str:
+    return (common.utcnow() - timedelta(hours=1)).strftime("%Y-%m-%dT%H")
 
 
 def _older_url(fragment: str) -> str:

@@ -141,7 +141,7 @@ def main() -> None:
             common.login(login)
             url = f"/agents/{args.big_agent}"
             status, body, _ = login.get(url, headers=FEED_HEADERS)
-            assert status == 200 and body.count(b'class="event ') == 50, status
+            assert status == 200 and body.count(b' id="event-') == 50, status
             login.close()
             readers = [Reader(server.port, login.cookies, url) for _ in range(args.readers)]
             writers = [Reader(server.port, {}, url, token, args.writer_pause)

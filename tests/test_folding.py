@@ -126,7 +126,8 @@ def test_rows_show_the_message_as_text_with_commit_and_object_links(signed_in, h
     # Text, with exactly two links: the commit (its details) and the object (its panel).
     links = re.findall(r'<a class="(\w+)" href="([^"]+)"', summary)
     assert links == [("commit", f"/agents/prod/events/{event_id}"),
-                     ("object", "/agents/prod/cluster?panel=kustomizations/flux-system/apps")]
+                     ("object", "/agents/prod/cluster?panel="
+                                "kustomizations.kustomize.toolkit.fluxcd.io/flux-system/apps")]
     assert ">01234567</code></a>" in summary and ">flux-system/apps</a>" in summary
     # A long message: one line, and a button to read it whole.
     assert '<button type="button" class="more" aria-expanded="false"' in row

@@ -95,3 +95,12 @@ def target_v1(target_api: kubernetes.client.ApiClient) -> kubernetes.client.Core
 @pytest.fixture()
 def target_namespace(target: Target, target_api: kubernetes.client.ApiClient) -> str:
     return target.new_namespace(target_api)
+
+
+@pytest.fixture()
+def bare_target(request: pytest.FixtureRequest, target: Target) -> Target:
+    """The target as the real tier runs it: an API server without kube-controller-manager
+    (the simulator's controllers paused), so status written by a test stays as written."""
+    if target.name == "sim":
+        request.getfixturevalue("cluster").workloads.pause()
+    return target

@@ -1,14 +1,21 @@
 """A simulated Kubernetes cluster that speaks the Kubernetes HTTP API on loopback, answering
 as kube-apiserver 1.37 does (tests/simcluster/test_parity.py runs against both).
 
-For tests, benchmarks and demos of code that uses the real ``kubernetes`` client: pods,
-services, events, namespaces and the Flux Kustomization/HelmRelease/GitRepository kinds,
-with LIST/WATCH (resourceVersion, selectors, bookmarks, 410 Gone, and versions ahead of
+For tests, benchmarks and demos of code that uses the real ``kubernetes`` client: the kinds
+of a full dashboard (Deployments, StatefulSets, DaemonSets, ReplicaSets, Jobs, CronJobs,
+Pods, Services, Ingresses, EndpointSlices, NetworkPolicies, ConfigMaps, Secrets, PVCs, PVs,
+StorageClasses, Nodes, Namespaces, Events) and the CRDs of ``crds/`` (Flux's
+Kustomization/HelmRelease/GitRepository, the demo Backup), found by discovery (legacy and
+aggregated ``APIGroupDiscoveryList``) and printed as the server's ``as=Table`` (columns and
+cells of its printers, CRD printer columns, ``includeObject``, Table watches), with
+LIST/WATCH (resourceVersion, selectors, bookmarks, 410 Gone, and versions ahead of
 the store as the watch cache answers them: reads wait ``block_timeout`` (3 s) then 504
 "Too large resource version", a watch-list gets that in-stream, a plain watch stays
 silent), Exact lists, ListOptions validation, CRUD and PATCH, pod
-logs (follow/tail/timestamps/previous), a small Flux controller, impersonation + RBAC,
-and request counters.  Stdlib + PyYAML only.
+logs (follow/tail/timestamps/previous), a small Flux controller, a miniature
+controller-manager (Deployment → ReplicaSet → Pods with rollouts, StatefulSet, DaemonSet,
+Job, CronJob, Service → EndpointSlice, garbage collection) and the scale subresource,
+impersonation + RBAC, and request counters.  Stdlib + PyYAML only.
 
 Python API (all in ``SimCluster`` unless noted)::
 
@@ -39,6 +46,12 @@ Python API (all in ``SimCluster`` unless noted)::
                         labels=None, lb_ingress=True)
     cluster.add_gitrepository / add_kustomization / add_helmrelease(namespace, name, ...)
     cluster.record_event(obj, reason, message, type="Normal", component=None)
+    cluster.run_cronjob(namespace, name, job_name=None, scheduled_at=None)  # a Job from it
+    cluster.settle(timeout=10.0)     # controllers idle, every pod started
+    cluster.workloads.pause() / resume()     # as a control plane without controller-manager
+    builders.node / deployment / statefulset / daemonset / cronjob / job / service / ...
+    # pod templates may say simcluster.agentwatch.dev/state: CrashLoopBackOff (or another
+    # pods.STATES value): the kubelet starts their pods so; a Job's "Error" fails it
 
     # logs
     cluster.append_log(namespace, pod, container, line_or_lines) -> int
@@ -72,11 +85,16 @@ Python API (all in ``SimCluster`` unless noted)::
 CLI: ``python -m webapp.simcluster --port 8001 --kubeconfig PATH [--demo] [--churn]``;
 SIGHUP replaces the cluster, SIGUSR1 is an outage, SIGUSR2 cuts every stream.
 
-Modules: ``cluster`` (Python API), ``http`` (server/routing), ``store`` (objects, RV,
-watch history), ``selectors`` (``label_selector``: apimachinery's parser), ``patch``,
-``pods`` (object builders, kubectl states), ``events``, ``logs``, ``flux``, ``rbac``,
-``stats``, ``scheduler``, ``resources``, ``faults``, ``errors``, ``demo`` (seed data +
-churn), ``__main__`` (CLI).
+Modules: ``cluster`` (Python API), ``http`` (server/routing), ``negotiation`` (Accept:
+Table, aggregated discovery), ``representation`` (Tables and metadata-only answers),
+``store`` (objects, RV, watch history), ``selectors`` (``label_selector``: apimachinery's
+parser), ``patch``, ``pods`` (object builders, kubectl states), ``builders`` (nodes,
+workloads, config, storage), ``defaults`` (what the server defaults on create),
+``workloads`` (the controllers, fed by store events: ``controller_base`` their queue and
+helpers, ``apps_controllers``, ``batch_controllers``, ``endpointslices``), ``scale``,
+``printers`` (Table cells; ``columns.json``: the server's column definitions), ``events``,
+``logs``, ``flux``, ``rbac``, ``stats``, ``scheduler``, ``resources`` (kinds, CRDs,
+discovery), ``faults``, ``errors``, ``demo`` (seed data + churn), ``__main__`` (CLI).
 """
 
 from .cluster import SimCluster

@@ -42,7 +42,9 @@ from .logs import LogBuffer, LogGenerator, LogStore
 from .pods import PHASE_DEFAULT_STATE, STATES, build_pod, build_service, build_status
 from .rbac import RBAC
 from .resources import (
+    CRDS,
     CRONJOBS,
+    CUSTOMRESOURCEDEFINITIONS,
     GITREPOSITORIES,
     HELMRELEASES,
     KUSTOMIZATIONS,
@@ -50,6 +52,7 @@ from .resources import (
     PODS,
     SERVICES,
     ResourceType,
+    crd_object,
     resolve,
 )
 from .scheduler import Scheduler
@@ -114,6 +117,8 @@ class SimCluster:
         self.store.add_listener(self._on_event)
         for ns in self._settings[3]:
             self.add_namespace(ns)
+        for crd in CRDS:
+            self.store.create(CUSTOMRESOURCEDEFINITIONS, crd_object(crd, rfc3339()))
 
     # --- lifecycle --------------------------------------------------------------------------
 

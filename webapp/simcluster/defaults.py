@@ -79,10 +79,12 @@ def job(obj: JSON) -> None:
     if not spec.get("manualSelector"):
         spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
         spec["manualSelector"] = False
-        meta["labels"] = {**labels, **(meta.get("labels") or {})}
         template = spec.setdefault("template", {})
         tmeta = template.setdefault("metadata", {})
         tmeta["labels"] = {**(tmeta.get("labels") or {}), **labels}
+    if not meta.get("labels"):  # a Job without labels takes its template's
+        meta["labels"] = dict(((spec.get("template") or {}).get("metadata") or {}).get(
+            "labels") or {})
     _template(spec)
     spec.setdefault("completionMode", "NonIndexed")
     spec.setdefault("suspend", False)
@@ -110,6 +112,8 @@ def pv(obj: JSON) -> None:
     spec = obj.setdefault("spec", {})
     spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
     spec.setdefault("volumeMode", "Filesystem")
+    if isinstance(spec.get("hostPath"), dict):
+        spec["hostPath"].setdefault("type", "")
     obj["metadata"].setdefault("finalizers", ["kubernetes.io/pv-protection"])
     obj.setdefault("status", {"phase": "Pending", "lastPhaseTransitionTime": rfc3339()})
 

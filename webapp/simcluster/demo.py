@@ -19,7 +19,8 @@ plane), StorageClasses, and namespaces
   suspended).
 
 ``Churn`` then keeps it moving: pods are deleted and replaced by their ReplicaSets, crash
-and recover, log lines flow, new Git revisions land and Flux reconciles them.
+and recover, Deployments scale, CronJobs run, log lines flow, new Git revisions land and Flux
+reconciles them.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ class Demo:
     helmreleases: list[tuple[str, str]] = field(default_factory=list)
     gitrepositories: list[tuple[str, str]] = field(default_factory=list)
     cronjobs: list[tuple[str, str]] = field(default_factory=list)
+    inventories: dict[str, list[JSON]] = field(default_factory=dict)  # per Kustomization
 
 
 def _entry(obj: JSON) -> JSON:
@@ -211,8 +213,9 @@ def seed_demo(cluster: SimCluster, seed: int = 0) -> Demo:
     demo.gitrepositories.append(("flux-system", "flux-system"))
     cluster.add_kustomization("flux-system", "infrastructure", path="./infrastructure",
                               inventory=[_entry(o) for o in infra.applied])
+    demo.inventories["apps"] = [_entry(o) for o in apps.applied]
     cluster.add_kustomization("flux-system", "apps", path="./apps", wait=True,
-                              inventory=[*(_entry(o) for o in apps.applied), _DEPRECATED_PDB])
+                              inventory=_apps_inventory(demo, deprecated=True))
     cluster.add_kustomization("flux-system", "payments", path="./payments", wait=True,
                               inventory=[_entry(o) for o in pay.applied])
     cluster.add_kustomization("flux-system", "monitoring", path="./monitoring", suspend=True)
@@ -223,8 +226,34 @@ def seed_demo(cluster: SimCluster, seed: int = 0) -> Demo:
     cluster.add_helmrelease("monitoring", "kube-prometheus-stack", version="65.1.0")
     demo.helmreleases += [("shop", "podinfo"), ("monitoring", "kube-prometheus-stack")]
 
+    for namespace, release, chart, version in (
+            ("shop", "podinfo", "podinfo", "6.7.1"),
+            ("monitoring", "kube-prometheus-stack", "kube-prometheus-stack", "65.1.0")):
+        cluster.create(_helm_release_secret(namespace, release, chart, version))
+
     _settle(cluster, demo, rng)
     return demo
+
+
+def _helm_release_secret(namespace: str, release: str, chart: str, version: str) -> JSON:
+    """Where Helm keeps a release (``sh.helm.release.v1.<name>.v<revision>``)."""
+    return b.secret(namespace, f"sh.helm.release.v1.{release}.v1",
+                    {"release": f"{chart}-{version}"}, type="helm.sh/release.v1",
+                    labels={"name": release, "owner": "helm", "status": "deployed",
+                            "version": "1"})
+
+
+def _apps_inventory(demo: Demo, deprecated: bool) -> list[JSON]:
+    """What the "apps" Kustomization applies; ``deprecated``: a policy/v1beta1 PDB too."""
+    entries = list(demo.inventories.get("apps", []))
+    if deprecated:
+        entries.append(inventory_entry("shop", "web", "PodDisruptionBudget", group="policy",
+                                       version="v1beta1"))
+    return entries
+
+
+LEDGER_UNHEALTHY = ("health check failed after 5m0s: timeout waiting for: "
+                    "[Deployment/payments/ledger status: 'InProgress']")
 
 
 def _settle(cluster: SimCluster, demo: Demo, rng: random.Random) -> None:
@@ -248,9 +277,7 @@ def _settle(cluster: SimCluster, demo: Demo, rng: random.Random) -> None:
                     f'level=info msg="listening" addr=:{8000 + rng.randrange(100)}'])
     cluster.wait_for(lambda: (cluster.get("kustomizations", "payments", "flux-system")
                               .get("status") or {}).get("inventory"), timeout=10)
-    cluster.flux.set_failing("flux-system", "payments", "HealthCheckFailed",
-                             "health check failed after 5m0s: timeout waiting for: "
-                             "[Deployment/payments/ledger status: 'InProgress']")
+    cluster.flux.set_failing("flux-system", "payments", "HealthCheckFailed", LEDGER_UNHEALTHY)
     cluster.flux.request_reconcile("flux-system", "payments")
     cluster.wait_for(lambda: _ready_reason(cluster.get("kustomizations", "payments",
                                                        "flux-system")) == "HealthCheckFailed",
@@ -268,17 +295,6 @@ def _ready_reason(obj: JSON) -> str | None:
         if c.get("type") == "Ready":
             return str(c.get("reason"))
     return None
-
-
-_DEPRECATED_PDB = inventory_entry("shop", "web", "PodDisruptionBudget", group="policy",
-                                  version="v1beta1")
-
-
-def _apps_inventory(current: list[Any], deprecated: bool) -> list[Any]:
-    """The "apps" Kustomization's inventory with or without a policy/v1beta1 PDB (an API
-    version Kubernetes removed, which the deprecation check reports)."""
-    entries = [e for e in current if e != _DEPRECATED_PDB]
-    return [*entries, _DEPRECATED_PDB] if deprecated else entries
 
 
 class Churn:
@@ -364,7 +380,7 @@ class Churn:
         """One random action; returns its name (for tests)."""
         self.actions += 1
         actions = {"replace": 4, "crash": 2, "recover": 3, "revision": 1, "reconcile": 1,
-                   "chart": 1}
+                   "chart": 1, "cron": 1, "scale": 1}
         if self.gitops_per_minute:
             for gitops in ("revision", "reconcile", "chart"):
                 del actions[gitops]
@@ -374,7 +390,7 @@ class Churn:
 
     def gitops_step(self) -> str:
         """A new Git revision (now and then a broken one: the payments Kustomization fails to
-        build until the next) or a chart bump."""
+        build until the next, then its health check fails on ledger again) or a chart bump."""
         action = self.rng.choices(["revision", "chart"], weights=[3, 1])[0]
         if action == "revision":
             # Now and then a commit breaks a build or brings back a removed API version.
@@ -383,12 +399,11 @@ class Churn:
                     if self.rng.random() < self.failure_chance:
                         self.cluster.flux.set_failing(ns, name, "BuildFailed")
                     else:
-                        self.cluster.flux.clear_failure(ns, name)
+                        self.cluster.flux.set_failing(ns, name, "HealthCheckFailed",
+                                                      LEDGER_UNHEALTHY)
                 if name == "apps":
-                    status = self.cluster.get("kustomizations", name, ns).get("status") or {}
-                    current = (status.get("inventory") or {}).get("entries") or []
                     self.cluster.flux.set_inventory(ns, name, _apps_inventory(
-                        current, deprecated=self.rng.random() < self.failure_chance))
+                        self.demo, deprecated=self.rng.random() < self.failure_chance))
         getattr(self, f"_{action}")()
         return action
 
@@ -399,6 +414,22 @@ class Churn:
         if pods:
             victim = self.rng.choice(pods)["metadata"]["name"]
             self.cluster.delete_object(PODS, dep.namespace, victim, self.grace_period)
+
+    def _cron(self) -> None:
+        """A CronJob's schedule comes round: its controller makes a Job."""
+        if self.demo.cronjobs:
+            ns, name = self.rng.choice(self.demo.cronjobs)
+            with contextlib.suppress(ApiError):  # this minute's run exists already
+                self.cluster.run_cronjob(ns, name, scheduled_at=time.time())
+
+    def _scale(self) -> None:
+        """Someone (or an autoscaler) moves a Deployment between 1 and 4 replicas."""
+        dep = self.rng.choice(self.demo.deployments)
+        current = int(self.cluster.get("deployments", dep.name, dep.namespace)["spec"]
+                      .get("replicas", 1))
+        wanted = max(1, min(4, current + self.rng.choice((-1, 1))))
+        self.cluster.patch("deployments", dep.name, {"spec": {"replicas": wanted}},
+                           dep.namespace)
 
     def _crash(self) -> None:
         dep = self.rng.choice(self.demo.deployments)

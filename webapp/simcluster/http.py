@@ -23,12 +23,13 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
-from . import defaults, errors, printers, scale
+from . import defaults, errors, scale
 from . import patch as patching
 from .errors import ApiError
 from .logs import LogBuffer
 from .negotiation import PLAIN, Representation, negotiate
 from .rbac import Identity, Request
+from .representation import WatchLines, check_partial, partial, table
 from .resources import NAMESPACES, ResourceType
 from .routes import Route, discovery_document, parse_route, verb_of
 from .selectors import compile_selector
@@ -254,9 +255,13 @@ class Handler(BaseHTTPRequestHandler):
         assert route.name is not None
         self._wait_fresh(query)
         stored = self.cluster.store.get(route.rt, route.namespace or "", route.name)
+        if self.rep.partial:
+            check_partial(route.rt, self.rep, listed=False)
+            self._send(200, dumps(partial(self.rep, stored.obj)))
+            return
         if self.rep.table:
             meta = {"resourceVersion": stored.obj["metadata"].get("resourceVersion", "")}
-            self._send(200, dumps(_table(route.rt, self.rep, meta, [stored.obj])))
+            self._send(200, dumps(table(route.rt, self.rep, meta, [stored.obj])))
             return
         self._send(200, stored.encoded)
 
@@ -288,8 +293,15 @@ class Handler(BaseHTTPRequestHandler):
                 "name": last.obj["metadata"]["name"]})).decode()
             meta["remainingItemCount"] = len(items) - limit
             items = items[:limit]
+        if self.rep.partial:
+            check_partial(rt, self.rep, listed=True)
+            self._send(200, dumps({
+                "kind": "PartialObjectMetadataList",
+                "apiVersion": f"meta.k8s.io/{self.rep.partial_version}", "metadata": meta,
+                "items": [partial(self.rep, s.obj) for s in items]}))
+            return
         if self.rep.table:
-            self._send(200, dumps(_table(rt, self.rep, meta, [s.obj for s in items])))
+            self._send(200, dumps(table(rt, self.rep, meta, [s.obj for s in items])))
             return
         head = (b'{"kind":"' + rt.list_kind.encode() + b'","apiVersion":"'
                 + rt.api_version.encode() + b'","metadata":' + dumps(meta) + b',"items":[')
@@ -335,7 +347,7 @@ class Handler(BaseHTTPRequestHandler):
         now = time.monotonic()
         deadline = now + timeout if timeout else None
         next_bookmark = now + interval if bookmarks else None
-        lines = _WatchLines(rt, self.rep)
+        lines = WatchLines(rt, self.rep)
         batch = [lines.event("ADDED", s.obj, s.encoded)
                  for s in cursor.initial if _wanted(s, ns, pred)]
         if batch:
@@ -655,58 +667,3 @@ def _event_type(ev: WatchEvent, ns: str | None,
     if before:
         return "DELETED"
     return None
-
-
-def _table(rt: ResourceType, rep: Representation, meta: JSON, objs: list[JSON],
-           columns: bool = True) -> JSON:
-    """A meta.k8s.io Table of ``objs`` (a watch event's has its columns only once)."""
-    return {"kind": "Table", "apiVersion": f"meta.k8s.io/{rep.table_version}",
-            "metadata": meta,
-            "columnDefinitions": printers.column_definitions(rt) if columns else None,
-            "rows": [_table_row(rt, rep, o) for o in objs]}
-
-
-def _table_row(rt: ResourceType, rep: Representation, obj: JSON) -> JSON:
-    row = printers.row(rt, obj, rep.include_object)
-    partial = row.get("object")
-    if isinstance(partial, dict) and partial.get("kind") == "PartialObjectMetadata":
-        partial["apiVersion"] = f"meta.k8s.io/{rep.table_version}"
-    return row
-
-
-class _WatchLines:
-    """One watcher's event lines: the store's shared encodings for plain JSON, or a Table
-    per event (the columns in the first one only, as the server sends them)."""
-
-    def __init__(self, rt: ResourceType, rep: Representation) -> None:
-        self.rt, self.rep = rt, rep
-        self.columns_sent = False
-
-    def _table_line(self, type_: str, obj: JSON) -> bytes:
-        meta = {"resourceVersion": (obj.get("metadata") or {}).get("resourceVersion", "")}
-        table = _table(self.rt, self.rep, meta, [obj], columns=not self.columns_sent)
-        self.columns_sent = True
-        return b'{"type":"' + type_.encode() + b'","object":' + dumps(table) + b"}\n"
-
-    def event(self, type_: str, obj: JSON, encoded: bytes) -> bytes:
-        if self.rep.table:
-            return self._table_line(type_, obj)
-        return b'{"type":"' + type_.encode() + b'","object":' + encoded + b"}\n"
-
-    def of(self, ev: WatchEvent, type_: str) -> bytes:
-        if self.rep.table:
-            return self._table_line(type_, ev.object_for(type_))
-        return ev.line(type_)
-
-    def bookmark(self, rv: int, initial_end: bool = False) -> bytes:
-        obj = _bookmark_object(self.rt, rv, initial_end)
-        if self.rep.table:
-            return self._table_line("BOOKMARK", obj)
-        return dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
-
-
-def _bookmark_object(rt: ResourceType, rv: int, initial_end: bool = False) -> JSON:
-    meta: JSON = {"resourceVersion": str(rv)}
-    if initial_end:
-        meta["annotations"] = {"k8s.io/initial-events-end": "true"}
-    return {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}

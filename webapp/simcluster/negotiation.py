@@ -47,10 +47,13 @@ def parse_accept(header: str | None) -> list[MediaRange]:
 
 @dataclass(frozen=True)
 class Representation:
-    """How to answer a resource read: plain objects, or a Table of ``table_version``."""
+    """How to answer a resource read: plain objects, a Table of ``table_version``, or only
+    metadata (``partial``: PartialObjectMetadata or PartialObjectMetadataList)."""
 
     table_version: str | None = None  # "v1" / "v1beta1"
     include_object: str = "Metadata"
+    partial: str | None = None
+    partial_version: str = "v1"
 
     @property
     def table(self) -> bool:
@@ -58,6 +61,7 @@ class Representation:
 
 
 PLAIN = Representation()
+PARTIAL = ("PartialObjectMetadata", "PartialObjectMetadataList")
 
 
 def _table_version(r: MediaRange) -> str | None:
@@ -82,6 +86,9 @@ def negotiate(header: str | None, include_object: str | None) -> Representation:
                                     f'Invalid value: "{include}": must be \'Metadata\', '
                                     "'Object', 'None', or empty")
             return Representation(version, include)
+        if r.as_ in PARTIAL and r.params.get("g") == "meta.k8s.io" and \
+                r.params.get("v") in ("v1", "v1beta1"):
+            return Representation(partial=r.as_, partial_version=r.params["v"])
         if not r.as_ and (r.mime in _PLAIN or r.mime.split(";")[0] in _PLAIN):
             return PLAIN
     raise ApiError(406, NOT_ACCEPTABLE, reason="NotAcceptable")

@@ -540,7 +540,21 @@ def event_cells(obj: JSON, now: float) -> list[Any]:
             obj["metadata"].get("name", "")]
 
 
+def crd_cells(obj: JSON, now: float) -> list[Any]:
+    """The apiextensions server's own columns; its "Created At" is the timestamp itself."""
+    spec, status = _d(obj.get("spec")), _d(obj.get("status"))
+    versions = ",".join(f"{v.get('name')}(storage)" if v.get("storage") else str(v.get("name"))
+                        for v in _l(spec.get("versions")) if _d(v).get("served", True))
+    names = _d(spec.get("names"))
+    established = _true_condition(status, "Established")
+    return [obj["metadata"].get("name", ""), spec.get("scope", ""), versions,
+            obj["metadata"].get("creationTimestamp"), spec.get("group", ""),
+            names.get("kind", ""), ",".join(str(n) for n in _l(names.get("shortNames"))),
+            established]
+
+
 PRINTERS: dict[str, Callable[[JSON, float], list[Any]]] = {
+    "customresourcedefinitions": crd_cells,
     "pods": pod_cells, "deployments": deployment_cells, "replicasets": replicaset_cells,
     "statefulsets": statefulset_cells, "daemonsets": daemonset_cells, "jobs": job_cells,
     "cronjobs": cronjob_cells, "services": service_cells, "ingresses": ingress_cells,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import yaml
@@ -60,6 +60,7 @@ class ResourceType:
     # A custom resource: its CRD's printer columns (``additionalPrinterColumns``).
     crd: bool = False
     printer_columns: tuple[JSON, ...] = field(default=(), compare=False, hash=False)
+    storage_version: str = ""  # the version objects are stored as, when not ``version``
 
     @property
     def api_version(self) -> str:
@@ -85,7 +86,8 @@ class ResourceType:
     @property
     def storage_version_hash(self) -> str:
         """apiserver's StorageVersionHash: the first 8 bytes of sha256("group/version/kind")."""
-        digest = hashlib.sha256(f"{self.group}/{self.version}/{self.kind}".encode()).digest()
+        stored = self.storage_version or self.version
+        digest = hashlib.sha256(f"{self.group}/{stored}/{self.kind}".encode()).digest()
         return base64.b64encode(digest[:8]).decode()
 
 
@@ -135,20 +137,45 @@ ENDPOINTSLICES = _builtin("discovery.k8s.io", "v1", "endpointslices", "EndpointS
 STORAGECLASSES = _builtin("storage.k8s.io", "v1", "storageclasses", "StorageClass", ("sc",),
                           namespaced=False, subs=())
 
+# apiextensions.k8s.io/v1: the CRDs of crds/ as objects (what a client lists to learn them)
+CUSTOMRESOURCEDEFINITIONS = replace(_builtin(
+    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
+    ("crd", "crds"), namespaced=False, categories=("api-extensions",)),
+    storage_version="v1beta1")  # etcd still holds CRDs as v1beta1
+
 BUILTIN: tuple[ResourceType, ...] = (
     CONFIGMAPS, EVENTS, NAMESPACES, NODES, PVCS, PVS, PODS, SECRETS, SERVICES,
     DAEMONSETS, DEPLOYMENTS, REPLICASETS, STATEFULSETS, CRONJOBS, JOBS,
-    INGRESSES, NETWORKPOLICIES, ENDPOINTSLICES, STORAGECLASSES,
+    INGRESSES, NETWORKPOLICIES, ENDPOINTSLICES, STORAGECLASSES, CUSTOMRESOURCEDEFINITIONS,
 )
 # The order kube-apiserver lists its built-in groups in (/apis), of those served here.
 BUILTIN_GROUP_ORDER = ("apps", "batch", "networking.k8s.io", "storage.k8s.io",
-                       "discovery.k8s.io")
+                       "apiextensions.k8s.io", "discovery.k8s.io")
 
 
 def load_crds(directory: Path = CRD_DIR) -> list[JSON]:
     """The CustomResourceDefinitions the simulator serves (and tests/realkube applies)."""
     return [doc for path in sorted(directory.glob("*.yaml"))
             for doc in yaml.safe_load_all(path.read_text()) if doc]
+
+
+def crd_object(crd: JSON, now: str) -> JSON:
+    """A CRD of crds/ as the API server holds it once established."""
+    obj = {k: v for k, v in crd.items() if k != "status"}
+    names = dict(crd["spec"]["names"])
+    names.setdefault("singular", names["kind"].lower())
+    names.setdefault("listKind", f"{names['kind']}List")
+    obj["spec"] = {**crd["spec"], "conversion": {"strategy": "None"}}
+    obj["status"] = {
+        "conditions": [
+            {"type": "NamesAccepted", "status": "True", "lastTransitionTime": now,
+             "reason": "NoConflicts", "message": "no conflicts found"},
+            {"type": "Established", "status": "True", "lastTransitionTime": now,
+             "reason": "InitialNamesAccepted", "message": "the initial names have been accepted"}],
+        "acceptedNames": names,
+        "storedVersions": [v["name"] for v in crd["spec"]["versions"] if v.get("storage")],
+    }
+    return obj
 
 
 def _from_crd(crd: JSON) -> ResourceType:

@@ -14,11 +14,12 @@ def of(obj: JSON) -> JSON:
     meta = obj["metadata"]
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
     selector = format_label_selector(spec.get("selector"))
+    replicas = int(spec.get("replicas") or 0)
     return {
         "kind": "Scale", "apiVersion": "autoscaling/v1",
         "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion",
                                           "creationTimestamp") if k in meta},
-        "spec": {"replicas": int(spec.get("replicas") or 0)},
+        "spec": {"replicas": replicas} if replicas else {},  # omitempty, unlike the status
         "status": {"replicas": int(status.get("replicas") or 0),
                    "selector": "" if selector == "<none>" else selector},
     }

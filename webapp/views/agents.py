@@ -21,7 +21,7 @@ def index() -> str:
     now = clock.now()
     # One query for every agent's last 24 hours: the sparklines and the counts beside them.
     days = histogram.last_day(now)
-    quiet = histogram.empty_day(now)
+    quiet = histogram.Day()
     listing = [(a, agents.status(a), days.get(a.id, quiet)) for a in rows]
     template = "agents/_table.html" if request.headers.get("HX-Request") else "agents/index.html"
     return render_template(template, listing=listing, sparkline=sparkline)

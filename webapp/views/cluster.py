@@ -41,8 +41,6 @@ bp = Blueprint("cluster", __name__)
 SNAPSHOT_TIMEOUT = 10.0
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 NAMESPACES = WatchParams("", "v1", "namespaces")
-KIND_LABELS = {"pods": "Pod", "services": "Service", "kustomizations": "Kustomization",
-               "helmreleases": "HelmRelease"}
 
 
 @dataclass
@@ -356,6 +354,9 @@ def _object_params(agent: Agent) -> tuple[WatchParams, str, Kind]:
                       code="unsupported_resource", field="resource")
     if params.namespace is None and kind.namespaced:
         raise Invalid(f"namespace: {params.resource} live in a namespace; it is required",
+                      code="invalid_params", field="namespace")
+    if params.namespace is not None and not kind.namespaced:
+        raise Invalid(f"namespace: {params.resource} are not namespaced",
                       code="invalid_params", field="namespace")
     return params, names.object_name(params.resource, name), kind
 

@@ -21,7 +21,7 @@ from markupsafe import Markup, escape
 
 from .. import clock, events, folding
 from ..models import Event
-from ..watch import relations
+from . import cluster
 from .filters import (
     _day_text,
     _time_open,
@@ -36,32 +36,21 @@ from .filters import (
 # Longer messages are cut to one line, with a button to read them whole.
 LONG_MESSAGE = 110
 
-# Kinds with a panel on the Cluster tab, by the Kind an event names (watch/relations.py
-# knows them by name; a Secret's panel is never linked from the activity).
-PANEL_RESOURCES = {kind: resource for (_group, kind), (_v, resource, _ns)
-                   in relations.KINDS.items() if kind != "Secret"}
-
-
-def object_url(agent_name: str, resource: str, namespace: str | None, name: str) -> str:
-    """Where a cluster object opens: the Cluster tab with its panel (views/cluster.py
-    builds every such link, so they all read the same)."""
-    from .cluster import object_url as panel_url  # cluster imports activity, which needs us
-    return panel_url(agent_name, resource, namespace, name)
-
-
-def named_object(event: Event) -> tuple[str, str | None, str, str] | None:
-    """(resource, namespace, name, how the message writes it) of the object an event is
-    about, when it has a panel."""
+def object_link(event: Event, agent_name: str) -> tuple[str, str] | None:
+    """(where it opens, how the message writes it) of the cluster object an event is
+    about: the Flux object GitOps events name, the object a cluster action acted on."""
     details = event.details or {}
     observed = details.get("object")
-    if isinstance(observed, str) and observed.count("/") == 2:
-        kind, namespace, name = observed.split("/")
-        resource = PANEL_RESOURCES.get(kind)
-        return (resource, namespace, name, f"{namespace}/{name}") if resource else None
-    plural, named, where = details.get("resource"), details.get("name"), details.get("namespace")
-    if isinstance(plural, str) and isinstance(named, str) and plural in PANEL_RESOURCES.values():
+    if isinstance(observed, str):
+        href = cluster.scope_url(agent_name, observed)
+        return (href, observed.split("/", 1)[1]) if href else None
+    resource, name, where = details.get("resource"), details.get("name"), details.get("namespace")
+    if isinstance(resource, str) and resource and isinstance(name, str) and name:
         space = where if isinstance(where, str) and where else None
-        return plural, space, named, f"{space}/{named}" if space else named
+        group = details.get("group")
+        href = cluster.object_url(agent_name, resource, space, name,
+                                  group=group if isinstance(group, str) and group else None)
+        return href, f"{space}/{name}" if space else name
     return None
 
 
@@ -74,10 +63,9 @@ def message_html(event: Event, agent_name: str, detail_url: str) -> str:
         link = (f'<a class="commit" href="{escape(detail_url)}" '
                 f'title="Commit {escape(event.commit_sha or "")}"><code>{escape(sha)}</code></a>')
         out = out.replace(str(escape(sha)), link, 1)
-    found = named_object(event)
+    found = object_link(event, agent_name)
     if found:
-        resource, namespace, name, written = found
-        href = object_url(agent_name, resource, namespace, name)
+        href, written = found
         if written in text:
             link = (f'<a class="object" href="{escape(href)}" '
                     f'title="Open it on the Cluster tab">{escape(written)}</a>')
@@ -192,5 +180,10 @@ def _static_parts(cache: dict[tuple[int, str], RowParts], event: Event, agent_na
 _ROW_PARTS_MAX = 20_000  # about 12 MB at most
 
 
+def event_rows(rows: list[Event], agent_name: str, headings: bool = True) -> Markup:
+    """Rows unfolded, for lists without the Activity tab's script (the side panel's)."""
+    return feed_items(rows, agent_name, headings=headings, fold=False)
+
+
 def jinja_globals() -> dict[str, Any]:
-    return {"feed_items": feed_items, "event_rows": feed_items}
+    return {"feed_items": feed_items, "event_rows": event_rows}
