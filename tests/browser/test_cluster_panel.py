@@ -14,7 +14,7 @@ from playwright.sync_api import Page, expect
 from webapp.simcluster import SimCluster
 
 from . import test_cluster_live as cluster_live
-from .test_cluster_live import LIVE, SLOW, assert_not_reloaded, open_cluster, row
+from .test_cluster_live import SLOW, assert_not_reloaded, open_cluster, row
 
 pytestmark = pytest.mark.browser
 
@@ -132,7 +132,7 @@ def test_logs_tools(cluster_page: Page, sim: SimCluster, tmp_path: Path) -> None
     expect(panel.locator(".logs-matches")).to_have_text("2 of 2 matches")
     expect(logs.locator("mark.current")).to_have_text("error")
     sim.append_log("default", "web-1", "app", "one more error")
-    expect(logs.locator("mark")).to_have_count(3, timeout=LIVE)  # new lines too
+    expect(logs.locator("mark")).to_have_count(3, timeout=SLOW)  # new lines too
     search.fill("")
     expect(logs.locator("mark")).to_have_count(0)
 
@@ -177,7 +177,7 @@ def test_logs_tools(cluster_page: Page, sim: SimCluster, tmp_path: Path) -> None
     expect(logs).to_be_hidden()
     expect(panel.locator(".logs-status")).to_have_text("Following the log.")
     sim.append_log("default", "quiet-1", "app", "first words")
-    expect(logs).to_have_text("first words\n", timeout=LIVE)
+    expect(logs).to_have_text("first words\n", timeout=SLOW)
     expect(empty).to_be_hidden()
 
 
