@@ -540,4 +540,4 @@ def test_an_action_in_the_activity_links_to_its_objects_panel(
                                   "name": "web"})
     assert answer.status_code == 200, answer.text
     feed = signed_in.get("/agents/prod").text
-    assert 'href="/agents/prod/cluster?panel=deployments/shop/web"' in feed
+    assert 'href="/agents/prod/cluster?panel=deployments.apps/shop/web"' in feed
