@@ -14,7 +14,7 @@ from playwright.sync_api import Page, expect
 from webapp.simcluster import SimCluster
 
 from . import test_cluster_live as cluster_live
-from .test_cluster_live import LIVE, SLOW, assert_not_reloaded, open_cluster, row
+from .test_cluster_live import SLOW, assert_not_reloaded, open_cluster, row
 
 pytestmark = pytest.mark.browser
 
@@ -132,7 +132,7 @@ def test_logs_tools(cluster_page: Page, sim: SimCluster, tmp_path: Path) -> None
     expect(panel.locator(".logs-matches")).to_have_text("2 of 2 matches")
     expect(logs.locator("mark.current")).to_have_text("error")
     sim.append_log("default", "web-1", "app", "one more error")
-    expect(logs.locator("mark")).to_have_count(3, timeout=LIVE)  # new lines too
+    expect(logs.locator("mark")).to_have_count(3, timeout=SLOW)  # new lines too
     search.fill("")
     expect(logs.locator("mark")).to_have_count(0)
 
@@ -177,7 +177,7 @@ def test_logs_tools(cluster_page: Page, sim: SimCluster, tmp_path: Path) -> None
     expect(logs).to_be_hidden()
     expect(panel.locator(".logs-status")).to_have_text("Following the log.")
     sim.append_log("default", "quiet-1", "app", "first words")
-    expect(logs).to_have_text("first words\n", timeout=LIVE)
+    expect(logs).to_have_text("first words\n", timeout=SLOW)
     expect(empty).to_be_hidden()
 
 
@@ -320,3 +320,46 @@ def test_a_pods_owners_lead_to_its_deployment(cluster_page: Page, sim: SimCluste
     tree.get_by_role("link", name="web", exact=True).click()
     expect(panel.locator("h2")).to_have_text("web")
     assert query(page)["panel"] == "deployments.apps/shop/web"
+
+
+# --- accessibility ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_panel_has_no_serious_accessibility_problem(cluster_page: Page, sim: SimCluster,
+                                                        scheme: str) -> None:
+    from .a11y import BLOCKING, _source
+
+    def axe_problems(page: Page) -> list[str]:
+        """axe on the panel only: the page behind it has its own check (test_a11y.py)."""
+        if not page.evaluate("typeof window.axe === 'object'"):
+            page.evaluate(_source())
+        found = page.evaluate("""async (impacts) => {
+          const result = await axe.run("#object-panel", {resultTypes: ["violations"]});
+          return result.violations.filter((v) => impacts.includes(v.impact)).map((v) =>
+            v.impact + " " + v.id + ": " + v.nodes.map((n) => n.target.join(" ")).slice(0, 3));
+        }""", list(BLOCKING))
+        return list(found)
+
+    page = cluster_page
+    page.emulate_media(color_scheme=scheme)
+    workloads(sim)
+    sim.add_pod("shop", "web-1", ["app", "sidecar"], state="CrashLoopBackOff",
+                logs=["booting", "ERROR cannot reach db"])
+    sim.add_kustomization("flux-system", "shop", inventory=[
+        {"id": "shop_web_apps_Deployment", "v": "v1"}, {"id": "shop_gone__Service", "v": "v1"}])
+    sim.wait_for(lambda: len(sim.list("pods", "shop")) == 3)
+    panel = page.locator(PANEL)
+    problems: list[str] = []
+    for query_string, ready in (
+            ("panel=deployments.apps/shop/web", ".relations-tree"),
+            ("panel=kustomizations/flux-system/shop", ".culprits"),
+            ("panel=pods/shop/web-1&tab=logs", "pre.logs .line"),
+            ("panel=pods/shop/web-1&tab=yaml", "#panel-manifest"),
+            ("panel=pods/shop/web-1&tab=events", "#panel-events tbody.rows > tr")):
+        open_cluster(page, "?namespace=shop&" + query_string)
+        expect(panel.locator(ready).first).to_be_visible(timeout=SLOW)
+        if "logs" in query_string:
+            panel.get_by_label("Search the log").fill("error")
+            expect(panel.locator("pre.logs mark").first).to_be_visible()
+        problems += [f"{query_string}: {p}" for p in axe_problems(page)]
+    assert not problems, "\n".join(problems)

@@ -406,9 +406,7 @@
       this.opening = 0;
       this.panel = null;
       this.tab = "overview";
-      document.addEventListener("keydown", (event) => {
-        if (event.key === "Escape" && !el.hidden && !document.querySelector("dialog[open]")) this.close();
-      });
+      // Esc: shortcuts.js clicks the last visible [data-close], the panel's close button.
     }
 
     // `what`: {ref} (a deep link) or {params, namespace, name} (a row of the page).
