@@ -140,8 +140,8 @@ def test_namespace_comes_from_the_url(app: Flask, signed_in: FlaskClient, sim: S
     assert row_names(pods) == ["web-1", "worker-1"]
     assert '<th data-col="namespace"' not in pods
     assert '"namespace": "default"' in pods
-    assert '<option value="default" selected>' in html
-    assert '<option value="apps" >' in html or '<option value="apps">' in html
+    assert re.search(r'<input type="checkbox" name="namespace" value="default" checked>', html)
+    assert re.search(r'<input type="checkbox" name="namespace" value="apps" >', html)
 
 
 def test_invalid_namespace_is_refused(app: Flask, signed_in: FlaskClient, sim: SimCluster,
@@ -390,8 +390,11 @@ def test_a_deep_link_names_the_object_by_resource_namespace_and_name(
     flux = signed_in.get("/agents/prod/cluster/object?ref=kustomizations.kustomize.toolkit"
                          ".fluxcd.io/flux-system/nope")
     assert flux.status_code == 404  # resolved, and asked for: not found
+    # A Secret is a kind the cluster serves (shown without its values): resolved, not found.
+    assert signed_in.get("/agents/prod/cluster/object?ref=secrets/default/db").status_code \
+        == 404
     for ref, says in (("services/default", "<resource>/<namespace>/<name>"),
-                      ("secrets/default/db", "not a kind agentwatch shows"),
+                      ("widgets/default/db", "not a kind this cluster serves"),
                       ("events/default/x", "events have no panel"),
                       ("services/default/Not_A_Name", "not a valid service name")):
         refused = signed_in.get(f"/agents/prod/cluster/object?ref={ref}")
@@ -420,6 +423,20 @@ def test_object_url_is_the_cluster_tab_with_the_panel_open(app: Flask) -> None:
             "/agents/prod/cluster?panel=deployments.apps/shop/web"
         for odd in ("Widget/shop/x", "Pod/shop", "", None, "Pod/shop/"):
             assert template.render(scope=odd) == "None"
+
+
+def test_a_secrets_panel_never_holds_its_values(app: Flask, signed_in: FlaskClient,
+                                                sim: SimCluster, tmp_path: Path) -> None:
+    from webapp.simcluster import builders as b
+    sim.add_namespace("shop")
+    sim.create(b.secret("shop", "db", {"password": "hunter2-value"}))
+    make_agent(app, sim, tmp_path)
+    html = signed_in.get("/agents/prod/cluster/object?ref=secrets/shop/db&tab=yaml").text
+    assert 'data-ref="secrets/shop/db"' in html and "password" in html  # its keys
+    assert "hunter2" not in html and "aHVudGVyMi" not in html  # never its value
+    details = signed_in.get("/agents/prod/cluster/object?ref=secrets/shop/db&part=details")
+    assert "password" in details.text and "hunter2" not in details.text
+    assert "aHVudGVyMi" not in details.text
 
 
 def test_a_secrets_manifest_never_holds_its_values() -> None:
@@ -474,6 +491,7 @@ def test_activity_part_lists_what_names_the_object(app: Flask, signed_in: FlaskC
     html = signed_in.get(panel_url("web-1") + "&part=activity").text
     text = re.sub(r"<[^>]+>", "", html)  # the object is a link inside the message
     assert html.count('class="event ') == 1 and "deleted pod default/web-1" in text
+    assert 'href="/agents/prod/cluster?panel=pods/default/web-1"' in html  # links to itself
     other = signed_in.get(panel_url("web-2") + "&part=activity").text
     assert "No activity names this object" in other
 
@@ -506,3 +524,20 @@ def test_a_failed_sync_points_at_the_pod_that_broke_it(app: Flask, signed_in: Fl
     watches = json.loads(re.search(r"data-watches='([^']*)'", html)[1])  # type: ignore[index]
     assert {(w["resource"], w.get("namespace")) for w in watches} == {
         ("deployments", "shop"), ("replicasets", "shop"), ("pods", "shop"), ("services", "shop")}
+
+
+def test_an_action_in_the_activity_links_to_its_objects_panel(
+        app: Flask, signed_in: FlaskClient, sim: SimCluster, tmp_path: Path) -> None:
+    from webapp.simcluster import builders as b
+    sim.add_namespace("shop")
+    sim.create(b.deployment("shop", "web", [b.container("app", "nginx:1.27")], replicas=1))
+    make_agent(app, sim, tmp_path)
+    token = re.search(r'name="csrf-token" content="([^"]+)"',
+                      signed_in.get("/agents/prod/cluster").text)[1]  # type: ignore[index]
+    answer = signed_in.post("/agents/prod/cluster/actions", headers={"X-CSRF-Token": token},
+                            json={"action": "restart", "group": "apps", "version": "v1",
+                                  "resource": "deployments", "namespace": "shop",
+                                  "name": "web"})
+    assert answer.status_code == 200, answer.text
+    feed = signed_in.get("/agents/prod").text
+    assert 'href="/agents/prod/cluster?panel=deployments/shop/web"' in feed

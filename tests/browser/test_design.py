@@ -5,10 +5,16 @@ keyboard shortcuts (docs/ui.md) and a focus ring on every control."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from flask import Flask
 from playwright.sync_api import Page, expect
+
+from webapp import agents, db
+from webapp.simcluster import SimCluster
 
 pytestmark = pytest.mark.browser
 
@@ -284,6 +290,19 @@ def test_the_selection_and_the_filter_outlive_a_refresh_of_the_rows(signed_in: P
     expect(page.locator("#agents-table [data-row]").filter(visible=True)).to_have_count(1)
 
 
+def test_notifications_are_rows_too(signed_in: Page, h: Any, agent_client: Any) -> None:
+    page = signed_in
+    token = h.token("alpha")
+    agent_client.post_event(token, type="gitops_sync_failed", commit="abcd1234" + "0" * 32,
+                            message="API server timeout")
+    page.goto("/notifications/")
+    page.keyboard.press("j")
+    row = page.locator("#notification-list [data-row].row-selected")
+    expect(row).to_have_count(1)
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(re.compile(r"/agents/alpha/events/\d+$"))
+
+
 def press_and_arrive(page: Page, keys: str, url: str) -> None:
     for key in keys.split():
         page.keyboard.press(key)
@@ -322,6 +341,44 @@ def test_escape_closes_what_has_a_data_close_button(signed_in: Page) -> None:
     expect(page.locator("#test-panel")).to_be_visible()
     page.keyboard.press("Escape")
     expect(page.locator("#test-panel")).to_be_hidden()
+
+
+@pytest.fixture
+def sim() -> Iterator[SimCluster]:
+    cluster = SimCluster(bookmark_interval=0.5)
+    cluster.seed_demo()
+    cluster.serve()
+    yield cluster
+    cluster.close()
+
+
+def test_the_cluster_tab_takes_part_in_the_shortcuts(
+        signed_in: Page, app: Flask, sim: SimCluster, tmp_path: Path) -> None:
+    """The contract holds on a page built by another script: its filter, its rows, its side
+    panel's close button."""
+    path = sim.write_kubeconfig(tmp_path / "kubeconfig", context="sim")
+    with app.app_context():
+        agents.create("live", kubeconfig_path=str(path), kube_context="sim")
+        db.session().commit()
+    page = signed_in
+    try:
+        page.goto("/agents/live/cluster")
+        expect(page.locator("#watch-badge")).to_have_attribute("data-state", "connected",
+                                                               timeout=8_000)
+        page.keyboard.press("/")
+        expect(page.locator("[data-filter]:visible").first).to_be_focused()
+        page.keyboard.press("Escape")
+        page.keyboard.press("j")
+        first = page.locator("tbody.rows tr[data-row]").first
+        expect(first).to_have_class(re.compile(r"\brow-selected\b"))
+        page.keyboard.press("Enter")
+        panel = page.locator("#object-panel")
+        expect(panel).to_be_visible()
+        page.keyboard.press("Escape")
+        expect(panel).to_be_hidden()
+    finally:
+        app.extensions["watch_hub"].shutdown()
+        app.extensions["clusters"].close()
 
 
 # --- focus ----------------------------------------------------------------------------------

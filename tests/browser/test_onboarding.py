@@ -79,7 +79,7 @@ def test_the_badge_and_first_events_appear_when_the_agent_connects(
 def test_the_empty_agent_list_says_what_to_do_next(page: Page, h: Any) -> None:
     h.user("alice", "maintainer")
     sign_in(page, "/")
-    empty = page.locator(".empty-state")
-    expect(empty).to_contain_text("No agents yet")
+    empty = page.locator(".empty-state", has_text="No agents yet")
+    expect(empty).to_be_visible()
     empty.get_by_role("link", name="New agent").click()
     expect(page).to_have_url(re.compile(r"/agents/new$"))

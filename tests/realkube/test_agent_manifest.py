@@ -69,9 +69,19 @@ def test_the_role_grants_what_the_agent_does_and_nothing_more(admin_api: Any) ->
         assert allowed(verb, "deployments", "apps") and allowed(verb, "nodes")
         assert allowed(verb, "configmaps") and allowed(verb, "storageclasses", "storage.k8s.io")
         assert allowed(verb, "secrets")  # names, types, keys: the agent blanks the values
-    assert allowed("patch", "deployments", "apps")  # rollout restart
-    assert allowed("patch", "deployments", "apps", subresource="scale")
-    assert allowed("create", "jobs", "batch")  # a CronJob triggered
+    # The workload actions: restart, scale, trigger a CronJob.
+    for resource in ("deployments", "statefulsets", "daemonsets"):
+        assert allowed("patch", resource, "apps")
+    for resource in ("deployments", "statefulsets", "replicasets"):
+        assert allowed("get", resource, "apps", "scale")
+        assert allowed("patch", resource, "apps", "scale")
+    assert allowed("create", "jobs", "batch")
+    for verb, resource, group, sub in (("patch", "replicasets", "apps", ""),
+                                       ("patch", "daemonsets", "apps", "scale"),
+                                       ("create", "deployments", "apps", ""),
+                                       ("delete", "jobs", "batch", ""),
+                                       ("patch", "cronjobs", "batch", "")):
+        assert not allowed(verb, resource, group, sub), (verb, resource, sub)
     for verb, resource, group in (("create", "secrets", ""), ("update", "secrets", ""),
                                   ("create", "pods", ""), ("delete", "services", ""),
                                   ("patch", "pods", ""), ("patch", "configmaps", ""),

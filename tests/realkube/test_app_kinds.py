@@ -178,9 +178,11 @@ def test_a_deployment_shows_ready_up_to_date_and_available_live(
     assert (web.cells["ready"], web.cells["up-to-date"], web.cells["available"]) == (
         "0/2", "0", "0")
     # At a glance: one Deployment, unavailable, with a link that shows only those.
-    strip = re.search(r'<ul class="summary-strip".*?</ul>', page.text, re.S)
-    assert strip and re.search(r"Deployments <strong>1</strong>", strip.group(0))
-    assert "1 unavailable" in strip.group(0) and "attention=1" in strip.group(0)
+    entry = re.search(r'<li data-summary="deployments.apps".*?</li>', page.text, re.S)
+    assert entry, "no Deployments in the workloads' strip"
+    text = " ".join(re.sub(r"<[^>]+>", " ", entry.group(0)).split())
+    assert text == "Deployments 1 · 1 unavailable", text
+    assert "attention=1" in entry.group(0) and "summary-attention\" hidden" not in entry.group(0)
 
     ws = live.ws(token=admin_agent)
     ws.watch("d", "deployments", group="apps", namespace=namespace, **{"as": "Table"})

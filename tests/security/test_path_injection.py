@@ -204,12 +204,13 @@ def test_panel_needs_a_namespace_and_a_kind_of_its_own(live: Live, browser: Brow
     seed(live)
     no_namespace = panel(browser, **{**POD, "namespace": ""}, name="web-1")
     assert_refused(no_namespace, "namespace", "")
-    for other in ({**POD, "resource": "events"}, {**POD, "resource": "namespaces",
-                                                  "namespace": ""},
-                  {"group": "source.toolkit.fluxcd.io", "version": "v1",
-                   "resource": "gitrepositories", "namespace": "flux-system"},
-                  {"group": "", "version": "v1", "resource": "secrets",
-                   "namespace": "default"}):
+    # Events have no panel; a kind the cluster does not serve (discovery) has none; a
+    # cluster-scoped kind takes no namespace.
+    for other in ({**POD, "resource": "events"},
+                  {"group": "example.com", "version": "v1", "resource": "widgets",
+                   "namespace": "default"},
+                  {**POD, "resource": "pods/log"},
+                  {**POD, "resource": "namespaces", "namespace": "default"}):
         response = panel(browser, **other, name="repo")
         assert response.status_code == 422, other
         assert response.json()["error"]["message"]

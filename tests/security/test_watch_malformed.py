@@ -181,7 +181,11 @@ STREAM_CASES: dict[str, dict[str, str]] = {
     "watchParams-unknown-field": watches([{**ITEM, "watchParams": {**PODS, "x": "y"}}]),
     "watchParams-namespace-slash": watches([{**ITEM, "watchParams": {**PODS,
                                                                      "namespace": "a/b"}}]),
-    "watchParams-secrets": watches([{**ITEM, "watchParams": {**PODS, "resource": "secrets"}}]),
+    # a kind the cluster does not serve (discovery), and a subresource
+    "watchParams-unserved-kind": watches([{**ITEM, "watchParams": {
+        **PODS, "group": "example.com", "resource": "widgets"}}]),
+    "watchParams-subresource": watches([{**ITEM, "watchParams": {**PODS,
+                                                                  "resource": "pods/log"}}]),
     # the single-watch form: the parameters are the query
     "query-watchId-129": {**PODS, "watchId": "x" * 129},
     "query-watchId-control": {**PODS, "watchId": "w\x01"},
@@ -190,7 +194,8 @@ STREAM_CASES: dict[str, dict[str, str]] = {
     "query-namespace-newline": {**PODS, "namespace": "default\n"},
     "query-namespace-huge": {**PODS, "namespace": "a" * 10_000},
     "query-no-resource": {"version": "v1"},
-    "query-unsupported-kind": {**PODS, "group": "apps", "resource": "deployments"},
+    "query-unsupported-kind": {**PODS, "group": "example.com", "resource": "widgets"},
+    "query-namespaced-cluster-kind": {**PODS, "resource": "nodes"},
     "query-selector-huge": {**PODS, "fieldSelector": "a=" + "b" * 2000},
 }
 

@@ -40,7 +40,7 @@ def test_the_workload_actions_are_allowed(method: str, path: str) -> None:
     ("PATCH", f"/apis/batch/v1{NS}/cronjobs/nightly"),
     ("POST", f"/api/v1{NS}/pods"),
     ("PATCH", f"/api/v1{NS}/pods/web-1"),
-    ("GET", f"/api/v1{NS}/secrets/db"),
+    ("POST", f"/api/v1{NS}/pods/web-1/exec"),
     ("PATCH", f"/apis/apps/v1{NS}/deployments/web/status"),
 ])
 def test_nothing_near_them_is(method: str, path: str) -> None:

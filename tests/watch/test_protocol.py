@@ -115,8 +115,9 @@ BAD_PARAMS: list[object] = [
     {"group": "", "version": "v1", "resource": "pods", "namespace": 7},
     {"group": "", "version": "v1", "resource": "namespaces", "namespace": "default"},
     {"group": "", "version": "v1", "resource": "pods", "labelSelector": "x" * 2000},
-    {"group": "", "version": "v1", "resource": "secrets"},  # not watchable from here
-    {"group": "apps", "version": "v1", "resource": "deployments"},
+    {"group": "example.com", "version": "v1", "resource": "widgets"},  # not served
+    {"group": "", "version": "v1", "resource": "pods/log"},  # a subresource
+    {"group": "", "version": "v1", "resource": "bindings"},  # served, but not watchable
     {"group": "", "version": "v2", "resource": "pods"},
     "pods",
     None,
@@ -134,7 +135,7 @@ def test_bad_watch_params_are_an_error_message(live: Live, admin: str) -> None:
     # The connection stayed open and the id is free to use.
     ws.watch("w", namespace="default")
     assert ws.recv() == {"type": "synced", "watchId": "w"}
-    assert live.sim.stats.lists("secrets") == 0
+    assert live.sim.stats.lists("widgets") == 0
     assert live.sim.stats.lists("pods") == 1
 
 

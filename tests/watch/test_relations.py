@@ -32,6 +32,9 @@ class World:
             self.by_kind.setdefault((group, kind), []).append(obj)
         self.asked: list[tuple[str, str, str | None]] = []
 
+    def resource_of(self, group: str, kind: str) -> str | None:
+        return Ref(group, kind, "", "").resource
+
     def objects(self, group: str, kind: str, namespace: str | None) -> list[JSON] | None:
         self.asked.append((group, kind, namespace))
         found = self.by_kind.get((group, kind))
@@ -353,3 +356,17 @@ def test_malformed_objects_do_not_stop_the_tree() -> None:
         tree = relations.tree(group, kind, obj, world)
         assert tree.root.ref.kind
         relations.culprits(tree)
+
+
+def test_a_broken_pod_seen_twice_is_named_once() -> None:
+    web = deployment("web", available=1)
+    rs = replicaset("web-5d8f", web, ready=0)
+    crash = pod("web-5d8f-aaaaa", rs, state="crash", labels={"app": "web"})
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": meta("web"),
+           "spec": {"selector": {"app": "web"}}}
+    ks = kustomization("apps", ["shop_web_apps_Deployment", "shop_web__Service"])
+    world = World(("apps", "Deployment", web), ("apps", "ReplicaSet", rs), ("", "Pod", crash),
+                  ("", "Service", svc))
+    tree = relations.tree("kustomize.toolkit.fluxcd.io", "Kustomization", ks, world)
+    assert sum(1 for n in tree.nodes() if n.ref.name == "web-5d8f-aaaaa") == 2
+    assert [n.ref.name for n in relations.culprits(tree)] == ["web-5d8f-aaaaa"]

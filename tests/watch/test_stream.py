@@ -66,7 +66,8 @@ def test_stream_with_a_personal_token(live: Live, admin: str) -> None:
     assert stream.status == 200
     assert data_of(until_synced(stream)) == [{"type": "synced", "watchId": "w"}]
     assert live.sse(PATH, PARAMS).status == 401
-    bad = live.sse(PATH, {**PARAMS, "resource": "secrets"}, {"Authorization": f"Bearer {admin}"})
+    bad = live.sse(PATH, {**PARAMS, "group": "example.com", "resource": "widgets"},
+                   {"Authorization": f"Bearer {admin}"})
     assert bad.status in (400, 422)
 
 
@@ -263,7 +264,8 @@ def test_one_last_event_id_resumes_every_watch(live: Live, admin: str, cookie: s
     (json.dumps([POD_WATCH] * 2), "used twice"),
     (json.dumps([{"watchId": f"w{i}", "watchParams": POD_WATCH["watchParams"]}
                  for i in range(11)]), "At most 10"),
-    (json.dumps([{"watchId": "x", "watchParams": {"version": "v1", "resource": "secrets"}}]),
+    (json.dumps([{"watchId": "x", "watchParams": {"group": "example.com", "version": "v1",
+                                                  "resource": "widgets"}}]),
      "Cannot watch"),
     (json.dumps([{"watchId": "", "watchParams": POD_WATCH["watchParams"]}]), "watchId"),
     (json.dumps([{**POD_WATCH, "extra": 1}]), "watches[0]"),

@@ -13,6 +13,7 @@
   const LOG_LIMIT = 5000;          // lines kept in the browser per log view
   const RELATIONS_DEBOUNCE = 800;  // ms: a burst of changes fetches the tree once
   const SEARCH_DEBOUNCE = 120;
+  const RELATIONS_POLL = 10;       // s: the tree's refresh when its watches are not followed
 
   // From watch.js (window.agentwatchCluster), once it has started.
   let Table, TableSink, refreshAges, csrfToken;
@@ -337,6 +338,7 @@
     const prepared = actionBody(button, target, output);
     if (!prepared) return;
     if (!(await confirmDialog(prepared.question, button.textContent.trim()))) return;
+    let ok = false;
     button.disabled = true;
     output.className = "action-result";
     output.textContent = "Working…";
@@ -348,6 +350,7 @@
       });
       const body = await response.json().catch(() => ({}));
       if (response.ok) {
+        ok = true;
         output.textContent = body.message + (body.result === "pending" ? " (pending)" : "");
         output.classList.add(body.result === "pending" ? "pending" : "done");
       } else {
@@ -359,7 +362,7 @@
       output.classList.add("failed");
     } finally {
       button.disabled = false;
-      done();
+      done(ok, prepared.body.action);
     }
   }
 
@@ -504,7 +507,10 @@
       const target = { group: watch.group, version: watch.version, resource: watch.resource,
         namespace: panel.dataset.namespace, name: panel.dataset.name };
       panel.querySelectorAll("button[data-action]").forEach((button) => {
-        button.addEventListener("click", () => act(this.urls.actions, button, target, output, () => {
+        button.addEventListener("click", () => act(this.urls.actions, button, target, output, (ok, action) => {
+          // Done in the cluster: the toggle says what comes next at once (the object's
+          // details confirm it when they are fetched again).
+          if (ok && (action === "suspend" || action === "resume")) setToggle(panel, action === "suspend");
           if (this.tab === "activity") this.loadActivity(panel);
           this.scheduleRelations(panel);
         }));
@@ -600,8 +606,11 @@
     }
 
     // Watches the kinds the tree was read from (the same shared watches the server read);
-    // a change after their first state fetches the tree again.
+    // a change after their first state fetches the tree again. Over HTTP streaming the
+    // page's one stream carries few watches, the page's own lists first: the tree is
+    // fetched again every `poll` seconds instead.
     followRelations(panel, watches, poll) {
+      if (this.manager.mode === "stream" && watches.length) { poll = poll || RELATIONS_POLL; watches = []; }
       const wanted = new Map(watches.map((w) => [JSON.stringify(w), w]));
       const kept = [];
       for (const entry of this.relationWatchIds) {
@@ -705,9 +714,12 @@
       if (scale.value === scale.dataset.current) scale.value = details.dataset.replicas;  // not being edited
       scale.dataset.current = details.dataset.replicas;
     }
+    setToggle(panel, details.dataset.suspended === "true");
+  }
+
+  function setToggle(panel, suspended) {
     const button = panel.querySelector('button[data-action="suspend"], button[data-action="resume"]');
     if (!button) return;
-    const suspended = details.dataset.suspended === "true";
     const action = suspended ? "resume" : "suspend";
     if (button.dataset.action === action) return;
     button.dataset.action = action;

@@ -628,9 +628,13 @@
     restore() {
       const url = new URL(location.href);
       if (this.watchedOf(url) !== this.watched) { location.replace(url.href); return; }
-      this.q = url.searchParams.get("q") || "";
-      this.sort = url.searchParams.get("sort") || "";
-      this.dir = url.searchParams.get("dir") === "desc" ? "desc" : "asc";
+      const q = url.searchParams.get("q") || "";
+      const sort = url.searchParams.get("sort") || "";
+      const dir = url.searchParams.get("dir") === "desc" ? "desc" : "asc";
+      if (q === this.q && sort === this.sort && dir === this.dir) return;  // the panel's entry
+      this.q = q;
+      this.sort = sort;
+      this.dir = dir;
       const filter = this.form && this.form.querySelector("[data-filter]");
       if (filter) filter.value = this.q;
       this.applySort();
@@ -1260,7 +1264,7 @@
         if (!row || event.target.closest("button, input, select")) return;
         event.preventDefault();
         const watch = ids.get(row.dataset.namespace || "") || ids.get("") || ids.values().next().value;
-        // panel.js opens it: `params` are the table's watch, `watchId` its id on the page.
+        // panel.js opens it: `params` are the row's watch, `watchId` its id on the page.
         if (watch) root.dispatchEvent(new CustomEvent("cluster:open", { detail: { row, params: watch.params, watchId: watch.id } }));
       });
     }

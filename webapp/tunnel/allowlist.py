@@ -4,7 +4,8 @@ Reads (get, list, watch) of any kind's collection or object — which kinds exis
 cluster's discovery, and what the agent may read is its ClusterRole (manifest.py) — and
 pod logs; discovery itself (`/api`, `/apis`, `/version`). Writes only the Cluster tab's
 actions: deleting a pod, merge patches of the Flux kinds (reconcile, suspend, resume) and
-of Deployments, StatefulSets and DaemonSets (rollout restart), their `scale` (scale), and
+of Deployments, StatefulSets and DaemonSets (rollout restart), the `scale` of Deployments,
+StatefulSets and ReplicaSets (scale), and
 creating a Job (trigger a CronJob). No other subresource (exec, attach, proxy, ...), no
 other write. Secrets are read with their values blanked here, before the answer leaves
 (watch/redact.py, applied by agent.py). Names, namespaces, groups and versions in the

@@ -41,8 +41,6 @@ bp = Blueprint("cluster", __name__)
 SNAPSHOT_TIMEOUT = 10.0
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 NAMESPACES = WatchParams("", "v1", "namespaces")
-KIND_LABELS = {"pods": "Pod", "services": "Service", "kustomizations": "Kustomization",
-               "helmreleases": "HelmRelease"}
 
 
 @dataclass
@@ -281,24 +279,11 @@ def panel_ref(resource: str, namespace: str | None, name: str, group: str | None
     return f"{qualified}/{namespace or ''}/{name}"
 
 
-# (group, version, resource, namespaced) of what a panel may show, and the Kind names of
-# those relations.py knows; one place to ask, so the panel follows what the cluster serves.
-PanelKind = tuple[str, str, str, bool]
-
-
-def _panel_kinds(agent: Agent) -> list[PanelKind]:
-    served = current_app.extensions["discovery"].served(agent.name)
-    return [(k.group, k.version, k.resource, k.namespaced) for k in served.every.values()]
-
-
-def _served_kind(kinds: list[PanelKind]) -> Callable[[str, str], tuple[str, str, bool] | None]:
-    """(group, Kind) -> (version, resource, namespaced) when the cluster serves it."""
-    by_resource = {(g, r): (v, r, namespaced) for g, v, r, namespaced in kinds}
-
-    def served(group: str, kind: str) -> tuple[str, str, bool] | None:
-        known = relations.KINDS.get((group, kind))
-        return by_resource.get((group, known[1])) if known else None
-    return served
+def _served_kind(served: Served) -> Callable[[str, str], tuple[str, str, bool] | None]:
+    """(group, Kind) -> (version, resource, namespaced) of the version the cluster prefers,
+    when it serves that kind: how the relations find what an inventory or an owner names."""
+    by_kind = {(k.group, k.kind): (k.version, k.resource, k.namespaced) for k in served.shown}
+    return lambda group, kind: by_kind.get((group, kind))
 
 
 def object_url(agent: str, resource: str, namespace: str | None, name: str,
@@ -329,52 +314,51 @@ bp.add_app_template_global(object_url, "cluster_object_url")
 bp.add_app_template_global(scope_url, "cluster_scope_url")
 
 
-def _resolve_ref(agent: Agent, ref: str) -> tuple[WatchParams, str]:
-    """A deep link's `panel=` value as the watch params of its kind and the name: the
-    resource alone names the kind when one group serves it, else `<resource>.<group>`."""
+def _resolve_ref(served: Served, ref: str) -> tuple[WatchParams, str]:
+    """A deep link's `panel=` value as the watch params of its kind (the version the
+    cluster prefers) and the name: the resource alone names the kind when one group
+    serves it, else `<resource>.<group>`."""
     parts = ref.split("/")
     if len(parts) != 3:
         raise Invalid("panel: <resource>/<namespace>/<name> is expected",
                       code="invalid_params", field="panel")
     resource, namespace, name = parts
     resource, dot, group = resource.partition(".")
-    found = [(g, v, r) for g, v, r, _ns in _panel_kinds(agent)
-             if r == resource and (g == group if dot else True)]
+    found = [k for k in served.shown if k.resource == resource and (k.group == group or not dot)]
     if len(found) != 1:
-        raise Invalid(f"panel: {resource[:64]!r} is not a kind agentwatch shows"
+        raise Invalid(f"panel: {resource[:64]!r} is not a kind this cluster serves"
                       if not found else f"panel: say which {resource}: <resource>.<group>",
                       code="invalid_params", field="panel")
-    g, v, r = found[0]
-    params = WatchParams.parse({"group": g, "version": v, "resource": r,
-                                "namespace": namespace or None})
+    params = WatchParams.parse({"group": found[0].group, "version": found[0].version,
+                                "resource": found[0].resource, "namespace": namespace or None})
     return params, name
 
 
-def _object_params(agent: Agent) -> tuple[WatchParams, str]:
-    """The one object a panel shows: a kind agentwatch shows (not events), a namespace
+def _object_params(agent: Agent) -> tuple[WatchParams, str, Kind]:
+    """The one object a panel shows: a kind the cluster serves (not events), a namespace
     when that kind has one, and a name valid for that kind (checked before it becomes a
     path). Given as group/version/resource/namespace/name, or as a deep link's `ref`."""
     args = request.args
+    served = _served(agent)
     if args.get("ref"):
-        params, name = _resolve_ref(agent, args["ref"])
+        params, name = _resolve_ref(served, args["ref"])
     else:
         params = WatchParams.parse({key: args.get(key) for key in
                                     ("group", "version", "resource", "namespace")})
         name = args.get("name", "")
     if params.resource == "events":
         raise Invalid("events have no panel", code="invalid_params", field="resource")
-    namespaced = {(g, v, r): ns for g, v, r, ns in _panel_kinds(agent)}
-    if (params.group, params.version, params.resource) not in namespaced:
+    kind = served.check(params)
+    if kind is None:
         raise Invalid(f"{params.resource} are not a kind this cluster serves",
                       code="unsupported_resource", field="resource")
-    if params.namespace is None and namespaced[(params.group, params.version, params.resource)]:
+    if params.namespace is None and kind.namespaced:
         raise Invalid(f"namespace: {params.resource} live in a namespace; it is required",
                       code="invalid_params", field="namespace")
-    return params, names.object_name(params.resource, name)
-
-
-def _kind_name(params: WatchParams) -> str:
-    return relations.KIND_OF_RESOURCE.get(params.resource, ("", params.resource))[1]
+    if params.namespace is not None and not kind.namespaced:
+        raise Invalid(f"namespace: {params.resource} are not namespaced",
+                      code="invalid_params", field="namespace")
+    return params, names.object_name(params.resource, name), kind
 
 
 def _yaml(value: Any) -> str:
@@ -399,11 +383,11 @@ def _manifest(params: WatchParams, obj: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _target(params: WatchParams, meta: dict[str, Any]) -> str:
+def _target(kind: Kind, meta: dict[str, Any]) -> str:
     """How a confirmation names the object: `Deployment shop/web`."""
     where = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") \
         else str(meta.get("name"))
-    return f"{_kind_name(params)} {where}"
+    return f"{kind.kind or kind.resource} {where}"
 
 
 @dataclass(frozen=True)
@@ -415,10 +399,10 @@ class PanelAction:
     replicas: int | None = None  # scale: the current count
 
 
-def _actions(params: WatchParams, obj: dict[str, Any]) -> list[PanelAction]:
+def _actions(params: WatchParams, kind: Kind, obj: dict[str, Any]) -> list[PanelAction]:
     """What this kind of object allows; each question names the action and the object."""
     meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
-    target = _target(params, meta)
+    target = _target(kind, meta)
     found: list[PanelAction] = []
     if params.resource in RESTARTABLE and params.group == "apps":
         found.append(PanelAction("restart", "Restart", f"Restart {target}? Its pods are "
@@ -460,7 +444,7 @@ def _panel_url(agent: Agent, params: WatchParams, name: str, **more: str) -> str
         **params.to_json(), "name": name, **more})
 
 
-def _relations(agent: Agent, identity: Identity, params: WatchParams,
+def _relations(agent: Agent, identity: Identity, params: WatchParams, kind: Kind,
                obj: dict[str, Any]) -> tuple[relations.Tree, relations.SnapshotWorld]:
     app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]
     hub = app.extensions["watch_hub"]
@@ -471,10 +455,8 @@ def _relations(agent: Agent, identity: Identity, params: WatchParams,
         except KubeError as exc:
             return Snapshot([], [], exc)
 
-    world = relations.SnapshotWorld(take, _served_kind(_panel_kinds(agent)))
-    group, kind = relations.KIND_OF_RESOURCE.get(params.resource,
-                                                 (params.group, _kind_name(params)))
-    return relations.tree(group, kind, obj, world), world
+    world = relations.SnapshotWorld(take, _served_kind(_served(agent)))
+    return relations.tree(params.group, kind.kind, obj, world), world
 
 
 @bp.get("/agents/<name>/cluster/object")
@@ -484,13 +466,13 @@ def object_panel(name: str) -> tuple[str, int] | Response:
     (labels, annotations, manifest), `relations` (the tree), `activity`."""
     agent, context = _agent_page(name)
     try:
-        params, object_name = _object_params(agent)
+        params, object_name, served_kind = _object_params(agent)
     except Invalid as exc:  # a 422 naming the field, as the cluster endpoints answer
         return json_error(exc.status, exc.code, exc.message, **exc.extra)
     part = request.args.get("part") or ""
     tab = request.args.get("tab") or "overview"
     identity = access.identity(g.user, agent)
-    kind = _kind_name(params)
+    kind = served_kind.kind or params.resource
     if part == "activity":
         return render_template("cluster/_panel_activity.html", agent=agent, activity=(
             object_events.recent(agent.id, kind, params.resource, params.namespace or "",
@@ -508,37 +490,41 @@ def object_panel(name: str) -> tuple[str, int] | Response:
         return render_template("cluster/_panel_details.html", with_manifest=True,
                                **details), 200
     if part == "relations":
-        tree, world = _relations(agent, identity, params, obj)
+        tree, world = _relations(agent, identity, params, served_kind, obj)
         followed = world.watched[:RELATION_WATCHES]
         return render_template(
             "cluster/_panel_relations.html", agent=agent, tree=tree,
             culprits=relations.culprits(tree), object_url=object_url,
             watches=[w.to_json() for w in followed],
             poll=RELATIONS_POLL_SECONDS if len(world.watched) > len(followed) else None), 200
+    # The object as its kind's Table prints it (kubectl's columns, any kind), followed live:
+    # the summary. Its first state, and the events', come from the shared watches the page
+    # then follows: shown at once, live after.
     object_watch = WatchParams(params.group, params.version, params.resource,
                                meta["namespace"] or None,
-                               field_selector=f"metadata.name={meta['name']}")
+                               field_selector=f"metadata.name={meta['name']}", table=True)
     events = WatchParams("", "v1", "events", meta["namespace"] or None,
                          field_selector=f"involvedObject.uid={meta.get('uid') or ''}")
-    # The same shared watch the page then follows: shown at once, live after.
-    snap = _snapshots(agent, identity, [events])[0]
+    snap, printed = _snapshots(agent, identity, [events, object_watch])
     event_rows = [Markup(html) for o in sorted(
         snap.objects, key=lambda e: rows.event_columns(e).last_seen or _EPOCH,
         reverse=True) if (html := rows.render_row(events, o))]
+    summary_columns = rows.table_columns(printed.columns, False) \
+        if printed.error is None and printed.entries else ()
+    summary_row = Markup(printed.entries[0].html) if summary_columns else Markup("")
     containers = _containers(obj) if params.resource == "pods" else []
     tabs = [t for t in PANEL_TABS if t != "logs" or containers]
     return render_template(
         "cluster/_panel.html", params=params, kind=kind,
         tabs=tabs, panel_tab=tab if tab in tabs else "overview",
         ref=panel_ref(params.resource, meta["namespace"], meta["name"], params.group),
-        summary_columns=rows.columns(object_watch),
-        summary_row=Markup(rows.render_row(object_watch, obj) or ""),
+        summary_columns=summary_columns, summary_row=summary_row,
         object_watch=object_watch.to_json(), events_watch=events.to_json(),
         details_url=_panel_url(agent, params, meta["name"], part="details"),
         relations_url=_panel_url(agent, params, meta["name"], part="relations"),
         activity_url=_panel_url(agent, params, meta["name"], part="activity"),
         events_columns=rows.columns(events), event_rows=event_rows, events_error=snap.error,
-        actions=_actions(params, obj) if access.can_act(g.user, agent) else [],
-        target=_target(params, meta), containers=containers,
+        actions=_actions(params, served_kind, obj) if access.can_act(g.user, agent) else [],
+        target=_target(served_kind, meta), containers=containers,
         download_name=f"{kind.lower()}-{meta['namespace'] + '-' if meta['namespace'] else ''}"
                       f"{meta['name']}.yaml", **details, **context), 200

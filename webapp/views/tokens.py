@@ -11,7 +11,7 @@ from ..auth import login_required, role_required
 from ..errors import AppError
 from ..models import Agent
 from ..tunnel import manifest
-from .activity import status_key
+from .activity import FOLD_WINDOW_MICROS, status_key
 
 bp = Blueprint("tokens", __name__)
 
@@ -42,7 +42,8 @@ def welcome(agent: Agent) -> str:
         status_key=status_key(status), raw_token=raw, token_name=token_name, url=url,
         manifest=manifest.render(agent.name, url, raw) if agent.tunnel else None,
         # The live list starts after the token's own event: what shows is the agent's.
-        after=feed.latest_id(), filters=feed.Filters.parse([], []))
+        after=feed.latest_id(), filters=feed.Filters.parse([], []),
+        fold_window_micros=FOLD_WINDOW_MICROS)
 
 
 @bp.get("/agents/<name>/tokens")

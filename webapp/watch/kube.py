@@ -92,9 +92,19 @@ def table_row(row: Any) -> JSON:
         # A copy of the whole object as last applied: no list reads it, and it is often
         # the biggest part of the metadata.
         meta["annotations"] = {k: v for k, v in annotations.items() if k != LAST_APPLIED}
-    return {"kind": obj.get("kind") or "PartialObjectMetadata",
-            "apiVersion": obj.get("apiVersion") or "meta.k8s.io/v1",
-            "metadata": meta, "cells": row.get("cells") or []}
+    out = {"kind": obj.get("kind") or "PartialObjectMetadata",
+           "apiVersion": obj.get("apiVersion") or "meta.k8s.io/v1",
+           "metadata": meta, "cells": row.get("cells") or []}
+    spec = obj.get("spec")
+    if isinstance(spec, dict) and isinstance(spec.get("suspend"), bool):
+        out["suspend"] = spec["suspend"]  # Flux prints no column for it; the page shows it
+    return out
+
+
+def include_object(params: WatchParams) -> str:
+    """What a Table's rows carry of each object: its metadata, or for Flux's kinds (few,
+    small) the whole object, which says whether it is suspended."""
+    return "Object" if params.group.endswith(".toolkit.fluxcd.io") else "Metadata"
 
 
 def table_rows(doc: JSON) -> tuple[list[JSON], list[JSON] | None]:
@@ -218,7 +228,8 @@ class ClusterClient:
         token = ""
         resource_version = ""
         while True:
-            query = params.query() + [("limit", str(limit)), ("includeObject", "Metadata")]
+            query = params.query() + [("limit", str(limit)),
+                                      ("includeObject", include_object(params))]
             if token:
                 query.append(("continue", token))
             doc = self.request_json("GET", params.collection_path(), identity, query=query,
@@ -243,7 +254,7 @@ class ClusterClient:
             ("watch", "true"), ("resourceVersion", resource_version),
             ("allowWatchBookmarks", "true"), ("timeoutSeconds", str(timeout_seconds))]
         if params.table:
-            query.append(("includeObject", "Metadata"))
+            query.append(("includeObject", include_object(params)))
         # Read timeout a little past the server's: a dead connection still ends.
         response = self.request("GET", params.collection_path(), identity, query=query,
                                 timeout=(10, timeout_seconds + 30),

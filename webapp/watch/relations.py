@@ -91,6 +91,9 @@ class World(Protocol):
         """Every object of that kind in `namespace` (None: every namespace, or the kind
         is cluster-scoped); None when it cannot be known (not watched, refused, down)."""
 
+    def resource_of(self, group: str, kind: str) -> str | None:
+        """The kind's resource (its plural, for a link), when the cluster serves it."""
+
 
 @dataclass(frozen=True)
 class Ref:
@@ -130,6 +133,7 @@ class Node:
     role: str  # owner / self / owned / selected / applied
     children: list[Node] = field(default_factory=list)
     current: bool = False  # the object whose panel this is
+    resource: str | None = None  # its kind's plural when the cluster serves it: a link
 
     @property
     def worst(self) -> Health:
@@ -433,9 +437,11 @@ class _Builder:
         return True
 
     def node(self, ref: Ref, obj: JSON | None, role: str, known: bool = True) -> Node:
+        resource = self.world.resource_of(ref.group, ref.kind)
         state = health(ref.kind, obj) if known else \
-            Health(UNKNOWN, "not watched" if ref.resource else "a kind agentwatch does not show")
-        return Node(ref, normalize(obj) if obj is not None else None, state, role)
+            Health(UNKNOWN, "not watched" if resource else "a kind this cluster does not serve")
+        return Node(ref, normalize(obj) if obj is not None else None, state, role,
+                    resource=resource)
 
     def find(self, ref: Ref, uid: str | None = None) -> tuple[JSON | None, bool]:
         """The object `ref` names (by uid when given), and whether its kind is known."""
@@ -524,7 +530,8 @@ def tree(group: str, kind: str, obj: JSON, world: World) -> Tree:
     builder = _Builder(world)
     builder.count = 1
     obj = normalize(obj)
-    me = Node(ref_of(obj, group, kind), obj, health(kind, obj), "self", current=True)
+    me = Node(ref_of(obj, group, kind), obj, health(kind, obj), "self", current=True,
+              resource=world.resource_of(group, kind))
     chain = builder.owners(obj, me.ref.namespace)
     builder.expand(me, 0)
     root = me
@@ -538,8 +545,11 @@ def culprits(tree: Tree) -> list[Node]:
     """The deepest broken nodes (failed or missing) with nothing broken below them: when
     a Kustomization fails because a Deployment's pod crash-loops, the pod."""
     found = []
+    seen = set()  # a pod under its ReplicaSet and under a Service is named once
     for node in tree.nodes():
-        if node.health.broken and not any(child.worst.broken for child in node.children):
+        if node.health.broken and not any(child.worst.broken for child in node.children) \
+                and node.ref not in seen:
+            seen.add(node.ref)
             found.append(node)
     return found
 
@@ -561,6 +571,10 @@ class SnapshotWorld:
         self._served = served
         self._cache: dict[WatchParams, list[JSON] | None] = {}
         self.watched: list[WatchParams] = []
+
+    def resource_of(self, group: str, kind: str) -> str | None:
+        known = self._served(group, kind)
+        return known[1] if known else None
 
     def objects(self, group: str, kind: str, namespace: str | None) -> list[JSON] | None:
         if (group, kind) == ("", "Secret"):

@@ -539,7 +539,8 @@ def table_columns(columns: list[JSON] | None, namespaced: bool) -> tuple[Column,
     out = [NAMESPACE] if namespaced else []
     for column in printed(columns):
         key = column_key(str(column.get("name") or ""))
-        numeric = column.get("type") in ("integer", "number", "date") or key == "age" or \
+        # A date column other than Age is printed as an age ("5m"): it sorts as text.
+        numeric = column.get("type") in ("integer", "number") or key == "age" or \
             key in _READY_COLUMNS or key == "restarts"
         out.append(Column(key, str(column.get("name") or key), numeric))
     return tuple(out)
@@ -649,6 +650,12 @@ def table_row(params: WatchParams, obj: JSON, columns: list[JSON] | None,
             state = state or text
         short = short or incomplete
     attention = "error" in tones or (short and "done" not in tones)
+    if obj.get("suspend") is True:  # a suspended Flux object: said beside its name
+        at = 1 if namespace else 0
+        cells[at] = Markup(cells[at].replace("</a></td>", '</a> ' + pill("Suspended",
+                                                                           "suspended")
+                                             + "</td>", 1))
+        texts.append("suspended")
     key = object_key(obj)
     html = _fmt('<tr id="{}" data-key="{}" data-name="{}" data-namespace="{}" data-state="{}"'
                 '{} data-row>{}</tr>', f"{params.resource}-{key}", key, name, namespace,

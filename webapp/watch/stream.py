@@ -40,7 +40,8 @@ MAX_WATCHES = 10
 MAX_WATCH_ID = 128
 MAX_WATCHES_TEXT = 32 * 1024  # the `watches` parameter: room for ten watches at their limits
 MAX_LAST_EVENT_ID = 8 * 1024
-_PARAM_NAMES = ("group", "version", "resource", "namespace", "labelSelector", "fieldSelector")
+_PARAM_NAMES = ("group", "version", "resource", "namespace", "labelSelector", "fieldSelector",
+                "as")
 
 
 class _Tagged:
