@@ -127,14 +127,14 @@ def test_the_histogram_draws_the_week_and_each_bar_filters_the_feed(signed_in, h
                        .split())
     assert "Last 7 days, per hour: 4 events: 3 errors, 1 success." in caption
     assert 'aria-labelledby="histogram-caption"' in figure
-    links = dict(re.findall(r'<a href="([^"]+)" aria-label="([^"]+)"', figure))
-    # One link per level of each hour that has some, named for screen readers; the chosen
-    # categories are kept.
+    links = dict(re.findall(r'<a href="([^"]+)"><title>([^<]+)</title>', figure))
+    # One link per level of each hour that has some, named (for screen readers, and on
+    # hover) by its title; relative to the page, keeping the chosen categories.
     assert len(links) == 4
-    href = "/agents/prod?hour=2026-12-02T10&amp;level=error&amp;category=gitops"
+    href = "?hour=2026-12-02T10&amp;level=error&amp;category=gitops"
     assert links[href] == "Wed 2 Dec 10:00–11:00: 1 error"
 
-    feed = signed_in.get(html_lib.unescape(href)).text
+    feed = signed_in.get("/agents/prod" + html_lib.unescape(href)).text
     assert [int(i) for i in re.findall(r'id="event-(\d+)"', feed)] == [ids[1]]
     assert '<input type="hidden" name="hour" value="2026-12-02T10">' in feed
     assert "Wed 2 Dec 10:00–11:00" in html_lib.unescape(feed)
@@ -186,8 +186,9 @@ def test_the_agents_list_draws_each_agents_last_day(signed_in, h, app, clock):
     quiet = re.search(r'<tr[^>]*>\s*<td><a href="/agents/quiet">.*?</tr>', page, re.S)[0]
     spark = re.search(r'<svg class="sparkline".*?</svg>', prod, re.S)[0]
     assert 'role="img" aria-label="Last 24 hours: 3 events: 1 error, 1 warning"' in spark
-    assert len(re.findall(r'<rect class="bar"', spark)) == 2  # two hours with events
+    bars = re.search(r'<path class="bar" d="([^"]+)"', spark)[1]
+    assert bars.count("M") == 2  # two hours with events
     assert 'class="bar level-error"' in spark and 'class="bar level-warning"' in spark
     assert re.findall(r'<td class="num[^"]*">(\d+)</td>', prod) == ["1", "1"]
     assert 'aria-label="Last 24 hours: 0 events"' in quiet
-    assert "<rect" not in quiet
+    assert 'class="bar' not in quiet

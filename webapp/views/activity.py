@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import date, timedelta
 from urllib.parse import urlencode
 
-from flask import Blueprint, Response, current_app, render_template, request, url_for
+from flask import Blueprint, Response, current_app, render_template, request
 
 from .. import agents, clock, feed, folding, histogram
 from ..auth import login_required
@@ -29,14 +29,13 @@ def _histogram(agent: Agent, filters: feed.Filters) -> dict[str, object]:
     """The week's histogram; its bars link to the feed filtered to their hour and level
     (keeping the chosen categories)."""
     series = histogram.week(agent.id, clock.now())
-    # Built once, completed per bar: url_for for each of up to 672 bars cost more than
-    # drawing them.
-    base = url_for("activity.page", name=agent.name)
+    # Relative to the page (its query replaced), completed per bar: url_for for each of up
+    # to 672 bars cost more than drawing them.
     categories = filters.query_args().get("category")
     tail = "&" + urlencode({"category": categories}) if categories else ""
 
     def link(hour: str, level: str) -> str:
-        return f"{base}?hour={hour}&level={level}{tail}"
+        return f"?hour={hour}&level={level}{tail}"
 
     return {"histogram": charts.week_histogram(series, link, filters.hour),
             "histogram_text": charts.counts_text(

@@ -82,12 +82,11 @@ def week_histogram(series: Series, link: Callable[[str, str], str],
                 continue
             height = max(1, round(n / peak * PLOT))
             y -= height
-            name = f"{label}: {_levels(n, level)}"
+            # The link's <title> names it (for screen readers) and shows on hover.
             out.append(
-                f'<a href="{escape(link(hour, level))}" aria-label="{name}" '
-                f'data-hour="{hour}" data-level="{level}">'
-                f'<rect class="bar level-{level}" x="{x}" y="{y}" width="{BAR - 1}" '
-                f'height="{height}"><title>{name}</title></rect></a>')
+                f'<a href="{escape(link(hour, level))}"><title>{label}: {_levels(n, level)}'
+                f'</title><rect class="level-{level}" x="{x}" y="{y}" width="{BAR - 1}" '
+                f'height="{height}"/></a>')
     out.append("</svg>")
     return Markup("".join(out))
 
@@ -98,7 +97,7 @@ SPARK_HEIGHT = 20
 
 def sparkline(day: Day) -> Markup:
     """24 hourly bars: the hour's events, its errors and warnings drawn over them from the
-    baseline up. Plain string building: the agents list draws one per agent."""
+    baseline up; one path per colour (the agents list draws one sparkline per agent)."""
     peak = max(day.peak, 1)
     width = SPARK_BAR * DAY_HOURS
     errors, warnings, total = day.total("error"), day.total("warning"), day.total()
@@ -106,24 +105,23 @@ def sparkline(day: Day) -> Markup:
     if errors or warnings:
         summary += ": " + ", ".join(
             _levels(n, level) for n, level in ((errors, "error"), (warnings, "warning")) if n)
-    out = [f'<svg class="sparkline" viewBox="0 0 {width} {SPARK_HEIGHT}" role="img" '
-           f'aria-label="{summary}" width="{width}" height="{SPARK_HEIGHT}">'
-           f'<title>{summary}</title>'
-           f'<line class="baseline" x1="0" x2="{width}" y1="{SPARK_HEIGHT - 0.5}" '
-           f'y2="{SPARK_HEIGHT - 0.5}"/>']
+    paths: dict[str, list[str]] = {"all": [], "error": [], "warning": []}
+    w = SPARK_BAR - 1
     for i, n in enumerate(day.totals):
         if not n:
             continue
         x = i * SPARK_BAR
         height = max(1, round(n / peak * SPARK_HEIGHT))
-        out.append(f'<rect class="bar" x="{x}" y="{SPARK_HEIGHT - height}" '
-                   f'width="{SPARK_BAR - 1}" height="{height}"/>')
+        paths["all"].append(f"M{x} {SPARK_HEIGHT}v-{height}h{w}v{height}z")
         y = SPARK_HEIGHT
         for level, count in (("error", day.errors[i]), ("warning", day.warnings[i])):
             if count:  # stacked from the baseline, errors first
                 part = min(y, max(1, round(count / peak * SPARK_HEIGHT)))
+                paths[level].append(f"M{x} {y}v-{part}h{w}v{part}z")
                 y -= part
-                out.append(f'<rect class="bar level-{level}" x="{x}" y="{y}" '
-                           f'width="{SPARK_BAR - 1}" height="{part}"/>')
-    out.append("</svg>")
-    return Markup("".join(out))
+    bars = "".join(f'<path class="{"bar" if level == "all" else f"bar level-{level}"}" '
+                   f'd="{"".join(d)}"/>' for level, d in paths.items() if d)
+    return Markup(f'<svg class="sparkline" viewBox="0 0 {width} {SPARK_HEIGHT}" role="img" '
+                  f'aria-label="{summary}" width="{width}" height="{SPARK_HEIGHT}">'
+                  f'<title>{summary}</title><path class="baseline" '
+                  f'd="M0 {SPARK_HEIGHT - 0.5}h{width}"/>{bars}</svg>')
