@@ -55,7 +55,7 @@ def test_a_page_loaded_during_an_outage_shows_the_last_known_rows_as_not_live(
     as current."""
     live.sim.add_pod("default", "web-1", ["app"])
     ws = live.ws(token=admin)
-    ws.watch("pods", namespace="default")
+    ws.watch("pods", namespace="default", **{"as": "Table"})  # as the page watches its pods
     ws.synced("pods")
     live.sim._servers[-1].go_down()
     ws.recv_until(lambda m: m["type"] == "error")

@@ -424,7 +424,11 @@
       this.parentWatch = options.watchId || null;
       if (options.row) options.row.classList.add("selected");
       this.el.hidden = false;
-      this.el.innerHTML = '<p class="muted panel-loading">Loading…</p>';
+      // Closable while it loads too (Esc, the button): the answer is then dropped.
+      this.el.innerHTML = '<div class="panel"><header class="panel-head"><div class="panel-title"><div class="panel-name"></div>' +
+        '<button type="button" class="panel-close" aria-label="Close details" data-close>✕</button></div></header>' +
+        '<p class="muted panel-loading">Loading…</p></div>';
+      this.wireClose();
       let html;
       try {
         const response = await fetch(this.urls.object + "?" + query.toString(), { headers: { "HX-Request": "true" } });
