@@ -236,6 +236,7 @@ def any_transport(request: pytest.FixtureRequest, live: Live,
     thread = threading.Thread(target=agent.run, daemon=True)
     thread.start()
     assert agent.connected.wait(10)
+    eventually(lambda: live.app.extensions["tunnels"].count("prod") == 1)  # as the server sees it
     yield live.token("alice")
     agent.stop()
     thread.join(10)
@@ -294,6 +295,8 @@ def test_the_agent_blanks_a_secrets_values_before_they_enter_the_tunnel(
     thread.start()
     try:
         assert agent.connected.wait(10)
+        # The agent hears the handshake's answer before the server has registered it.
+        eventually(lambda: live.app.extensions["tunnels"].count("prod") == 1)
         encoded = base64.b64encode(PASSWORD.encode()).decode()
         v1 = kubernetes.client.CoreV1Api(realkube.api_client(ADMIN))
         v1.create_namespaced_secret(namespace, {
