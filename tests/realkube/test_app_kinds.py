@@ -12,6 +12,7 @@ import json
 import re
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from html import unescape
 from typing import Any
 
@@ -228,6 +229,15 @@ def any_transport(request: pytest.FixtureRequest, live: Live,
         live.agent("prod", kubeconfig=realkube.kubeconfig_path(ADMIN))
         yield live.token("alice")
         return
+    with tunnel_agent(live, realkube):
+        yield live.token("alice")
+
+
+@contextmanager
+def tunnel_agent(live: Live, realkube: RealCluster) -> Iterator[Agent]:
+    """Agent `prod` registered for a tunnel, and its agent running as the cluster's
+    administrator, connected as the server sees it (the agent hears the handshake's answer
+    before the server has registered it)."""
     with live.app.app_context():
         _, raw = tokens.create(agents.create("prod", tunnel=True), "in-cluster", "alice")
     agent = Agent(Settings(live.base_url, raw,
@@ -235,11 +245,13 @@ def any_transport(request: pytest.FixtureRequest, live: Live,
                            backoff_initial=0.05, backoff_max=0.5))
     thread = threading.Thread(target=agent.run, daemon=True)
     thread.start()
-    assert agent.connected.wait(10)
-    eventually(lambda: live.app.extensions["tunnels"].count("prod") == 1)  # as the server sees it
-    yield live.token("alice")
-    agent.stop()
-    thread.join(10)
+    try:
+        assert agent.connected.wait(10)
+        eventually(lambda: live.app.extensions["tunnels"].count("prod") == 1)
+        yield agent
+    finally:
+        agent.stop()
+        thread.join(10)
 
 
 def test_a_secrets_values_reach_no_page_message_or_cache(
@@ -286,17 +298,7 @@ def test_the_agent_blanks_a_secrets_values_before_they_enter_the_tunnel(
     """Through the tunnel as the server's own client reaches it, whatever it asks for:
     JSON, a Table, protobuf, a list, one object, a watch."""
     live.user("alice", "admin")
-    with live.app.app_context():
-        _, raw = tokens.create(agents.create("prod", tunnel=True), "in-cluster", "alice")
-    agent = Agent(Settings(live.base_url, raw,
-                           Connection(kubeconfig=str(realkube.kubeconfig_path(ADMIN))),
-                           backoff_initial=0.05, backoff_max=0.5))
-    thread = threading.Thread(target=agent.run, daemon=True)
-    thread.start()
-    try:
-        assert agent.connected.wait(10)
-        # The agent hears the handshake's answer before the server has registered it.
-        eventually(lambda: live.app.extensions["tunnels"].count("prod") == 1)
+    with tunnel_agent(live, realkube):
         encoded = base64.b64encode(PASSWORD.encode()).decode()
         v1 = kubernetes.client.CoreV1Api(realkube.api_client(ADMIN))
         v1.create_namespaced_secret(namespace, {
@@ -319,6 +321,3 @@ def test_the_agent_blanks_a_secrets_values_before_they_enter_the_tunnel(
             assert b"db" in answer.content  # the Secret is there ...
             for value in (PASSWORD.encode(), encoded.encode()):
                 assert value not in answer.content, (path, params, accept)  # ... not its value
-    finally:
-        agent.stop()
-        thread.join(10)
