@@ -266,8 +266,6 @@ PANEL_TABS = ("overview", "yaml", "events", "logs", "activity")
 RELATION_WATCHES = 4  # followed live by the page; more kinds are refreshed by polling
 RELATIONS_POLL_SECONDS = 10
 RELATIONS_SNAPSHOT_TIMEOUT = 5.0
-SCALABLE = ("deployments", "statefulsets", "replicasets")
-RESTARTABLE = ("deployments", "statefulsets", "daemonsets")
 
 
 def panel_ref(resource: str, namespace: str | None, name: str, group: str | None = None
@@ -404,19 +402,20 @@ def _actions(params: WatchParams, kind: Kind, obj: dict[str, Any]) -> list[Panel
     meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
     target = _target(kind, meta)
     found: list[PanelAction] = []
-    if params.resource in RESTARTABLE and params.group == "apps":
+    kind_key = (params.group, params.resource)
+    if kind_key in actions.TARGETS["restart"][0]:
         found.append(PanelAction("restart", "Restart", f"Restart {target}? Its pods are "
                                  "replaced one by one, as kubectl rollout restart does."))
-    if params.resource in SCALABLE and params.group == "apps":
+    if kind_key in actions.TARGETS["scale"][0]:
         current = spec.get("replicas")
         found.append(PanelAction(
             "scale", "Scale", f"Scale {target} from {{current}} to {{replicas}} replicas?",
             replicas=current if isinstance(current, int) else 1))
-    if (params.group, params.resource) == ("batch", "cronjobs"):
+    if kind_key in actions.TARGETS["trigger"][0]:
         found.append(PanelAction("trigger", "Trigger now", f"Trigger {target} now? A Job is "
                                  "created from its template, as kubectl create job --from "
                                  "does."))
-    if (params.group, params.resource) == ("", "pods"):
+    if kind_key in actions.TARGETS["delete"][0]:
         found.append(PanelAction("delete", "Delete pod", f"Delete pod {meta.get('namespace')}/"
                                  f"{meta.get('name')}? Its controller, if it has one, starts "
                                  "a new pod.", danger=True))
