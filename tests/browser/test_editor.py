@@ -174,6 +174,7 @@ def test_access_is_changed_in_the_configuration(page: Page, maintainer: None) ->
     summary = page.locator(".access-summary")
     expect(summary).to_contain_text("from role viewer")
     expect(page.get_by_role("button", name="Save access")).to_have_count(0)
+    expect(page.locator(f"{EDITOR} .cm-content")).to_be_visible()  # the editor has loaded
     page.get_by_role("link", name="Change access in the configuration").click()
     # No `user_access` yet: today's access is written in, the cursor on it.
     expect(page.locator(f"{EDITOR} .cm-content")).to_contain_text("user_access:")
