@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from webapp.simcluster.pods import STATES, build_pod, build_service, build_status
-from webapp.watch import rows
+from webapp.watch import cells, rows
 from webapp.watch.resources import WatchParams
 
 NOW = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
@@ -81,15 +81,15 @@ def render(params: WatchParams, obj: dict[str, Any]) -> Row:
     (730 * 86400, "2y"), (3 * 365 * 86400 + 20 * 86400, "3y20d"), (9 * 365 * 86400, "9y"),
 ])
 def test_ages_read_like_kubectl(seconds: int, text: str) -> None:
-    assert rows.human_duration(seconds) == text
+    assert cells.human_duration(seconds) == text
 
 
 def test_times_parse_with_or_without_fractions_and_reject_junk() -> None:
-    assert rows.parse_time("2026-12-02T12:00:00Z") == NOW
-    assert rows.parse_time("2026-12-02T12:00:00.123456789Z") == NOW.replace(microsecond=123456)
-    assert rows.parse_time("yesterday") is None
-    assert rows.parse_time(None) is None
-    assert rows.parse_time(1234) is None
+    assert cells.parse_time("2026-12-02T12:00:00Z") == NOW
+    assert cells.parse_time("2026-12-02T12:00:00.123456789Z") == NOW.replace(microsecond=123456)
+    assert cells.parse_time("yesterday") is None
+    assert cells.parse_time(None) is None
+    assert cells.parse_time(1234) is None
 
 
 # --- pod STATUS, READY, RESTARTS --------------------------------------------------------

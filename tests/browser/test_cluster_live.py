@@ -18,7 +18,7 @@ from playwright.sync_api import Page, WebSocketRoute, expect
 
 from webapp import agents, db
 from webapp.simcluster import SimCluster
-from webapp.watch.rows import human_duration
+from webapp.watch.cells import human_duration
 
 pytestmark = pytest.mark.browser
 

@@ -9,7 +9,7 @@ from werkzeug.datastructures import MultiDict
 from webapp.errors import Invalid
 from webapp.watch import listing
 from webapp.watch.listing import ListState
-from webapp.watch.rows import Row
+from webapp.watch.table_rows import Row
 
 
 def state(**args: str | list[str]) -> ListState:

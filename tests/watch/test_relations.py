@@ -316,8 +316,8 @@ def test_a_snapshot_world_reads_each_watch_once_and_never_secrets() -> None:
     def take(params: WatchParams) -> Snapshot:
         taken.append(params)
         if params.resource == "replicasets":
-            return Snapshot([], [], KubeError(403, "Forbidden", "replicasets is forbidden"))
-        return Snapshot(pods if params.resource == "pods" else [], [], None)
+            return Snapshot([], KubeError(403, "Forbidden", "replicasets is forbidden"))
+        return Snapshot(pods if params.resource == "pods" else [], None)
 
     served = {("", "Pod"): ("v1", "pods", True), ("", "Secret"): ("v1", "secrets", True),
               ("apps", "ReplicaSet"): ("v1", "replicasets", True),

@@ -28,7 +28,8 @@ from ..api.errors import json_error
 from ..auth import login_required
 from ..errors import Invalid
 from ..models import Agent
-from ..watch import access, actions, listing, names, object_events, relations, rows
+from ..watch import access, actions, listing, names, object_events, relations, rows, table_rows
+from ..watch.cells import Column
 from ..watch.discovery import Kind, Served
 from ..watch.hub import RenderedRow, Snapshot
 from ..watch.kube import KubeError
@@ -47,7 +48,7 @@ NAMESPACES = WatchParams("", "v1", "namespaces")
 class Table:
     kind: Kind
     watches: list[WatchParams]
-    columns: tuple[rows.Column, ...]
+    columns: tuple[Column, ...]
     rows: list[Markup]
     total: int  # rows matching the filter, over the whole list
     next_offset: int | None  # where the next page starts; None: every row is here
@@ -110,9 +111,9 @@ def _merged(snaps: list[Snapshot]) -> tuple[list[RenderedRow], list[dict[str, An
 
 
 def _selected(kind: Kind, state: ListState, snaps: list[Snapshot],
-              ) -> tuple[tuple[rows.Column, ...], list[RenderedRow], KubeError | None]:
+              ) -> tuple[tuple[Column, ...], list[RenderedRow], KubeError | None]:
     entries, printed, error = _merged(snaps)
-    columns = rows.table_columns(printed, kind.namespaced)
+    columns = table_rows.table_columns(printed, kind.namespaced)
     numeric = {column.key for column in columns if column.numeric}
     return columns, listing.select(entries, state, numeric), error
 
@@ -145,7 +146,7 @@ def _snapshots(agent: Agent, identity: Identity,
                 return hub.snapshot(agent.name, identity, one, timeout=SNAPSHOT_TIMEOUT,
                                     objects=objects or one == NAMESPACES)
             except KubeError as exc:
-                return Snapshot([], [], exc)
+                return Snapshot([], exc)
 
     if not params:
         return []
@@ -207,7 +208,7 @@ def page(name: str) -> str:
                                objects=False)
         live = True
     except KubeError as exc:  # no cluster connection: every table says so, nothing is live
-        snapshots = [Snapshot([], [], exc)] * (len(flat) + len(strip_params) + 1)
+        snapshots = [Snapshot([], exc)] * (len(flat) + len(strip_params) + 1)
         live = False
     tables = []
     at = 0
@@ -452,7 +453,7 @@ def _relations(agent: Agent, identity: Identity, params: WatchParams, kind: Kind
         try:
             return hub.snapshot(agent.name, identity, one, timeout=RELATIONS_SNAPSHOT_TIMEOUT)
         except KubeError as exc:
-            return Snapshot([], [], exc)
+            return Snapshot([], exc)
 
     world = relations.SnapshotWorld(take, _served_kind(_served(agent)))
     return relations.tree(params.group, kind.kind, obj, world), world
@@ -508,7 +509,7 @@ def object_panel(name: str) -> tuple[str, int] | Response:
     event_rows = [Markup(html) for o in sorted(
         snap.objects, key=lambda e: rows.event_columns(e).last_seen or _EPOCH,
         reverse=True) if (html := rows.render_row(events, o))]
-    summary_columns = rows.table_columns(printed.columns, False) \
+    summary_columns = table_rows.table_columns(printed.columns, False) \
         if printed.error is None and printed.entries else ()
     summary_row = Markup(printed.entries[0].html) if summary_columns else Markup("")
     containers = _containers(obj) if params.resource == "pods" else []

@@ -12,7 +12,7 @@ from .. import agents
 
 
 def init_app(app: Flask) -> None:
-    from . import routes, rows, ws
+    from . import routes, table_rows, ws
     from .discovery import Discovery
     from .hub import Hub, Timing
     from .kube import ClusterClient
@@ -27,7 +27,7 @@ def init_app(app: Flask) -> None:
     app.extensions["clusters"] = clusters
     discovery = Discovery(client_for)
     app.extensions["discovery"] = discovery
-    app.extensions["watch_hub"] = Hub(client_for, timing, rows.hub_row,
+    app.extensions["watch_hub"] = Hub(client_for, timing, table_rows.hub_row,
                                       check=lambda agent, params: discovery.kind(agent, params))
     app.register_blueprint(routes.bp)
     ws.init_app(app)

@@ -40,7 +40,8 @@ JSON = dict[str, Any]
 
 
 class RenderedRow(Protocol):
-    """What the page needs of an object's row (rows.Row): its HTML, the values it sorts
+    """What the page needs of an object's row (table_rows.Row): its HTML (drawn when first
+    asked for), the values it sorts
     by, the text the filter reads, and whether it needs attention (failing, unavailable)."""
 
     @property
@@ -56,13 +57,16 @@ class RenderedRow(Protocol):
     def attention(self) -> bool: ...
 
 
-# (params, object, the Table's columns when the watch is of a Table) -> the row
-RowRenderer = Callable[[WatchParams, JSON, "list[JSON] | None"], "RenderedRow | None"]
+# (params, object, the Table's columns when the watch is of a Table, the object's JSON as
+# cached) -> the row
+RowRenderer = Callable[[WatchParams, JSON, "list[JSON] | None", bytes],
+                       "RenderedRow | None"]
 # (agent, params): Invalid when the agent's cluster does not serve that kind
 KindCheck = Callable[[str, WatchParams], object]
 
 
-def no_rows(_params: WatchParams, _obj: JSON, _columns: list[JSON] | None) -> None:
+def no_rows(_params: WatchParams, _obj: JSON, _columns: list[JSON] | None,
+            _raw: bytes) -> None:
     return None
 
 
@@ -71,7 +75,6 @@ class Snapshot:
     """The cached state of a watch, for a server-rendered first page."""
 
     objects: list[JSON]
-    rows: list[str]
     error: KubeError | None
     entries: list[RenderedRow] = field(default_factory=list)  # every row, in kubectl's order
     columns: list[JSON] | None = None  # the Table's columns, for a watch of a Table
@@ -443,7 +446,7 @@ class UpstreamWatch:
         if raw is None:
             raw = json.dumps(obj, separators=(",", ":")).encode()
         return _Cached(str(meta.get("resourceVersion", "")), raw,
-                       self._render_row(self.key.params, obj, self.columns),
+                       self._render_row(self.key.params, obj, self.columns, raw),
                        (str(meta.get("namespace") or ""), str(meta.get("name") or "")))
 
     def snapshot(self, timeout: float, objects: bool = True) -> Snapshot:
@@ -451,14 +454,14 @@ class UpstreamWatch:
         self._synced_event.wait(timeout)
         with self._lock:
             if not self._synced and self._error is None:
-                return Snapshot([], [], KubeError(504, "Timeout",
+                return Snapshot([], KubeError(504, "Timeout",
                                                   "The cluster did not answer in time"))
             cached = sorted(self._cache.values(), key=lambda c: c.sort_key)
             error = self._error  # after the first sync too: a page loaded during an outage
             columns = self.columns
         decoded = [json.loads(c.object_bytes) for c in cached] if objects else []
         entries = [c.row for c in cached if c.row is not None]
-        return Snapshot(decoded, [row.html for row in entries], error, entries, columns)
+        return Snapshot(decoded, error, entries, columns)
 
     def _relist(self) -> None:
         fresh: dict[str, _Cached] = {}

@@ -1,0 +1,325 @@
+"""Rows of any kind's list, from the API server's Table representation (`as=Table`).
+
+Columns are those the API server prints (`kubectl get`), CRDs' printer columns included;
+our renderers only where they add something: status pills, readiness bars, restarts that
+stand out, ages that keep counting.
+
+The hub makes a Row per object and change. What every row must give at once — the values
+it sorts by, the text the filter reads, whether it needs attention — is computed then; its
+HTML only when a page or a live update shows it (a 5,000-pod list shows 100 rows at a time),
+from the object's JSON the hub keeps anyway, and kept after.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime
+from functools import lru_cache
+from typing import Any, NamedTuple
+
+from markupsafe import Markup
+
+from .cells import (
+    NAMESPACE,
+    Column,
+    as_dict,
+    as_list,
+    cell,
+    epoch,
+    fmt,
+    name_cell,
+    parse_time,
+    pill,
+    time_cell,
+)
+from .resources import WatchParams
+from .rows import INIT_PROGRESS, PENDING, object_key, render_row
+
+JSON = dict[str, Any]
+
+
+class Row:
+    """A row as the page and the relay need it (hub.RenderedRow)."""
+
+    __slots__ = ("_draw", "_html", "attention", "sort", "text")
+
+    def __init__(self, html: str | Callable[[], str], sort: dict[str, str], text: str,
+                 attention: bool) -> None:
+        self._html = html if isinstance(html, str) else None
+        self._draw = None if isinstance(html, str) else html
+        self.sort = sort  # column key -> what it sorts by (the cell's data-sort)
+        self.text = text  # lowercased cell texts, for the filter
+        self.attention = attention  # failing, unavailable, not ready: the summary counts
+
+    @property
+    def html(self) -> str:
+        if self._html is None:
+            assert self._draw is not None
+            self._html = self._draw()  # two threads may both draw it: the same string
+        return self._html
+
+
+_FALLBACK_COLUMNS: list[JSON] = [{"name": "Name", "type": "string", "format": "name"},
+                                 {"name": "Age", "type": "date"}]
+_FRACTION = re.compile(r"^(\d+)/(\d+)$")
+_RESTARTS = re.compile(r"^(\d+)")
+_READY_COLUMNS = {"ready", "completions"}
+_TONED_COLUMNS = {"status", "ready", "phase", "state", "health"}
+_STATUS_OK = {"Running", "True", "Active", "Bound", "Available", "Ready", "Complete",
+              "Succeeded", "Healthy"}
+_STATUS_DONE = {"Completed", "Terminating", "Released", "Suspended"}
+_STATUS_PENDING = PENDING | {"Waiting", "Progressing", "Unknown", "False?"}
+_STATUS_ERROR = {"False", "Failed", "Lost", "NotReady", "Error", "CrashLoopBackOff",
+                 "ImagePullBackOff", "ErrImagePull", "OOMKilled", "Evicted",
+                 "CreateContainerConfigError", "InvalidImageName", "FailureTarget"}
+
+
+@lru_cache(maxsize=1024)
+def column_key(name: str) -> str:
+    """A printed column's key: `Up-to-date` -> `up-to-date`, `Nominated Node` ->
+    `nominated-node`."""
+    name = name.lower().replace("(s)", "s")  # Port(s) -> ports
+    return re.sub(r"[^a-z0-9]+", "-", name).strip("-") or "column"
+
+
+def printed(columns: list[JSON] | None) -> list[JSON]:
+    """The columns `kubectl get` shows (priority 0), or Name and Age when the server
+    printed none."""
+    shown = [c for c in columns or [] if not c.get("priority")]
+    return shown or _FALLBACK_COLUMNS
+
+
+def table_columns(columns: list[JSON] | None, namespaced: bool) -> tuple[Column, ...]:
+    """The headers of a Table's list; NAMESPACE first for a namespaced kind (hidden by
+    the page while it shows one namespace)."""
+    out = [NAMESPACE] if namespaced else []
+    for column in printed(columns):
+        key = column_key(str(column.get("name") or ""))
+        # A date column other than Age is printed as an age ("5m"): it sorts as text.
+        numeric = column.get("type") in ("integer", "number") or key == "age" or \
+            key in _READY_COLUMNS or key == "restarts"
+        out.append(Column(key, str(column.get("name") or key), numeric))
+    return tuple(out)
+
+
+def table_tone(text: str) -> str | None:
+    """The tone of a status word the server printed, or None when it is not one."""
+    first = text.split(",")[0].strip()
+    if first in _STATUS_OK:
+        return "ok"
+    if first in _STATUS_DONE:
+        return "done"
+    if first in _STATUS_ERROR or first.startswith(("Init:Error", "Init:Crash")):
+        return "error"
+    if first in _STATUS_PENDING or INIT_PROGRESS.match(first) or first.startswith("Init:"):
+        return "pending"
+    return None
+
+
+def _plain(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | dict):
+        return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+    return str(value)
+
+
+def _number(text: str) -> str:
+    try:
+        return repr(float(text))
+    except ValueError:
+        return ""
+
+
+# --- what a row is, without its HTML ------------------------------------------------------
+
+class _Cell(NamedTuple):
+    """One printed value: how it is drawn (`how`), what it sorts by, its tone if it is a
+    status word, and whether it is a readiness still short of its goal."""
+
+    key: str
+    text: str
+    sort: str
+    how: str  # age, name, ready, restarts, pill, warning, message, plain
+    tone: str | None = None
+    short: bool = False
+
+
+class _Printed(NamedTuple):
+    """A printed column, as every row of the list reads it."""
+
+    index: int  # in the row's cells; -1: not sent (the fallback columns)
+    key: str
+    name: bool  # the object's name
+    number: bool  # an integer or number column
+
+
+# id(columns) -> (columns, their layout): the columns of a list are one object, shared by
+# its rows; the entry holds it, so its id is not reused while the entry exists.
+_layouts: dict[int, tuple[list[JSON] | None, tuple[_Printed, ...]]] = {}
+
+
+def _layout(columns: list[JSON] | None) -> tuple[_Printed, ...]:
+    found = _layouts.get(id(columns))
+    if found is not None and found[0] is columns:
+        return found[1]
+    if columns and any(not c.get("priority") for c in columns):
+        shown = [(i, c) for i, c in enumerate(columns) if not c.get("priority")]
+    else:
+        shown = [(-1, c) for c in _FALLBACK_COLUMNS]
+    layout = tuple(_Printed(i, column_key(str(c.get("name") or "")), c.get("format") == "name",
+                            c.get("type") in ("integer", "number")) for i, c in shown)
+    if len(_layouts) >= 256:
+        _layouts.clear()
+    _layouts[id(columns)] = (columns, layout)
+    return layout
+
+
+def _cell_of(column: _Printed, value: Any, created: datetime | None) -> _Cell:
+    key = column.key
+    text = value if type(value) is str else _plain(value)
+    if column.name:
+        return _Cell(key, text, text, "name")
+    if key == "age":
+        return _Cell(key, text, epoch(created), "age")
+    if key in _READY_COLUMNS:
+        fraction = _FRACTION.match(text)
+        if fraction:
+            have, want = int(fraction.group(1)), int(fraction.group(2))
+            return _Cell(key, text, f"{have / want:.4f}" if want else "1", "ready",
+                         short=have < want)
+    if key == "restarts":
+        count = _RESTARTS.match(text)
+        return _Cell(key, text, count.group(1) if count else "", "restarts")
+    if key in _TONED_COLUMNS and isinstance(value, str):
+        found = table_tone(text)
+        if found is not None:
+            return _Cell(key, text, text, "pill", found)
+    if key == "type" and text == "Warning":
+        return _Cell(key, text, text, "warning", "error")
+    if column.number:
+        return _Cell(key, text, _number(text), "plain")
+    if key in ("message", "status") or len(text) > 80:
+        return _Cell(key, text, text, "message")
+    return _Cell(key, text, text, "plain")
+
+
+class _Facts(NamedTuple):
+    name: str
+    namespace: str
+    created: datetime | None
+    cells: list[_Cell]
+    state: str  # the first status word printed
+    attention: bool
+    suspended: bool
+
+
+def _facts(obj: JSON, columns: list[JSON] | None) -> _Facts:
+    meta = as_dict(obj.get("metadata"))
+    name = str(meta.get("name") or "")
+    values = as_list(obj.get("cells"))
+    created = parse_time(meta.get("creationTimestamp"))
+    cells: list[_Cell] = []
+    state = ""
+    tones: list[str] = []
+    short = False
+    count = len(values)
+    for column in _layout(columns):
+        index = column.index
+        value = values[index] if 0 <= index < count else (name if column.name else None)
+        one = _cell_of(column, value, created)
+        cells.append(one)
+        if one.tone:
+            tones.append(one.tone)
+            state = state or one.text
+        short = short or one.short
+    attention = "error" in tones or (short and "done" not in tones)
+    return _Facts(name, str(meta.get("namespace") or ""), created, cells, state, attention,
+                  obj.get("suspend") is True)
+
+
+# --- its HTML ---------------------------------------------------------------------------
+
+def _cell_html(one: _Cell, created: datetime | None, now: datetime) -> Markup:
+    key, text, how = one.key, one.text, one.how
+    if how == "age":
+        return cell(key, time_cell(created, now), one.sort)
+    if how == "name":
+        return name_cell(text) if key == "name" else fmt(
+            '<td data-col="{}" data-sort="{}"><a class="object-link" href="#" data-open>{}'
+            '</a></td>', key, text, text)
+    if how == "ready":
+        have, want = (int(n) for n in text.split("/"))
+        level = "ok" if have >= want else "pending" if have else "error"
+        return cell(key, fmt('<span class="ready ready-{}"><meter min="0" max="{}" '
+                             'value="{}"></meter> {}</span>', level, max(want, 1),
+                             min(have, max(want, 1)), text), one.sort)
+    if how == "restarts":
+        many = one.sort != "" and int(one.sort) > 0
+        return cell(key, fmt('<span class="restarts{}">{}</span>',
+                             " restarts-some" if many else "", text), one.sort)
+    if how == "pill":
+        return cell(key, pill(text, one.tone or ""), one.sort)
+    if how == "warning":
+        return cell(key, fmt('<span class="event-type event-warning">{}</span>', text),
+                    one.sort)
+    if how == "message":
+        return cell(key, fmt('<span class="message">{}</span>', text), one.sort)
+    return cell(key, text, one.sort)
+
+
+def _row_html(params: WatchParams, obj: JSON, columns: list[JSON] | None,
+              now: datetime | None = None) -> str:
+    """The `<tr>` of one Table row (kube.table_row: metadata and printed cells)."""
+    now = now or datetime.now(UTC)
+    facts = _facts(obj, columns)
+    cells = [_cell_html(one, facts.created, now) for one in facts.cells]
+    if facts.suspended:  # a suspended Flux object: said beside its name
+        cells[0] = Markup(cells[0].replace("</a></td>", '</a> ' + pill("Suspended",
+                                                                         "suspended")
+                                           + "</td>", 1))
+    if facts.namespace:
+        cells.insert(0, cell("namespace", facts.namespace))
+    key = object_key(obj)
+    return str(fmt('<tr id="{}" data-key="{}" data-name="{}" data-namespace="{}" '
+                   'data-state="{}"{} data-row>{}</tr>', f"{params.resource}-{key}", key,
+                   facts.name, facts.namespace, facts.state,
+                   Markup(' data-attention') if facts.attention else Markup(""),
+                   Markup("").join(cells)))
+
+
+def table_row(params: WatchParams, obj: JSON, columns: list[JSON] | None,
+              raw: bytes | None = None) -> Row:
+    """The row of one Table row; `raw`, the object's JSON the hub keeps, is what its HTML
+    is drawn from when it is needed (else the object itself is held until then)."""
+    facts = _facts(obj, columns)
+    sort = {one.key: one.sort for one in facts.cells}
+    texts = [one.text for one in facts.cells]
+    if facts.namespace:
+        sort["namespace"] = facts.namespace
+        texts.insert(0, facts.namespace)
+    if facts.suspended:
+        texts.append("suspended")
+    if raw is None:
+        def draw() -> str:
+            return _row_html(params, obj, columns)
+    else:
+        def draw() -> str:
+            return _row_html(params, json.loads(raw), columns)
+    return Row(draw, sort, "\n".join(texts).lower(), facts.attention)
+
+
+def hub_row(params: WatchParams, obj: JSON, columns: list[JSON] | None,
+            raw: bytes | None = None) -> Row | None:
+    """What the hub caches per object: a Table row for a watch of a Table, else the
+    overview's own renderer (panels, events), if the kind has one."""
+    if params.table:
+        return table_row(params, obj, columns, raw)
+    html = render_row(params, obj)
+    if html is None:
+        return None
+    return Row(html, {}, "", False)
