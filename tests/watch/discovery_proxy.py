@@ -29,7 +29,8 @@ class Answers:
 class DiscoveryRelay:
     def __init__(self, upstream: str) -> None:
         target = urlsplit(upstream)
-        assert target.scheme == "http" and target.hostname and target.port, upstream
+        host, port = target.hostname or "", target.port or 0
+        assert target.scheme == "http" and host and port, upstream
         self.answers = Answers()
         self.seen: list[tuple[str, str]] = []  # (path, Accept) of each request relayed
         self._lock = threading.Lock()
@@ -55,8 +56,7 @@ class DiscoveryRelay:
                 headers = {name: self.headers[name] for name in _PASSED if self.headers[name]}
                 if not relay.answers.aggregated:
                     headers["Accept"] = "application/json"
-                upstream_conn = http.client.HTTPConnection(target.hostname, target.port,
-                                                           timeout=15)
+                upstream_conn = http.client.HTTPConnection(host, port, timeout=15)
                 try:
                     upstream_conn.request("GET", self.path, headers=headers)
                     answer = upstream_conn.getresponse()

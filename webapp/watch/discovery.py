@@ -250,8 +250,9 @@ def _legacy_group_versions(doc: dict[str, Any], preferred: dict[str, str],
 def _aggregated_kinds(doc: dict[str, Any], preferred: dict[str, str], core: bool,
                       stale: dict[tuple[str, str], list[Kind]]) -> list[Kind]:
     """The kinds of an APIGroupDiscoveryList. Each group lists its versions most preferred
-    first. A version marked Stale (an aggregated API server that did not answer the
-    cluster's last look) goes to `stale` with the resources last known for it."""
+    first, and a resource its subresources inside it (so none passes for a kind). A version
+    marked Stale (an aggregated API server that did not answer the cluster's last look) goes
+    to `stale` with the resources last known for it."""
     kinds: list[Kind] = []
     for item in doc.get("items") or []:
         if not isinstance(item, dict):
@@ -270,8 +271,7 @@ def _aggregated_kinds(doc: dict[str, Any], preferred: dict[str, str], core: bool
                           r.get("scope") == "Namespaced",
                           frozenset(str(v) for v in r.get("verbs") or []))
                      for r in entry.get("resources") or []
-                     if isinstance(r, dict) and r.get("resource")
-                     and "/" not in str(r["resource"])]
+                     if isinstance(r, dict) and r.get("resource")]
             if entry.get("freshness") == "Stale":
                 stale[(group, version)] = found
             else:
