@@ -1,5 +1,9 @@
 """Which kinds a cluster serves: its discovery documents (`/api`, `/apis`), cached per agent.
 
+Read as kubectl reads them: the aggregated form of `/api` and `/apis` names every group,
+version and resource in two requests; a server without it (before Kubernetes 1.30) is read
+through the legacy documents, one more request per group version.
+
 The Cluster tab lists every kind discovery names that can be listed and watched: the core
 group, the built-in groups, aggregated APIs and CRDs alike, each in its preferred version,
 grouped the way people think of them (Workloads, Network, Config, Storage, Cluster, Flux,
@@ -30,6 +34,12 @@ from .resources import AGENT, WatchParams
 log = logging.getLogger(__name__)
 TTL = 300.0
 REFRESH_AT_MOST = 15.0
+# What kubectl and client-go ask `/api` and `/apis` for: every group, version and resource
+# in one answer (apidiscovery.k8s.io/v2, Kubernetes 1.30 and later). A server without it
+# answers the second media type: the legacy document.
+AGGREGATED_VERSION = "apidiscovery.k8s.io/v2"
+AGGREGATED_ACCEPT = ("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+                     "application/json")
 
 CATEGORIES = ("Workloads", "Network", "Config", "Storage", "Cluster", "Flux",
               "Custom resources", "More built-in kinds")
@@ -214,21 +224,79 @@ def _kinds_of(group: str, version: str, resources: list[dict[str, Any]]) -> list
     return kinds
 
 
-def fetch(client: ClusterClient) -> Served:
-    """Read the cluster's discovery now. A group-version that fails alone (an aggregated
-    API whose server is down answers 503) is left out; `/api` or `/apis` failing is an
-    error (KubeError)."""
-    core = client.request_json("GET", "/api", AGENT, timeout=15)
-    groups = client.request_json("GET", "/apis", AGENT, timeout=15).get("groups") or []
-    wanted: list[tuple[str, str]] = [("", str(v)) for v in core.get("versions") or []]
-    preferred: dict[str, str] = {"": "v1"}
-    for group in groups:
+def _aggregated(doc: dict[str, Any]) -> bool:
+    """Whether `/api` or `/apis` answered the aggregated document, not the legacy one."""
+    return doc.get("kind") == "APIGroupDiscoveryList" and \
+        doc.get("apiVersion") == AGGREGATED_VERSION
+
+
+def _legacy_group_versions(doc: dict[str, Any], preferred: dict[str, str],
+                           core: bool) -> list[tuple[str, str]]:
+    """The group versions `/api` (APIVersions) or `/apis` (APIGroupList) names; each has
+    its own document listing its resources."""
+    if core:
+        return [("", str(v)) for v in doc.get("versions") or []]
+    wanted = []
+    for group in doc.get("groups") or []:
         name = str(group.get("name") or "")
         if not name:
             continue
         preferred[name] = str((group.get("preferredVersion") or {}).get("version") or "")
         for version in group.get("versions") or []:
             wanted.append((name, str(version.get("version") or "")))
+    return wanted
+
+
+def _aggregated_kinds(doc: dict[str, Any], preferred: dict[str, str], core: bool,
+                      stale: dict[tuple[str, str], list[Kind]]) -> list[Kind]:
+    """The kinds of an APIGroupDiscoveryList. Each group lists its versions most preferred
+    first, and a resource its subresources inside it (so none passes for a kind). A version
+    marked Stale (an aggregated API server that did not answer the cluster's last look) goes
+    to `stale` with the resources last known for it."""
+    kinds: list[Kind] = []
+    for item in doc.get("items") or []:
+        if not isinstance(item, dict):
+            continue
+        group = "" if core else str((item.get("metadata") or {}).get("name") or "")
+        if not core and not group:
+            continue
+        versions = [v for v in item.get("versions") or []
+                    if isinstance(v, dict) and v.get("version")]
+        if group and versions:
+            preferred[group] = str(versions[0]["version"])
+        for entry in versions:
+            version = str(entry["version"])
+            found = [Kind(group, version, str(r["resource"]),
+                          str((r.get("responseKind") or {}).get("kind") or ""),
+                          r.get("scope") == "Namespaced",
+                          frozenset(str(v) for v in r.get("verbs") or []))
+                     for r in entry.get("resources") or []
+                     if isinstance(r, dict) and r.get("resource")]
+            if entry.get("freshness") == "Stale":
+                stale[(group, version)] = found
+            else:
+                kinds += found
+    return kinds
+
+
+def fetch(client: ClusterClient, aggregated: bool = True) -> Served:
+    """Read the cluster's discovery now: `/api` and `/apis` in their aggregated form when
+    the server has it (2 requests), else (or with `aggregated=False`) the legacy documents
+    and one more per group version. A group version that fails alone (an aggregated API
+    whose server is down answers 503) is left out; one the aggregated form marks Stale is
+    read from its own document, and keeps its last known resources if that fails too.
+    `/api` or `/apis` failing is an error (KubeError)."""
+    accept = AGGREGATED_ACCEPT if aggregated else "application/json"
+    found: list[Kind] = []
+    preferred: dict[str, str] = {"": "v1"}
+    wanted: list[tuple[str, str]] = []
+    stale: dict[tuple[str, str], list[Kind]] = {}
+    for root in ("/api", "/apis"):
+        doc = client.request_json("GET", root, AGENT, timeout=15, accept=accept)
+        if _aggregated(doc):
+            found += _aggregated_kinds(doc, preferred, root == "/api", stale)
+        else:
+            wanted += _legacy_group_versions(doc, preferred, root == "/api")
 
     def one(group_version: tuple[str, str]) -> list[Kind]:
         group, version = group_version
@@ -237,10 +305,12 @@ def fetch(client: ClusterClient) -> Served:
             return _kinds_of(group, version, _resources(client, path))
         except KubeError as exc:
             log.info("discovery of %s skipped: %s", path, exc)
-            return []
+            return stale.get(group_version, [])
 
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        found = [kind for kinds in pool.map(one, wanted) for kind in kinds]
+    wanted += stale
+    if wanted:
+        with ThreadPoolExecutor(max_workers=min(8, len(wanted))) as pool:
+            found += [kind for kinds in pool.map(one, wanted) for kind in kinds]
     return Served.of(found, preferred)
 
 
