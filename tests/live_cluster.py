@@ -1,17 +1,8 @@
 """A simulated cluster behind the app's Cluster pages, for the tests that show them over the
 test client or in a browser: served on loopback, an agent whose kubeconfig reaches it, and
 the app's upstream watches stopped before the cluster goes (else they retry against a closed
-port while the test tears down). A test module's fixtures read:
-
-    @pytest.fixture
-    def sim() -> Iterator[SimCluster]:
-        with served(SimCluster(bookmark_interval=0.5)) as cluster:
-            yield cluster
-
-    @pytest.fixture
-    def app(app: Flask, sim: SimCluster) -> Iterator[Flask]:
-        with watches_stopped(app):
-            yield app
+port while the test tears down). A module's ``sim`` fixture yields inside
+``served(SimCluster(...))``, and its ``app`` fixture inside ``watches_stopped(app)``.
 """
 
 from __future__ import annotations
