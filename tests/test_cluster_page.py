@@ -15,8 +15,8 @@ import pytest
 from conftest import Helpers
 from flask import Flask
 from flask.testing import FlaskClient
+from live_cluster import add_agent, served, watches_stopped
 
-from webapp import agents, db
 from webapp.simcluster import SimCluster
 from webapp.watch.hub import Subscription
 from webapp.watch.resources import AGENT, WatchParams
@@ -33,32 +33,14 @@ def app_config(app_config: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture
 def app(app: Flask, sim: SimCluster) -> Iterator[Flask]:
-    """The app's watches stop before the simulated cluster does."""
-    yield app
-    app.extensions["watch_hub"].shutdown()
-    app.extensions["clusters"].close()
+    with watches_stopped(app):
+        yield app
 
 
 @pytest.fixture
-def sim(tmp_path: Path) -> Iterator[SimCluster]:
-    cluster = SimCluster(flux_delay=0.05, bookmark_interval=0.5)
-    cluster.serve()
-    yield cluster
-    cluster.close()
-    assert cluster.errors == []
-
-
-def make_agent(app: Flask, sim: SimCluster | None, tmp_path: Path, name: str = "prod",
-               cluster_access: dict[str, Any] | None = None) -> None:
-    with app.app_context():
-        if sim is None:
-            agent = agents.create(name)
-        else:
-            path = sim.write_kubeconfig(tmp_path / f"{name}.kubeconfig", context="sim")
-            agent = agents.create(name, kubeconfig_path=str(path), kube_context="sim")
-        if cluster_access is not None:
-            agent.cluster_access = cluster_access
-        db.session().commit()
+def sim() -> Iterator[SimCluster]:
+    with served(SimCluster(flux_delay=0.05, bookmark_interval=0.5)) as cluster:
+        yield cluster
 
 
 @pytest.fixture
@@ -109,7 +91,7 @@ def seed(sim: SimCluster) -> None:
 def test_page_renders_every_table_server_side(app: Flask, signed_in: FlaskClient,
                                               sim: SimCluster, tmp_path: Path) -> None:
     seed(sim)
-    make_agent(app, sim, tmp_path)
+    add_agent(app, sim, tmp_path)
     page = signed_in.get("/agents/prod/cluster")
     assert page.status_code == 200
     html = page.text
@@ -134,7 +116,7 @@ def test_page_renders_every_table_server_side(app: Flask, signed_in: FlaskClient
 def test_namespace_comes_from_the_url(app: Flask, signed_in: FlaskClient, sim: SimCluster,
                                       tmp_path: Path) -> None:
     seed(sim)
-    make_agent(app, sim, tmp_path)
+    add_agent(app, sim, tmp_path)
     html = signed_in.get("/agents/prod/cluster?namespace=default").text
     pods = section(html, "pods")
     assert row_names(pods) == ["web-1", "worker-1"]
@@ -146,7 +128,7 @@ def test_namespace_comes_from_the_url(app: Flask, signed_in: FlaskClient, sim: S
 
 def test_invalid_namespace_is_refused(app: Flask, signed_in: FlaskClient, sim: SimCluster,
                                       tmp_path: Path) -> None:
-    make_agent(app, sim, tmp_path)
+    add_agent(app, sim, tmp_path)
     page = signed_in.get("/agents/prod/cluster?namespace=Not_A_Name")
     assert page.status_code == 422
     assert "namespace: &#39;Not_A_Name&#39; is not a valid namespace name" in page.text
@@ -156,7 +138,7 @@ def test_empty_namespace_renders_the_empty_state_at_once(
         app: Flask, signed_in: FlaskClient, sim: SimCluster, tmp_path: Path) -> None:
     seed(sim)
     sim.add_namespace("quiet")
-    make_agent(app, sim, tmp_path)
+    add_agent(app, sim, tmp_path)
     html = signed_in.get("/agents/prod/cluster?namespace=quiet").text
     for resource in ("pods", "services", "kustomizations", "helmreleases"):
         table = section(html, resource)
@@ -173,7 +155,7 @@ def test_cluster_rbac_refusal_shows_in_its_table(app: Flask, signed_in: FlaskCli
     # Impersonated as herself, alice may list services and Flux objects, not pods.
     sim.rbac.allow(users=["alice"], verbs=["get", "list", "watch"],
                    resources=["services", "namespaces", "kustomizations", "helmreleases"])
-    make_agent(app, sim, tmp_path, cluster_access={"access_as": "user"})
+    add_agent(app, sim, tmp_path, cluster_access={"access_as": "user"})
     page = signed_in.get("/agents/prod/cluster")
     assert page.status_code == 200
     pods = section(page.text, "pods")
@@ -185,7 +167,7 @@ def test_cluster_rbac_refusal_shows_in_its_table(app: Flask, signed_in: FlaskCli
 
 def test_agent_without_a_cluster_says_so(app: Flask, signed_in: FlaskClient,
                                          tmp_path: Path) -> None:
-    make_agent(app, None, tmp_path)
+    add_agent(app, None, tmp_path)
     page = signed_in.get("/agents/prod/cluster")
     assert page.status_code == 200
     # Said once, with what to do: not the same red error in every table.
@@ -200,7 +182,7 @@ def test_agent_without_a_cluster_says_so(app: Flask, signed_in: FlaskClient,
 
 def test_unreachable_cluster_says_so(app: Flask, signed_in: FlaskClient, sim: SimCluster,
                                      tmp_path: Path) -> None:
-    make_agent(app, sim, tmp_path)
+    add_agent(app, sim, tmp_path)
     sim.close()
     page = signed_in.get("/agents/prod/cluster")
     assert page.status_code == 200
@@ -216,8 +198,8 @@ def test_unreachable_cluster_says_so(app: Flask, signed_in: FlaskClient, sim: Si
 
 def test_viewers_need_view_access(app: Flask, client: FlaskClient, h: Helpers,
                                   sim: SimCluster, tmp_path: Path) -> None:
-    make_agent(app, sim, tmp_path, cluster_access={"view": {"role": "maintainer"}})
-    make_agent(app, sim, tmp_path, name="open")
+    add_agent(app, sim, tmp_path, cluster_access={"view": {"role": "maintainer"}})
+    add_agent(app, sim, tmp_path, name="open")
     h.user("victor", "viewer")
     h.login(client, "victor")
     refused = client.get("/agents/prod/cluster")
@@ -237,7 +219,7 @@ def test_objects_missing_fields_render(app: Flask, signed_in: FlaskClient, sim: 
     sim.create({"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
                 "metadata": {"name": "bare", "namespace": "default"},
                 "spec": {"suspend": True}})  # suspended: Flux never writes its status
-    make_agent(app, sim, tmp_path)
+    add_agent(app, sim, tmp_path)
     html = signed_in.get("/agents/prod/cluster?namespace=default").text
     assert "bare" in row_names(section(html, "pods"))
     assert row_names(section(html, "kustomizations")) == ["bare"]
@@ -259,7 +241,7 @@ def test_pod_panel_shows_metadata_yaml_events_logs_and_actions(
     pod = sim.add_pod("default", "web-1", ["app", "sidecar"], state="Running",
                       labels={"app": "web"}, annotations={"team": "<payments>"})
     sim.record_event(pod, "Pulled", "pulled the image")
-    make_agent(app, sim, tmp_path)
+    add_agent(app, sim, tmp_path)
     panel = signed_in.get(panel_url("web-1"))
     assert panel.status_code == 200
     html = panel.text
@@ -287,7 +269,7 @@ def test_pod_panel_shows_metadata_yaml_events_logs_and_actions(
 def test_panel_details_part_is_only_the_details(app: Flask, signed_in: FlaskClient,
                                                  sim: SimCluster, tmp_path: Path) -> None:
     sim.add_pod("default", "web-1", state="Running")
-    make_agent(app, sim, tmp_path)
+    add_agent(app, sim, tmp_path)
     html = signed_in.get(panel_url("web-1") + "&part=details").text
     assert 'data-part="manifest"' in html and "phase: Running" in html
     assert "panel-events" not in html and "panel-head" not in html
@@ -297,7 +279,7 @@ def test_flux_panel_offers_reconcile_and_the_right_toggle(
         app: Flask, signed_in: FlaskClient, sim: SimCluster, tmp_path: Path) -> None:
     sim.add_helmrelease("apps", "redis", suspend=True)
     sim.add_kustomization(FLUX_NS, "infra")
-    make_agent(app, sim, tmp_path)
+    add_agent(app, sim, tmp_path)
     helm = signed_in.get(panel_url("redis", "helmreleases", "apps", "helm.toolkit.fluxcd.io",
                                    "v2")).text
     assert 'data-action="reconcile"' in helm and 'data-action="resume"' in helm
@@ -310,7 +292,7 @@ def test_flux_panel_offers_reconcile_and_the_right_toggle(
 def test_panel_actions_need_act_access(app: Flask, client: FlaskClient, h: Helpers,
                                        sim: SimCluster, tmp_path: Path) -> None:
     sim.add_pod("default", "web-1", state="Running")
-    make_agent(app, sim, tmp_path)
+    add_agent(app, sim, tmp_path)
     h.user("victor", "viewer")
     h.login(client, "victor")
     html = client.get(panel_url("web-1")).text
@@ -319,7 +301,7 @@ def test_panel_actions_need_act_access(app: Flask, client: FlaskClient, h: Helpe
 
 def test_missing_object_panel_says_why(app: Flask, signed_in: FlaskClient, sim: SimCluster,
                                        tmp_path: Path) -> None:
-    make_agent(app, sim, tmp_path)
+    add_agent(app, sim, tmp_path)
     panel = signed_in.get(panel_url("ghost"))
     assert panel.status_code == 404
     assert 'pods &#34;ghost&#34; not found' in panel.text
@@ -331,7 +313,7 @@ def test_missing_object_panel_says_why(app: Flask, signed_in: FlaskClient, sim: 
 def test_suspend_outcome_reads_suspended(app: Flask, signed_in: FlaskClient, sim: SimCluster,
                                          tmp_path: Path, h: Helpers) -> None:
     sim.add_kustomization(FLUX_NS, "apps", suspend=False)
-    make_agent(app, sim, tmp_path)
+    add_agent(app, sim, tmp_path)
     answer = signed_in.post("/agents/prod/cluster/actions", json={
         "action": "suspend", "group": "kustomize.toolkit.fluxcd.io", "version": "v1",
         "resource": "kustomizations", "namespace": FLUX_NS, "name": "apps"},
@@ -361,7 +343,7 @@ class Recorder:
 def test_joining_during_an_outage_hears_of_it(app: Flask, sim: SimCluster,
                                               tmp_path: Path) -> None:
     """A page that reconnects (badge click) while the cluster is down must not look live."""
-    make_agent(app, sim, tmp_path)
+    add_agent(app, sim, tmp_path)
     hub = app.extensions["watch_hub"]
     params = WatchParams("", "v1", "pods", "default")
     with app.app_context():
@@ -381,7 +363,7 @@ def test_joining_during_an_outage_hears_of_it(app: Flask, sim: SimCluster,
 def test_a_deep_link_names_the_object_by_resource_namespace_and_name(
         app: Flask, signed_in: FlaskClient, sim: SimCluster, tmp_path: Path) -> None:
     sim.add_service("default", "web")
-    make_agent(app, sim, tmp_path)
+    add_agent(app, sim, tmp_path)
     html = signed_in.get("/agents/prod/cluster/object?ref=services/default/web&tab=yaml").text
     assert 'data-ref="services/default/web"' in html
     assert re.search(r'id="panel-tab-yaml"[^>]*aria-selected="true"', html)
@@ -430,7 +412,7 @@ def test_a_secrets_panel_never_holds_its_values(app: Flask, signed_in: FlaskClie
     from webapp.simcluster import builders as b
     sim.add_namespace("shop")
     sim.create(b.secret("shop", "db", {"password": "hunter2-value"}))
-    make_agent(app, sim, tmp_path)
+    add_agent(app, sim, tmp_path)
     html = signed_in.get("/agents/prod/cluster/object?ref=secrets/shop/db&tab=yaml").text
     assert 'data-ref="secrets/shop/db"' in html and "password" in html  # its keys
     assert "hunter2" not in html and "aHVudGVyMi" not in html  # never its value
@@ -457,7 +439,7 @@ def test_relations_part_is_the_tree_with_health(app: Flask, signed_in: FlaskClie
     sim.add_pod("shop", "web-2", state="CrashLoopBackOff", labels={"app": "web"})
     sim.add_kustomization(FLUX_NS, "apps", inventory=[
         {"id": "shop_web__Service", "v": "v1"}, {"id": "shop_gone__Service", "v": "v1"}])
-    make_agent(app, sim, tmp_path)
+    add_agent(app, sim, tmp_path)
     html = signed_in.get(panel_url("web", "services", "shop") + "&part=relations").text
     assert html.count('data-role="selected"') == 2
     assert re.search(r'class="culprits".*web-2.*CrashLoopBackOff', html, re.S)
@@ -480,7 +462,7 @@ def test_activity_part_lists_what_names_the_object(app: Flask, signed_in: FlaskC
                                                    sim: SimCluster, tmp_path: Path) -> None:
     sim.add_pod("default", "web-1", state="Running")
     sim.add_pod("default", "web-2", state="Running")
-    make_agent(app, sim, tmp_path)
+    add_agent(app, sim, tmp_path)
     body = {"action": "delete", "group": "", "version": "v1", "resource": "pods",
             "namespace": "default", "name": "web-1"}
     token = re.search(r'name="csrf-token" content="([^"]+)"',
@@ -508,7 +490,7 @@ def test_a_failed_sync_points_at_the_pod_that_broke_it(app: Flask, signed_in: Fl
     sim.add_kustomization(FLUX_NS, "shop", inventory=[
         {"id": "shop_api_apps_Deployment", "v": "v1"}, {"id": "shop_api__Service", "v": "v1"}])
     sim.settle()
-    make_agent(app, sim, tmp_path)
+    add_agent(app, sim, tmp_path)
     url = panel_url("shop", "kustomizations", FLUX_NS, "kustomize.toolkit.fluxcd.io")
 
     def tree() -> str:
@@ -531,7 +513,7 @@ def test_an_action_in_the_activity_links_to_its_objects_panel(
     from webapp.simcluster import builders as b
     sim.add_namespace("shop")
     sim.create(b.deployment("shop", "web", [b.container("app", "nginx:1.27")], replicas=1))
-    make_agent(app, sim, tmp_path)
+    add_agent(app, sim, tmp_path)
     token = re.search(r'name="csrf-token" content="([^"]+)"',
                       signed_in.get("/agents/prod/cluster").text)[1]  # type: ignore[index]
     answer = signed_in.post("/agents/prod/cluster/actions", headers={"X-CSRF-Token": token},

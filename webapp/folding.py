@@ -28,22 +28,21 @@ from . import events
 FOLD_WINDOW = timedelta(hours=1)
 
 
-@dataclass
 class _WithoutCommit:
-    type: str
-    user_name: str | None
-    token_name: str | None
-    commit_sha: str | None
-    project: str | None
-    message: str | None
-    details: dict[str, Any] | None
+    """An event seen with its commit left out; every other field is the event's own."""
+
+    commit_sha: str | None = None
+
+    def __init__(self, event: events.EventLike) -> None:
+        self._event = event
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._event, name)
 
 
 def fold_key(event: events.EventLike) -> str:
     """The same for identical events (see above); 16 hex digits."""
-    bare = _WithoutCommit(event.type, event.user_name, event.token_name, None, event.project,
-                          event.message, event.details)
-    said = events.describe(bare)
+    said = events.describe(_WithoutCommit(event))
     # The project and the Flux object, which not every type's message names.
     observed = (event.details or {}).get("object")
     key = json.dumps([event.type, said, event.project, observed if isinstance(observed, str)

@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 from flask import Flask
+from live_cluster import add_agent, served, watches_stopped
 from playwright.sync_api import Browser, Page, expect
 
-from webapp import agents, db
+from webapp import agents
 from webapp.hooks import service as hooks
 from webapp.simcluster import SimCluster
 
@@ -60,19 +61,15 @@ def app_config(app_config: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture
 def sim() -> Iterator[SimCluster]:
-    cluster = SimCluster(bookmark_interval=0.5)
-    cluster.seed_demo()
-    cluster.serve()
-    yield cluster
-    cluster.close()
+    with served(SimCluster(bookmark_interval=0.5)) as cluster:
+        cluster.seed_demo()
+        yield cluster
 
 
 @pytest.fixture
 def app(app: Flask, sim: SimCluster) -> Iterator[Flask]:
-    """The app's upstream watches stop before the simulated cluster does."""
-    yield app
-    app.extensions["watch_hub"].shutdown()
-    app.extensions["clusters"].close()
+    with watches_stopped(app):
+        yield app
 
 
 @pytest.fixture
@@ -80,11 +77,9 @@ def seeded(app: Flask, h: Any, sim: SimCluster, tmp_path: Path,
            agent_client: AgentClient) -> dict[str, int]:
     """An admin, the agent with its cluster, a few events (one notifies) and a webhook."""
     h.user("alice", "admin")
-    path = sim.write_kubeconfig(tmp_path / "kubeconfig", context="sim")
+    add_agent(app, sim, tmp_path, AGENT)
     with app.app_context():
-        agent = agents.create(AGENT, kubeconfig_path=str(path), kube_context="sim")
-        db.session().commit()
-        hook, _ = hooks.create(agent, "http://127.0.0.1:9/hook", None,
+        hook, _ = hooks.create(agents.get(AGENT), "http://127.0.0.1:9/hook", None,
                                hooks.Filters([], ["error"], []), "alice")
         hook_id = hook.id
     token = h.token(AGENT)

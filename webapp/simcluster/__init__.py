@@ -85,7 +85,9 @@ Python API (all in ``SimCluster`` unless noted)::
 CLI: ``python -m webapp.simcluster --port 8001 --kubeconfig PATH [--demo] [--churn]``;
 SIGHUP replaces the cluster, SIGUSR1 is an outage, SIGUSR2 cuts every stream.
 
-Modules: ``cluster`` (Python API), ``http`` (server/routing), ``negotiation`` (Accept:
+Modules: ``cluster`` (Python API; ``kubelet`` its pods' lives, ``seeding`` its ``add_*``
+helpers), ``http`` (routes a request to ``reads``, ``writes`` or ``subresources``, over
+``exchange``: replies, errors, streams), ``server``, ``negotiation`` (Accept:
 Table, aggregated discovery), ``representation`` (Tables and metadata-only answers),
 ``store`` (objects, RV, watch history), ``selectors`` (``label_selector``: apimachinery's
 parser), ``patch``, ``pods`` (object builders, kubectl states), ``builders`` (nodes,

@@ -3,7 +3,8 @@
 Everything the HTTP server serves lives here, so tests can set up state directly and then
 observe it through the real ``kubernetes`` client.  The Python API acts like a controller
 with full rights: it writes status freely and creates missing namespaces on demand
-(unlike the HTTP API, which answers 404 for a missing namespace).
+(unlike the HTTP API, which answers 404 for a missing namespace). The kubelet's part is in
+``kubelet``, the ``add_*`` helpers in ``seeding``.
 
     cluster = SimCluster(history_size=1000, bookmark_interval=5.0)
     server = cluster.serve()                    # server.url, server.stop()
@@ -20,7 +21,7 @@ import builtins
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -28,27 +29,15 @@ import yaml
 
 from . import defaults
 from . import patch as patching
-from .errors import ApiError
 from .events import EventRecorder
 from .faults import Faults
-from .flux import (
-    FluxController,
-    build_gitrepository,
-    build_helmrelease,
-    build_kustomization,
-    git_revision,
-)
-from .logs import LogBuffer, LogGenerator, LogStore
-from .pods import PHASE_DEFAULT_STATE, STATES, build_pod, build_service, build_status
+from .flux import FluxController
+from .logs import LogGenerator, LogStore
 from .rbac import RBAC
 from .resources import (
     CRDS,
     CRONJOBS,
     CUSTOMRESOURCEDEFINITIONS,
-    GITREPOSITORIES,
-    HELMRELEASES,
-    KUSTOMIZATIONS,
-    NAMESPACES,
     PODS,
     SERVICES,
     ResourceType,
@@ -56,11 +45,12 @@ from .resources import (
     resolve,
 )
 from .scheduler import Scheduler
+from .seeding import Seeding, allocated_service
 from .selectors import compile_selector
 from .stats import Stats
-from .store import HiddenWrites, Store, WatchEvent
-from .util import JSON, json_copy, new_uid, rfc3339, stable_hex
-from .workloads import STATE_ANNOTATION, Workloads, owner_ref, random_suffix
+from .store import HiddenWrites, Store
+from .util import JSON, json_copy, rfc3339
+from .workloads import Workloads, owner_ref, random_suffix
 
 if TYPE_CHECKING:
     from .demo import Demo
@@ -89,7 +79,10 @@ BLOCK_TIMEOUT = 3.0
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
-class SimCluster:
+class SimCluster(Seeding):
+    """The cluster's parts and its generic object API; pods as a kubelet runs them come
+    from ``Kubelet``, the ``add_*`` helpers from ``Seeding``."""
+
     def __init__(
         self, history_size: int = 1000, bookmark_interval: float = 5.0, *,
         token: str | None = None, flux_delay: float = 0.2, log_max_lines: int = 50_000,
@@ -254,7 +247,7 @@ class SimCluster:
         rt = _rt_of(obj)
         obj = defaults.apply(rt.plural, obj, api=False)
         if rt is SERVICES and not (obj.get("spec") or {}).get("clusterIPs"):
-            obj = _allocated_service(obj)
+            obj = allocated_service(obj)
         return self.store.create(rt, obj, require_namespace=False,
                                  keep_uid=rt.plural == "jobs")
 
@@ -319,250 +312,7 @@ class SimCluster:
                 rt, namespace, name, uid))
         return result
 
-    def _on_event(self, ev: WatchEvent) -> None:
-        if ev.rt is not PODS:
-            return
-        meta = ev.new.obj["metadata"]
-        if ev.type == "DELETED":
-            self.logs.drop_pod(ev.namespace, meta["name"])
-        elif ev.type == "ADDED" and not (ev.new.obj.get("status") or {}).get("conditions"):
-            # Created through the API (status reset to Pending): "schedule and start" it
-            # like the scheduler and kubelet would, shortly after.
-            self.scheduler.call_later(0.05, lambda: self._kubelet_start(ev.namespace,
-                                                                        meta["name"],
-                                                                        meta["uid"]))
-
-    def _kubelet_start(self, namespace: str, name: str, uid: str) -> None:
-        state = "Running"
-
-        def start(o: JSON) -> JSON | None:
-            nonlocal state
-            if o["metadata"]["uid"] != uid or (o.get("status") or {}).get("conditions"):
-                return None
-            o["spec"].setdefault("nodeName", "sim-worker")
-            # A pod template may ask for a failing start (the demo's broken workloads); a
-            # job's outcome is decided when it finishes.
-            wanted = (o["metadata"].get("annotations") or {}).get(STATE_ANNOTATION)
-            state = wanted if wanted in STATES and wanted not in ("Error", "Completed") \
-                else "Running"
-            names = [c["name"] for c in o["spec"]["containers"]]
-            o["status"] = build_status(o, dict.fromkeys(names, state))
-            return o
-
-        try:
-            pod = self.store.update(PODS, namespace, name, start)
-        except ApiError:
-            return  # deleted meanwhile
-        if pod["metadata"]["uid"] == uid:
-            for c in pod["spec"]["containers"]:
-                self.logs.container(namespace, name, c["name"])
-            self._startup_events(pod, state)
-
-    # --- builders -------------------------------------------------------------------------
-
-    def add_namespace(self, name: str, labels: dict[str, str] | None = None) -> JSON:
-        existing = self.store.find(NAMESPACES, "", name)
-        if existing is not None:
-            return existing
-        return self.store.create(
-            NAMESPACES, {"metadata": {"name": name, "labels": dict(labels or {})}})
-
-    def add_pod(
-        self, namespace: str, name: str, containers: Sequence[str | JSON] | None = None, *,
-        state: str | None = None, phase: str | None = None, labels: dict[str, str] | None = None,
-        node: str | None = "sim-worker", owner: tuple[str, str] | None = None,
-        restarts: int = 0, image_id: bool = True, events: bool = True,
-        logs: Iterable[str] = (), restart_policy: str = "Always", grace_period: int = 30,
-        annotations: dict[str, str] | None = None,
-    ) -> JSON:
-        """Create a pod in a kubectl ``state`` (see pods.STATES) or a ``phase``.
-
-        ``image_id=False`` leaves imageID out of containerStatuses (allowed by the API
-        server, but the typed kubernetes client cannot deserialize it).  ``events`` records
-        Scheduled/Pulled/Created/Started like a real start-up.
-        """
-        chosen = state or PHASE_DEFAULT_STATE.get(phase or "Running", "Running")
-        if chosen == "Pending":
-            node = None
-        pod = build_pod(namespace, name, containers=containers, labels=labels, node=node,
-                        owner=owner, restart_policy=restart_policy, grace_period=grace_period,
-                        annotations=annotations)
-        names = [c["name"] for c in pod["spec"]["containers"]]
-        self.add_namespace(namespace)
-        # One ADDED event with the final status (the uid is needed inside the status).
-        pod["metadata"]["uid"] = new_uid()
-        pod["status"] = build_status(pod, dict.fromkeys(names, chosen),
-                                     restarts=dict.fromkeys(names, restarts),
-                                     with_image_id=image_id)
-        result = self.store.create(PODS, pod, keep_uid=True)
-        for c in names:
-            self.logs.container(namespace, name, c)
-        lines = list(logs)
-        if lines:
-            self.append_log(namespace, name, names[0], lines)
-        if events:
-            self._startup_events(result, chosen)
-        return result
-
-    def _startup_events(self, pod: JSON, state: str) -> None:
-        meta, spec = pod["metadata"], pod["spec"]
-        node = spec.get("nodeName")
-        if not node:
-            self.events.record(pod, "FailedScheduling",
-                               pod["status"]["conditions"][0]["message"], type="Warning")
-            return
-        self.events.record(pod, "Scheduled",
-                           f"Successfully assigned {meta['namespace']}/{meta['name']} to {node}")
-        for c in spec["containers"]:
-            fp = f"spec.containers{{{c['name']}}}"
-            if state in ("ImagePullBackOff", "ErrImagePull"):
-                self.events.record(pod, "Pulling", f'Pulling image "{c["image"]}"',
-                                   field_path=fp, host=node)
-                self.events.record(pod, "Failed", f'Failed to pull image "{c["image"]}": not found',
-                                   type="Warning", field_path=fp, host=node)
-                continue
-            if state == "ContainerCreating":
-                self.events.record(pod, "Pulling", f'Pulling image "{c["image"]}"',
-                                   field_path=fp, host=node)
-                continue
-            self._started_events(pod, c, fp, node)
-            if state == "CrashLoopBackOff":
-                self.events.record(
-                    pod, "BackOff", f"Back-off restarting failed container {c['name']} in pod "
-                    f"{meta['name']}_{meta['namespace']}({meta['uid']})", type="Warning",
-                    field_path=fp, host=node)
-
-    def _started_events(self, pod: JSON, c: JSON, fp: str, node: str) -> None:
-        self.events.record(pod, "Pulled", f'Container image "{c["image"]}" already present '
-                                          "on machine", field_path=fp, host=node)
-        self.events.record(pod, "Created", f"Created container: {c['name']}", field_path=fp,
-                           host=node)
-        self.events.record(pod, "Started", f"Started container {c['name']}", field_path=fp,
-                           host=node)
-
-    def set_pod_state(
-        self, namespace: str, name: str, state: str, container: str | None = None, *,
-        restarts: int | None = None, events: bool = True,
-    ) -> JSON:
-        """Move one container (or all) to a kubectl state, as the kubelet would report."""
-        old = self.store.get(PODS, namespace, name).obj
-        names = [c["name"] for c in old["spec"]["containers"]]
-        targets = [container] if container else names
-
-        def change(o: JSON) -> JSON:
-            states = dict.fromkeys(targets, state)
-            rs = dict.fromkeys(targets, restarts) if restarts is not None else None
-            if state == "Pending":
-                o["spec"].pop("nodeName", None)
-            o["status"] = build_status(o, states, restarts=rs, old=o.get("status"),
-                                       with_image_id=_has_image_ids(o))
-            return o
-
-        result = self.store.update(PODS, namespace, name, change)
-        if events and result["spec"].get("nodeName"):
-            node = result["spec"]["nodeName"]
-            for cname in targets:
-                c = next(x for x in result["spec"]["containers"] if x["name"] == cname)
-                fp = f"spec.containers{{{cname}}}"
-                if state in ("Running", "NotReady"):
-                    self._started_events(result, c, fp, node)
-                if state == "NotReady":
-                    self.events.record(result, "Unhealthy", "Readiness probe failed: HTTP probe "
-                                       "failed with statuscode: 503", type="Warning",
-                                       field_path=fp, host=node)
-                if state == "CrashLoopBackOff":
-                    meta = result["metadata"]
-                    self.events.record(
-                        result, "BackOff", f"Back-off restarting failed container {cname} in "
-                        f"pod {name}_{namespace}({meta['uid']})", type="Warning",
-                        field_path=fp, host=node)
-        return result
-
-    def restart_container(
-        self, namespace: str, pod: str, container: str | None = None, *,
-        reason: str = "Error", exit_code: int = 1, crashloop: bool = True,
-        events: bool = True,
-    ) -> JSON:
-        """The container exits and restarts: restartCount+1, lastState terminated, logs of
-        the dead instance become ``previous``; then CrashLoopBackOff or Running again."""
-        cur = self.store.get(PODS, namespace, pod).obj
-        cname = container or cur["spec"]["containers"][0]["name"]
-        cs: JSON = next((s for s in (cur.get("status") or {}).get("containerStatuses") or []
-                         if s["name"] == cname), {})
-        count = int(cs.get("restartCount", 0)) + 1
-        started = ((cs.get("state") or {}).get("running") or {}).get("startedAt")
-        now = rfc3339()
-        last = {"exitCode": exit_code, "reason": reason, "startedAt": started or now,
-                "finishedAt": now,
-                "containerID": f"containerd://{stable_hex(f'{pod}/{cname}/{count}', 64)}"}
-        self.logs.container(namespace, pod, cname).restart()
-        new_state = "CrashLoopBackOff" if crashloop else "Running"
-
-        def change(o: JSON) -> JSON:
-            o["status"] = build_status(o, {cname: new_state}, restarts={cname: count},
-                                       old=o.get("status"), last_terminated={cname: last},
-                                       with_image_id=_has_image_ids(o))
-            return o
-
-        result = self.store.update(PODS, namespace, pod, change)
-        if events:
-            node = result["spec"].get("nodeName")
-            fp = f"spec.containers{{{cname}}}"
-            if crashloop:
-                self.events.record(
-                    result, "BackOff", f"Back-off restarting failed container {cname} in pod "
-                    f"{pod}_{namespace}({result['metadata']['uid']})", type="Warning",
-                    field_path=fp, host=node)
-            else:
-                c = next(x for x in result["spec"]["containers"] if x["name"] == cname)
-                self._started_events(result, c, fp, node or "")
-        return result
-
-    def add_service(
-        self, namespace: str, name: str, type: str = "ClusterIP",  # noqa: A002
-        ports: builtins.list[int | JSON] | None = None,
-        selector: dict[str, str] | None = None, labels: dict[str, str] | None = None,
-        lb_ingress: builtins.list[JSON] | bool = True,
-    ) -> JSON:
-        self.add_namespace(namespace)
-        return self.store.create(SERVICES, build_service(
-            namespace, name, type=type, ports=ports, selector=selector, labels=labels,
-            lb_ingress=lb_ingress))
-
-    def add_gitrepository(self, namespace: str, name: str, *, url: str | None = None,
-                          branch: str = "main", revision: str | None = None) -> JSON:
-        """A GitRepository; source-controller publishes an artifact for it shortly after."""
-        self.add_namespace(namespace)
-        created = self.store.create(GITREPOSITORIES, build_gitrepository(
-            namespace, name, url=url, branch=branch))
-        if revision is not None:
-            self.flux.set_source_revision(namespace, name, revision)
-        return created
-
-    def add_kustomization(
-        self, namespace: str, name: str, *, path: str = "./", source: str = "flux-system",
-        suspend: bool = False, inventory: Iterable[JSON] | None = None,
-        target_namespace: str | None = None, wait: bool = False, interval: str = "10m0s",
-    ) -> JSON:
-        """A Kustomization (its GitRepository is created too when missing)."""
-        self.add_namespace(namespace)
-        if self.store.find(GITREPOSITORIES, namespace, source) is None:
-            self.add_gitrepository(namespace, source, revision=git_revision())
-        if inventory is not None:
-            self.flux.set_inventory(namespace, name, inventory)
-        return self.store.create(KUSTOMIZATIONS, build_kustomization(
-            namespace, name, path=path, source=source, suspend=suspend,
-            target_namespace=target_namespace, wait=wait, interval=interval))
-
-    def add_helmrelease(
-        self, namespace: str, name: str, *, chart: str | None = None, version: str = "1.0.0",
-        suspend: bool = False, values: JSON | None = None,
-        target_namespace: str | None = None,
-    ) -> JSON:
-        self.add_namespace(namespace)
-        return self.store.create(HELMRELEASES, build_helmrelease(
-            namespace, name, chart=chart, version=version, suspend=suspend, values=values,
-            target_namespace=target_namespace))
+    # --- controllers' work, on demand ---------------------------------------------------------
 
     def run_cronjob(self, namespace: str, name: str, job_name: str | None = None, *,
                     scheduled_at: float | None = None) -> JSON:
@@ -608,21 +358,7 @@ class SimCluster:
                        for p in self.list("pods"))
         self.wait_for(settled, timeout=timeout)
 
-    def record_event(
-        self, obj: JSON, reason: str, message: str, type: str = "Normal",  # noqa: A002
-        component: str | None = None, field_path: str | None = None,
-    ) -> JSON:
-        """Record a core/v1 Event about ``obj`` (repeats aggregate into ``count``)."""
-        return self.events.record(obj, reason, message, type=type, component=component,
-                                  field_path=field_path)
-
     # --- logs ---------------------------------------------------------------------------------
-
-    def append_log(self, namespace: str, pod: str, container: str,
-                   lines: str | Iterable[str]) -> int:
-        """Append line(s) to the container's current log; followers get them at once."""
-        batch = [lines] if isinstance(lines, str) else list(lines)
-        return self.logs.container(namespace, pod, container).current.append(batch)
 
     def generate_logs(self, namespace: str, pod: str, container: str, rate: float,
                       seed: int | None = None) -> LogGenerator:
@@ -631,36 +367,6 @@ class SimCluster:
         self.add_background(gen)
         return gen
 
-    def log_source(self, namespace: str, pod: str, container: str | None,
-                   previous: bool) -> tuple[str, LogBuffer]:
-        """The buffer ``GET .../pods/{pod}/log`` reads, with the API server's 400s."""
-        obj = self.store.get(PODS, namespace, pod).obj
-        names = [c["name"] for c in obj["spec"]["containers"]]
-        init = [c["name"] for c in obj["spec"].get("initContainers") or []]
-        if not container:
-            if len(names) != 1:
-                msg = (f"a container name must be specified for pod {pod}, "
-                       f"choose one of: [{' '.join(names)}]")
-                if init:
-                    msg += f" or one of the init containers: [{' '.join(init)}]"
-                raise ApiError(400, msg)
-            container = names[0]
-        if container not in names and container not in init:
-            raise ApiError(400, f"container {container} is not valid for pod {pod}")
-        logs = self.logs.container(namespace, pod, container)
-        cs: JSON = next((s for s in (obj.get("status") or {}).get("containerStatuses") or []
-                         if s.get("name") == container), {})
-        if previous:
-            if logs.previous is None:
-                raise ApiError(400, f'previous terminated container "{container}" in pod '
-                                    f'"{pod}" not found')
-            return container, logs.previous
-        waiting = (cs.get("state") or {}).get("waiting")
-        if waiting and not cs.get("restartCount"):
-            raise ApiError(400, f'container "{container}" in pod "{pod}" is waiting to start: '
-                                f'{waiting.get("reason", "ContainerCreating")}')
-        return container, logs.current
-
     # --- demo ---------------------------------------------------------------------------------
 
     def seed_demo(self, seed: int = 0) -> Demo:
@@ -668,23 +374,3 @@ class SimCluster:
         from .demo import seed_demo
 
         return seed_demo(self, seed=seed)
-
-
-def _allocated_service(obj: JSON) -> JSON:
-    """A Service as the API allocates it, its load balancer (if any) provisioned, as
-    ``add_service`` builds them."""
-    status = obj.get("status")
-    out = defaults.service(obj)
-    if (out.get("spec") or {}).get("type") == "LoadBalancer":
-        meta, spec = out["metadata"], out["spec"]
-        built = build_service(meta.get("namespace", "default"), meta["name"],
-                              type="LoadBalancer", ports=spec.get("ports"))
-        out["status"] = built["status"]
-    if status:
-        out["status"] = status
-    return out
-
-
-def _has_image_ids(pod: JSON) -> bool:
-    statuses = (pod.get("status") or {}).get("containerStatuses") or []
-    return not statuses or any("imageID" in s for s in statuses)

@@ -170,7 +170,6 @@ class ControllerBase:
                 if exc.code == 409:
                     self.enqueue(plural, ns, name, delay=self.delay)
 
-
     # --- helpers ----------------------------------------------------------------------
 
     def _find(self, rt: ResourceType, ns: str, name: str) -> JSON | None:

@@ -1,0 +1,127 @@
+"""One HTTP exchange with the simulated API server, as its request handlers see it:
+plain replies, API errors as ``Status`` objects, chunked streams (one ``sendall`` a chunk,
+so an event reaches the client at once), noticing a client that hung up, request bodies and
+query parameters, and who is asking.
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import socket
+from http.server import BaseHTTPRequestHandler
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from .errors import ApiError
+from .negotiation import PLAIN, Representation
+from .rbac import Identity, Request
+from .util import dumps
+
+if TYPE_CHECKING:
+    from .cluster import SimCluster
+    from .server import HTTPServer
+
+POLL = 0.5  # longest sleep of a stream before it checks for shutdown / client hang-up
+
+
+class Exchange(BaseHTTPRequestHandler):
+    """What every request handler writes its answer with (``http.Handler`` builds on it)."""
+
+    protocol_version = "HTTP/1.1"
+    rep: Representation = PLAIN  # this request's answer: plain objects or a Table
+    server: HTTPServer
+    server_version = "simcluster"
+    sys_version = ""
+
+    def setup(self) -> None:
+        super().setup()
+        # Streams write one small chunk per event: without this, Nagle + delayed ACK hold
+        # the next chunk for up to 40 ms.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass  # the stats/request log records requests; stderr noise helps nobody
+
+    @property
+    def cluster(self) -> SimCluster:
+        return self.server.sim.cluster
+
+    def _send(self, code: int, body: bytes, ctype: str = "application/json") -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-cache, private")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _send_error(self, err: ApiError) -> None:
+        body = dumps(err.status())
+        retry = (err.details or {}).get("retryAfterSeconds")
+        self.send_response(err.code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-cache, private")
+        if retry:  # as the API server's responsewriters do for a Status with a retry hint
+            self.send_header("Retry-After", str(retry))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _start_stream(self, ctype: str) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Cache-Control", "no-cache, private")
+        self.end_headers()
+
+    def _chunk(self, data: bytes) -> None:
+        if data:
+            self.wfile.write(b"%x\r\n%b\r\n" % (len(data), data))
+
+    def _end_stream(self) -> None:
+        self.wfile.write(b"0\r\n\r\n")
+
+    def _client_gone(self) -> bool:
+        """During a stream the client sends nothing: readable means it hung up."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            if readable:
+                return self.connection.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):
+            return True
+        return False
+
+    def _stream_over(self) -> bool:
+        return self.server.sim.stopping.is_set() or self._client_gone()
+
+    def _read_body(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _identity(self, on: Request | None = None) -> Identity:
+        auth = self.headers.get("Authorization") or ""
+        return self.cluster.rbac.authenticate(
+            auth[7:].strip() if auth.lower().startswith("bearer ") else None,
+            self.cluster.token, self.headers.get_all("Impersonate-User") or [],
+            self.headers.get_all("Impersonate-Group") or [], on)
+
+    def _json_body(self, body: bytes, ctype: str | None = None) -> Any:
+        if not body:
+            raise ApiError(400, "the body of the request was empty")
+        try:
+            if ctype and "yaml" in ctype:
+                return yaml.safe_load(body)
+            return json.loads(body)
+        except (ValueError, yaml.YAMLError) as exc:
+            raise ApiError(400, f"the object provided is unrecognized: {exc}") from None
+
+
+def int_param(query: dict[str, str], key: str) -> int | None:
+    raw = query.get(key)
+    if raw is None or raw == "":
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise ApiError(400, f'invalid value for {key}: "{raw}"') from None
