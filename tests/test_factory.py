@@ -54,3 +54,27 @@ def test_vendored_files_match_their_recorded_checksums():
         if len(cells) == 4 and cells[0].endswith(".js"):
             digest = hashlib.sha256((STATIC / cells[0]).read_bytes()).hexdigest()
             assert digest == cells[3], cells[0]
+
+
+def test_a_served_process_compiles_every_template_before_its_first_request(app):
+    from webapp.server import compile_templates
+
+    count = compile_templates(app)
+    pages = [n for n in app.jinja_env.list_templates() if n.endswith(".html")]
+    assert count == len(pages) and "cluster/page.html" in pages
+    cached = {name for (_loader, name) in app.jinja_env.cache.keys()}
+    assert set(pages) <= cached
+
+
+def test_a_broken_template_stops_the_start_with_its_name(app, tmp_path):
+    import jinja2
+    import pytest
+
+    from webapp.server import compile_templates
+
+    (tmp_path / "broken.html").write_text("{% if %}")
+    app.jinja_loader = jinja2.ChoiceLoader([app.jinja_loader, jinja2.FileSystemLoader(tmp_path)])
+    app.jinja_env.loader = app.create_global_jinja_loader()
+    with pytest.raises(jinja2.TemplateSyntaxError) as raised:
+        compile_templates(app)
+    assert raised.value.name == "broken.html"

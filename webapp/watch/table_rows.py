@@ -149,13 +149,81 @@ class _Cell(NamedTuple):
     short: bool = False
 
 
+# (key, text, value, created) -> the cell, for the values of one column
+_Reader = Callable[[str, str, Any, "datetime | None"], _Cell]
+
+
+def _age(key: str, text: str, value: Any, created: datetime | None) -> _Cell:
+    return _Cell(key, text, epoch(created), "age")
+
+
+def _name(key: str, text: str, value: Any, created: datetime | None) -> _Cell:
+    return _Cell(key, text, text, "name")
+
+
+def _ready_or(rest: _Reader) -> _Reader:
+    """READY-like columns print a fraction (2/3); anything else is read by `rest`."""
+    def read(key: str, text: str, value: Any, created: datetime | None) -> _Cell:
+        fraction = _FRACTION.match(text)
+        if not fraction:
+            return rest(key, text, value, created)
+        have, want = int(fraction.group(1)), int(fraction.group(2))
+        return _Cell(key, text, f"{have / want:.4f}" if want else "1", "ready",
+                     short=have < want)
+    return read
+
+
+def _restarts(key: str, text: str, value: Any, created: datetime | None) -> _Cell:
+    count = _RESTARTS.match(text)
+    return _Cell(key, text, count.group(1) if count else "", "restarts")
+
+
+def _number_cell(key: str, text: str, value: Any, created: datetime | None) -> _Cell:
+    return _Cell(key, text, _number(text), "plain")
+
+
+def _general(key: str, text: str, value: Any, created: datetime | None) -> _Cell:
+    if key in _TONED_COLUMNS and isinstance(value, str):
+        found = table_tone(text)
+        if found is not None:
+            return _Cell(key, text, text, "pill", found)
+    if key == "type" and text == "Warning":
+        return _Cell(key, text, text, "warning", "error")
+    if key in ("message", "status") or len(text) > 80:
+        return _Cell(key, text, text, "message")
+    return _Cell(key, text, text, "plain")
+
+
+def _general_number(key: str, text: str, value: Any, created: datetime | None) -> _Cell:
+    if key in _TONED_COLUMNS or key == "type":
+        one = _general(key, text, value, created)
+        if one.how in ("pill", "warning"):
+            return one
+    return _number_cell(key, text, value, created)
+
+
 class _Printed(NamedTuple):
     """A printed column, as every row of the list reads it."""
 
-    index: int  # in the row's cells; -1: not sent (the fallback columns)
+    at: int  # in the row's cells; -1: not sent (the fallback columns)
     key: str
     name: bool  # the object's name
-    number: bool  # an integer or number column
+    read: _Reader  # (key, text, value, created) -> the cell
+
+
+def _reader(key: str, column: JSON) -> _Reader:
+    """How a column's values are read, chosen once per list (the order of the checks is
+    the order in which a value is recognised)."""
+    rest = _general_number if column.get("type") in ("integer", "number") else _general
+    if key == "age":
+        return _age
+    if column.get("format") == "name":
+        return _name
+    if key in _READY_COLUMNS:
+        return _ready_or(rest)
+    if key == "restarts":
+        return _restarts
+    return rest
 
 
 # id(columns) -> (columns, their layout): the columns of a list are one object, shared by
@@ -171,41 +239,14 @@ def _layout(columns: list[JSON] | None) -> tuple[_Printed, ...]:
         shown = [(i, c) for i, c in enumerate(columns) if not c.get("priority")]
     else:
         shown = [(-1, c) for c in _FALLBACK_COLUMNS]
-    layout = tuple(_Printed(i, column_key(str(c.get("name") or "")), c.get("format") == "name",
-                            c.get("type") in ("integer", "number")) for i, c in shown)
+    layout = []
+    for i, column in shown:
+        key = column_key(str(column.get("name") or ""))
+        layout.append(_Printed(i, key, column.get("format") == "name", _reader(key, column)))
     if len(_layouts) >= 256:
         _layouts.clear()
-    _layouts[id(columns)] = (columns, layout)
-    return layout
-
-
-def _cell_of(column: _Printed, value: Any, created: datetime | None) -> _Cell:
-    key = column.key
-    text = value if type(value) is str else _plain(value)
-    if column.name:
-        return _Cell(key, text, text, "name")
-    if key == "age":
-        return _Cell(key, text, epoch(created), "age")
-    if key in _READY_COLUMNS:
-        fraction = _FRACTION.match(text)
-        if fraction:
-            have, want = int(fraction.group(1)), int(fraction.group(2))
-            return _Cell(key, text, f"{have / want:.4f}" if want else "1", "ready",
-                         short=have < want)
-    if key == "restarts":
-        count = _RESTARTS.match(text)
-        return _Cell(key, text, count.group(1) if count else "", "restarts")
-    if key in _TONED_COLUMNS and isinstance(value, str):
-        found = table_tone(text)
-        if found is not None:
-            return _Cell(key, text, text, "pill", found)
-    if key == "type" and text == "Warning":
-        return _Cell(key, text, text, "warning", "error")
-    if column.number:
-        return _Cell(key, text, _number(text), "plain")
-    if key in ("message", "status") or len(text) > 80:
-        return _Cell(key, text, text, "message")
-    return _Cell(key, text, text, "plain")
+    _layouts[id(columns)] = (columns, tuple(layout))
+    return tuple(layout)
 
 
 class _Facts(NamedTuple):
@@ -229,9 +270,10 @@ def _facts(obj: JSON, columns: list[JSON] | None) -> _Facts:
     short = False
     count = len(values)
     for column in _layout(columns):
-        index = column.index
+        index = column.at
         value = values[index] if 0 <= index < count else (name if column.name else None)
-        one = _cell_of(column, value, created)
+        one = column.read(column.key, value if type(value) is str else _plain(value), value,
+                          created)
         cells.append(one)
         if one.tone:
             tones.append(one.tone)
