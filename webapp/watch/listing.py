@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 from urllib.parse import urlencode
 
@@ -138,6 +139,7 @@ def watch_params(kind: Kind, state: ListState) -> list[Any]:
     return [kind.params(ns, state.selector) for ns in state.namespaces]
 
 
+@lru_cache(maxsize=65536)  # every page of a list sorts all its rows: keys are reused
 def _natural(text: str) -> tuple[Any, ...]:
     return tuple((0, int(part), "") if part.isdigit() else (1, 0, part.lower())
                  for part in _DIGITS.split(text) if part)
