@@ -16,6 +16,12 @@
   const AGE_REFRESH = 5000;
   const TICK = 1000;                    // "last updated … ago" and the retry countdown
   const STALE_GRACE = 2000;             // a connection blip this short does not dim the tables
+  // HTTP streaming: at most STREAM_WATCHES watches per stream (webapp/watch/stream.py
+  // MAX_WATCHES) and at most MAX_STREAMS streams a page: browsers allow six HTTP/1.1
+  // connections per host, and the panel's logs, actions and the rows' pages need some.
+  const STREAM_WATCHES = 10;
+  const MAX_STREAMS = 3;
+  const STREAM_REOPENS = 3;             // closed streams reopened without data before giving up
   // Text of the Python libraries under the relay, never shown as is (the server cleans it
   // too; this is the second line of defence).
   const LIBRARY_TEXT = /HTTPS?ConnectionPool|Max retries|urllib3|\[Errno|NewConnectionError|Traceback/;
@@ -770,7 +776,7 @@
     return "WebSocket closed (" + event.code + "): " + why;
   }
 
-  // --- the watch manager: one WebSocket, or one EventSource for every watch -------------
+  // --- the watch manager: one WebSocket, or a few EventSources carrying every watch ------
 
   class WatchManager {
     constructor(el) {
@@ -787,8 +793,11 @@
       this.mode = "websocket";    // or "stream" (HTTP streaming fallback)
       this.ws = null;
       this.wsOpen = false;
-      this.source = null;         // the EventSource of every watch (streaming mode)
-      this.lastEventId = "";      // its last id: every streamed watch's position
+      // Streaming mode: each stream {ids, source, lastEventId, open, gotData, reopens,
+      // refused: {message, retryAt} after a 429, ended: why, once it will not reopen}.
+      this.streams = [];
+      this.positions = new Map();  // watchId -> its position, from its stream's last id
+      this.unstreamed = [];        // watches beyond what MAX_STREAMS streams carry
       this.reopenTimer = null;
       this.failures = [];         // times of recent WebSocket failures
       this.ticketRetried = false;
@@ -796,7 +805,6 @@
       this.transportWhy = "";     // why it is (re)connecting, for the badge
       this.retryAt = null;        // when the page tries its own connection again
       this.lostAt = null;         // when the page's connection was lost
-      this.streamClosed = false;  // the server ended the HTTP stream: a click starts again
       this.everLive = false;      // once live, a lost connection is "Reconnecting"
       this.renderTimer = 0;
       this.gotData = false;
@@ -815,10 +823,11 @@
     // `within`: {watchId, namespace, name} when another watch of the page already sees
     // this one's object: over HTTP streaming it rides along on that one's messages.
     // `initial`: {since, problem} for a table the server rendered while the cluster was down.
-    add(params, sink, within, initial) {
+    // `minor`: only counts (the workloads' strip): the last to get a stream.
+    add(params, sink, within, initial, minor) {
       const id = "w" + this.nextId++;
       const watch = { id, params, sink, within: within || null, problem: null,
-        notLive: null, lastNotLive: null, liveAt: 0 };
+        notLive: null, lastNotLive: null, liveAt: 0, minor: Boolean(minor) };
       if (initial) {
         watch.notLive = { since: initial.since, at: Date.now(), atOnce: true };
         watch.problem = initial.problem;
@@ -855,6 +864,7 @@
 
     remove(id) {
       if (!this.watches.delete(id)) return;
+      this.positions.delete(id);
       if (this.wsOpen) this.send({ type: "unwatch", watchId: id });
       if (this.mode === "stream") this.reopenStream();
       this.scheduleRender();
@@ -884,7 +894,6 @@
       this.ticketRetried = false;
       this.mode = "websocket";
       this.down = null;
-      this.streamClosed = false;
       this.transportWhy = "";
       this.gotData = false;
       this.connectWebSocket();
@@ -899,9 +908,17 @@
 
     closeSources() {
       clearTimeout(this.reopenTimer);
-      if (this.source) this.source.close();
-      this.source = null;
-      this.lastEventId = "";
+      for (const stream of this.streams) this.closeStream(stream);
+      this.streams = [];
+      this.positions.clear();
+      this.unstreamed = [];
+    }
+
+    closeStream(stream) {
+      clearTimeout(stream.timer);
+      if (stream.source) stream.source.close();
+      stream.source = null;
+      stream.open = false;
     }
 
     async ticket() {
@@ -1016,47 +1033,143 @@
       this.scheduleWebSocketRetry();
     }
 
-    // One stream for every watch that does not ride along: when the set changes it is
-    // opened again with the last id, so the watches it had resume where they were and
-    // only the new ones start with a snapshot. Changes in one go reopen it once.
+    // The watches that do not ride along go over as few streams as hold them. When the set
+    // changes, only the streams whose watches changed open again, with their watches' last
+    // positions, so those resume where they were and only new watches start with a
+    // snapshot. Changes in one go arrange the streams once.
     reopenStream() {
       clearTimeout(this.reopenTimer);
-      this.reopenTimer = setTimeout(() => this.openStream(), 0);
+      this.reopenTimer = setTimeout(() => this.arrangeStreams(), 0);
     }
 
-    openStream() {
+    arrangeStreams() {
       if (this.mode !== "stream" || this.stopped) return;
-      if (this.source) this.source.close();
-      this.source = null;
-      this.streamClosed = false;
       const streamed = Array.from(this.watches.values()).filter((w) => !this.riding(w));
-      if (!streamed.length) { this.scheduleRender(); return; }
+      // Lists first, counts last: what does not fit is the strip's, not a table's.
+      streamed.sort((a, b) => Number(a.minor) - Number(b.minor));
+      const carried = streamed.slice(0, MAX_STREAMS * STREAM_WATCHES).map((w) => w.id);
+      this.unstreamed = streamed.slice(carried.length).map((w) => w.id);
+      for (const id of this.unstreamed) this.markNotLive(this.watches.get(id), Date.now(), true);
+      const wanted = new Set(carried);
+      const changed = new Set();
+      for (const stream of this.streams) {
+        this.keepPositions(stream);
+        const kept = stream.ids.filter((id) => wanted.has(id));
+        if (kept.length !== stream.ids.length) { stream.ids = kept; changed.add(stream); }
+      }
+      const placed = new Set(this.streams.flatMap((stream) => stream.ids));
+      for (const id of carried) {
+        if (placed.has(id)) continue;
+        let stream = this.streams.find((s) => s.ids.length < STREAM_WATCHES);
+        if (!stream) { stream = this.newStream([]); this.streams.push(stream); }
+        stream.ids.push(id);
+        changed.add(stream);
+      }
+      for (const stream of this.streams.filter((s) => !s.ids.length)) this.closeStream(stream);
+      this.streams = this.streams.filter((s) => s.ids.length);
+      // Watches gone from several streams leave them half empty: pack them again.
+      if (this.streams.length > Math.ceil(carried.length / STREAM_WATCHES)) {
+        for (const stream of this.streams) this.closeStream(stream);
+        this.streams = [];
+        for (let at = 0; at < carried.length; at += STREAM_WATCHES) {
+          const stream = this.newStream(carried.slice(at, at + STREAM_WATCHES));
+          this.streams.push(stream);
+          changed.add(stream);
+        }
+      }
+      for (const stream of changed) if (this.streams.includes(stream)) this.openStream(stream);
+      this.scheduleRender();
+    }
+
+    newStream(ids) {
+      return { ids, source: null, lastEventId: "", open: false, gotData: false, reopens: 0,
+        refused: null, ended: null, timer: null };
+    }
+
+    // A stream's last id holds each of its watches' positions (`w1=123&w2=456`).
+    keepPositions(stream) {
+      if (!stream.lastEventId) return;
+      for (const [id, position] of new URLSearchParams(stream.lastEventId)) {
+        if (this.watches.has(id) && position) this.positions.set(id, position);
+      }
+      stream.lastEventId = "";
+    }
+
+    streamURL(stream) {
+      this.keepPositions(stream);
       const query = new URLSearchParams({
-        watches: JSON.stringify(streamed.map((w) => ({ watchId: w.id, watchParams: w.params }))),
+        watches: JSON.stringify(stream.ids.map((id) => ({ watchId: id, watchParams: this.watches.get(id).params }))),
       });
-      if (this.lastEventId) query.set("lastEventId", this.lastEventId);
-      const source = new EventSource(this.urls.stream + "?" + query.toString());
-      this.source = source;
+      const known = new URLSearchParams();
+      for (const id of stream.ids) if (this.positions.has(id)) known.set(id, this.positions.get(id));
+      if (known.toString()) query.set("lastEventId", known.toString());
+      return this.urls.stream + "?" + query.toString();
+    }
+
+    openStream(stream) {
+      this.closeStream(stream);
+      stream.gotData = false;
+      stream.refused = null;
+      stream.ended = null;
+      const url = this.streamURL(stream);
+      const source = new EventSource(url);
+      stream.source = source;
       source.onmessage = (message) => {
-        if (message.lastEventId) this.lastEventId = message.lastEventId;
+        if (message.lastEventId) stream.lastEventId = message.lastEventId;
+        if (!stream.gotData) { stream.gotData = true; stream.reopens = 0; this.scheduleRender(); }
         this.dispatch(message.data);
       };
       source.onerror = () => {
-        if (this.source !== source) return;
-        this.transportLost();
+        if (stream.source !== source) return;
+        stream.open = false;
+        this.transportLost(stream.ids);
         if (source.readyState === EventSource.CLOSED) {
-          this.source = null;
-          this.streamClosed = true;
+          stream.source = null;
+          this.streamRefused(stream, url);  // EventSource gives up on an HTTP error: ask why
         } else {
           this.transportWhy = "HTTP stream interrupted; resuming";  // EventSource retries by itself
         }
         this.scheduleRender();
       };
       source.onopen = () => {
-        this.transportWhy = "";
-        this.lostAt = null;
+        stream.open = true;
+        if (this.streams.every((s) => s.open)) { this.transportWhy = ""; this.lostAt = null; }
         this.scheduleRender();
       };
+    }
+
+    // EventSource does not say why it was refused: the same request again does. A 429 (too
+    // many streams or watches for this user) is tried again when the server says; another
+    // refusal ends the stream until a click on the badge.
+    async streamRefused(stream, url) {
+      const current = () => this.streams.includes(stream) && !stream.source && !this.stopped && this.mode === "stream";
+      const controller = new AbortController();
+      let status = 0, message = "", retryAfter = 10;
+      try {
+        const response = await fetch(url, { credentials: "same-origin", signal: controller.signal,
+          headers: { "Accept": "text/event-stream" } });
+        status = response.status;
+        if (response.ok) controller.abort();  // the stream works again: this was a blip
+        else {
+          retryAfter = Number(response.headers.get("Retry-After")) || retryAfter;
+          try { message = readableProblem((await response.json()).error); } catch (err) { /* not JSON */ }
+        }
+      } catch (err) {
+        if (err.name !== "AbortError") message = "Cannot reach agentwatch";
+      }
+      if (!current()) return;
+      const watches = stream.ids.map((id) => this.watches.get(id)).filter(Boolean);
+      if (status === 429) {
+        stream.refused = { message: message || "Too many open streams", retryAt: Date.now() + retryAfter * 1000 };
+        for (const watch of watches) this.markNotLive(watch, Date.now(), true);
+        stream.timer = setTimeout(() => { if (current()) this.openStream(stream); }, retryAfter * 1000);
+      } else if ((status === 200 || status === 0) && stream.reopens < STREAM_REOPENS) {
+        stream.reopens++;
+        stream.timer = setTimeout(() => { if (current()) this.openStream(stream); }, 2000);
+      } else {
+        stream.ended = message ? "the server refused an HTTP stream (" + message + ")" : "the server ended an HTTP stream";
+      }
+      this.scheduleRender();
     }
 
     scheduleWebSocketRetry() {
@@ -1144,11 +1257,30 @@
       };
     }
 
-    // The page's connection dropped: nothing it shows is live until each watch syncs again.
-    transportLost() {
+    // The page's connection (or one stream, `ids` its watches) dropped: nothing it carried
+    // is live until each watch syncs again.
+    transportLost(ids) {
       const now = Date.now();
       if (this.lostAt === null) this.lostAt = now;
-      for (const watch of this.watches.values()) this.markNotLive(watch, now, false);
+      const lost = ids ? ids.map((id) => this.watches.get(id)).filter(Boolean) : this.watches.values();
+      for (const watch of lost) this.markNotLive(watch, now, false);
+    }
+
+    // What streaming mode cannot carry now: {ended}, or {refused, retryAt}, or {unstreamed}.
+    streamTrouble() {
+      if (this.mode !== "stream") return null;
+      const ended = this.streams.find((s) => s.ended);
+      if (ended) return { ended: ended.ended };
+      const refused = this.streams.filter((s) => s.refused);
+      if (refused.length) {
+        return { refused: refused[0].refused.message, retryAt: Math.min(...refused.map((s) => s.refused.retryAt)) };
+      }
+      if (this.unstreamed.length) {
+        const total = this.unstreamed.length + this.streams.reduce((n, s) => n + s.ids.length, 0);
+        return { unstreamed: this.unstreamed.length + " of this page's " + total + " watches (HTTP streaming carries " +
+          MAX_STREAMS * STREAM_WATCHES + "; show fewer namespaces or kinds)" };
+      }
+      return null;
     }
 
     // --- the tables' stale marks, the banner, the badge ---
@@ -1175,11 +1307,16 @@
           if (watch.problem.retryAt !== null) retries.push(watch.problem.retryAt);
         }
       }
-      this.updateBadge(problem);
+      const trouble = this.streamTrouble();
+      this.updateBadge(problem, trouble);
       if (this.down) {
         this.banner.show("The cluster view is disconnected: " + this.down + ". Click the badge to reconnect.", null);
-      } else if (this.streamClosed) {
-        this.banner.show("The server ended the HTTP stream. Click the badge to reconnect.", null);
+      } else if (trouble && trouble.ended) {
+        this.banner.show("Part of the cluster view is not live: " + trouble.ended + ". Click the badge to reconnect.", null);
+      } else if (trouble && trouble.refused) {
+        this.banner.show("Part of the cluster view is not live: the server refused an HTTP stream: " + trouble.refused, trouble.retryAt);
+      } else if (trouble && trouble.unstreamed) {
+        this.banner.show("Part of the cluster view is not live: " + trouble.unstreamed + ".", null);
       } else if (problem) {
         // Every watch retries on its own schedule: the next try is the soonest one.
         const upcoming = retries.filter((at) => at > now);
@@ -1192,16 +1329,26 @@
       }
     }
 
-    updateBadge(problem) {
+    updateBadge(problem, trouble) {
       if (problem === undefined) problem = Array.from(this.watches.values()).find((w) => w.problem)?.problem || null;
+      if (trouble === undefined) trouble = this.streamTrouble();
       if (this.down) { this.badge.show("disconnected", "Disconnected", this.down + ". Click to reconnect."); return; }
-      if (this.streamClosed) {
-        this.badge.show("disconnected", "Disconnected", "The server ended the HTTP stream. Click to reconnect.");
+      if (trouble && trouble.ended) {
+        this.badge.show("disconnected", "Disconnected", "Not live: " + trouble.ended + ". Click to reconnect.");
+        return;
+      }
+      if (trouble && (trouble.refused || trouble.unstreamed)) {
+        const why = trouble.refused ? "the server refused an HTTP stream: " + trouble.refused + "; tried again by itself"
+          : trouble.unstreamed + " are not live";
+        this.badge.show("disconnected", "Partly live", "Only part of the cluster view is live over HTTP streaming: " +
+          why + ". Click to reconnect.");
         return;
       }
       const websocket = this.mode === "websocket";
-      const open = websocket ? this.wsOpen : this.source !== null && this.source.readyState === EventSource.OPEN;
-      if (!open || !this.gotData) {
+      // Streaming: live once every stream is open and has spoken.
+      const open = websocket ? this.wsOpen && this.gotData
+        : this.streams.length > 0 && this.streams.every((s) => s.open && s.gotData);
+      if (!open) {
         const why = this.transportWhy ? this.transportWhy + ". " : "";
         if (this.everLive) this.badge.show("reconnecting", "Reconnecting", why + "Reconnecting by itself; click to reconnect now.");
         else this.badge.show("connecting", "Connecting", why + "Connecting to the cluster…");
@@ -1275,7 +1422,8 @@
     if (live) {
       for (const entry of wanted.values()) {
         const sink = entry.sinks.length === 1 ? entry.sinks[0] : fanOut(entry.sinks);
-        const id = manager.add(entry.params, sink, null, entry.initial);
+        // A watch only the strip counts with is minor: the first to go without a stream.
+        const id = manager.add(entry.params, sink, null, entry.initial, entry.holders.length === 0);
         for (const holder of entry.holders) holder.id = id;
       }
     }
