@@ -190,7 +190,10 @@
       const template = document.createElement("template");
       template.innerHTML = html.trim();
       const row = template.content.firstElementChild;
-      if (!row || !row.dataset.key) return;
+      if (row && row.dataset.key) this.upsertRow(row);
+    }
+
+    upsertRow(row) {
       // A row rendered for another table (the panel riding on a page table's stream)
       // may carry a NAMESPACE cell this one has no header for.
       for (const cell of row.querySelectorAll("td[data-col]")) if (!this.columns.has(cell.dataset.col)) cell.remove();
@@ -347,8 +350,12 @@
       this.total = Number(section.dataset.total || 0);
       this.nextOffset = section.dataset.nextOffset ? Number(section.dataset.nextOffset) : null;
       this.moreRow = this.table.querySelector("tr.more-row");
-      this.known = new Map();   // key -> {namespace, text, attention, unseen}: every object the watches told of
+      // key -> {namespace, html, text, attention, unseen}: every object the watches told of.
+      // `text` (the filter's) is read from `html` only once a filter needs it.
+      this.known = new Map();
       this.matching = 0;        // how many of them match the filter
+      // key -> {html, insert} or null (remove): the rows' changes, applied once a frame.
+      this.pending = new Map();
       this.syncing = new Set(); // sinks whose (re)started state is still arriving
       this.counted = false;     // every watch synced once: counts are the page's own
       this.fetching = null;     // the AbortController of the rows being fetched
@@ -381,7 +388,10 @@
 
     matches(entry) {
       if (this.list.attention && !entry.attention) return false;
-      return this.list.words().every((word) => entry.text.includes(word));
+      const words = this.list.words();
+      if (!words.length) return true;
+      if (entry.text === null) { entry.text = rowText(entry.html); entry.html = null; }
+      return words.every((word) => entry.text.includes(word));
     }
 
     setKnown(key, entry) {
@@ -404,12 +414,14 @@
     inScope(namespace, sink) { return sink.namespace === null || namespace === sink.namespace; }
 
     startSync(sink) {
+      this.applyPending();
       this.syncing.add(sink);
       for (const entry of this.known.values()) if (this.inScope(entry.namespace, sink)) entry.unseen = true;
       for (const row of this.rows()) if (this.inScope(row.dataset.namespace || "", sink)) row.dataset.unconfirmed = "1";
     }
 
     endSync(sink) {
+      this.applyPending();  // a change waiting for its frame confirms its row
       this.syncing.delete(sink);
       for (const [key, entry] of this.known) if (entry.unseen && this.inScope(entry.namespace, sink)) this.setKnown(key, null);
       for (const row of this.body.querySelectorAll("tr[data-unconfirmed]")) {
@@ -420,34 +432,48 @@
     }
 
     // An object added or changed: its row is replaced if it is on screen; a new object is
-    // shown if it belongs among the rows on screen; otherwise only the counts move.
+    // shown if it belongs among the rows on screen; otherwise only the counts move. Nothing
+    // here parses the row: that waits for the frame, and only for rows that will be shown.
     change(key, namespace, html) {
-      const entry = { namespace, text: rowText(html), attention: rowAttention(html), unseen: false };
+      const entry = { namespace, html, text: null, attention: rowAttention(html), unseen: false };
       const old = this.setKnown(key, entry);
-      const onScreen = this.find(key);
       const match = this.matches(entry);
-      if (onScreen) {
-        if (match) this.upsert(html);
-        else { onScreen.remove(); this.byKey.delete(key); }
-      } else if (match && !old && this.syncing.size === 0 && this.belongs(html)) {
-        this.upsert(html);
-      }
+      const queued = this.pending.get(key);
+      if (this.byKey.has(key)) this.pending.set(key, match ? { html, insert: false } : null);
+      else if (queued) { if (match) queued.html = html; else this.pending.delete(key); }
+      else if (match && !old && this.syncing.size === 0) this.pending.set(key, { html, insert: true });
       this.scheduleRefresh();
-    }
-
-    belongs(html) {
-      if (this.nextOffset === null) return true;  // every row is here
-      const last = this.body.lastElementChild;
-      const row = parseRows(html)[0];
-      return !last || (row && this.compare(row, last) < 0);
     }
 
     forget(key) {
       this.setKnown(key, null);
-      const row = this.find(key);
-      if (row) { row.remove(); this.byKey.delete(key); }
-      else if (!this.counted && this.total > 0) this.total--;
+      if (this.byKey.has(key)) this.pending.set(key, null);
+      else if (!this.pending.delete(key) && !this.counted && this.total > 0) this.total--;
       this.scheduleRefresh();
+    }
+
+    // A new row belongs on screen if every row is here, or if it sorts before the last one.
+    belongs(row) {
+      if (this.nextOffset === null) return true;
+      const last = this.body.lastElementChild;
+      return !last || this.compare(row, last) < 0;
+    }
+
+    // The rows' changes since the last frame, each object's last one only.
+    applyPending() {
+      if (!this.pending.size) return;
+      const pending = this.pending;
+      this.pending = new Map();
+      for (const [key, change] of pending) {
+        if (!change) {
+          const row = this.find(key);
+          if (row) { row.remove(); this.byKey.delete(key); }
+          continue;
+        }
+        const row = parseRows(change.html)[0];
+        if (!row || (!this.byKey.has(key) && !this.belongs(row))) continue;
+        this.upsertRow(row);
+      }
     }
 
     url(offset) {
@@ -488,6 +514,7 @@
       this.recount();
       const page = await this.fetchRows(0);
       if (!page) return;
+      this.pending.clear();  // the server's rows are newer than the old rows' changes
       this.body.replaceChildren(...page.rows);
       this.byKey = new Map(page.rows.map((row) => [row.dataset.key, row]));
       if (!this.counted) this.total = page.total;
@@ -498,8 +525,10 @@
 
     async loadMore() {
       if (this.fetching || this.nextOffset === null || this.moreRow.hidden) return;
+      this.applyPending();  // the offset counts the rows on screen
       const page = await this.fetchRows(this.body.children.length);
       if (!page) return;
+      this.applyPending();
       for (const row of page.rows) {
         if (this.byKey.has(row.dataset.key)) continue;  // shown already (it arrived live)
         this.body.appendChild(row);
@@ -511,9 +540,11 @@
       this.refresh();
     }
 
+    // Once a frame: the rows' changes, then the counts.
     refresh() {
       if (this.refreshing) { cancelAnimationFrame(this.refreshing); this.refreshing = 0; }
       if (!this.list) return;  // Table's constructor: not ready yet
+      this.applyPending();
       const shown = this.body.children.length;
       const total = this.counted ? this.matching : this.total;
       const failing = this.errorRow && !this.errorRow.hidden;
@@ -578,7 +609,11 @@
       return JSON.stringify(["kind", "namespace", "selector", "attention"].map((name) => url.searchParams.getAll(name)));
     }
 
-    words() { return this.q.toLowerCase().split(/\s+/).filter(Boolean); }
+    // Asked for every event: split once per filter text.
+    words() {
+      if (this.wordsOf !== this.q) { this.wordsOf = this.q; this.wordList = this.q.toLowerCase().split(/\s+/).filter(Boolean); }
+      return this.wordList;
+    }
 
     filtering() { return this.words().length > 0 || this.attention; }
 
@@ -648,14 +683,23 @@
   }
 
   // One entry of the workloads' strip, live: how many objects, how many need attention.
+  // Counted as events come, shown once a frame.
   class Tally {
     constructor(el) {
       this.total = el.querySelector(".summary-total");
       this.attention = el.querySelector(".summary-attention");
       this.count = el.querySelector(".summary-count");
       this.known = new Map();  // key -> {namespace, attention, unseen}
+      this.attentionCount = 0;
       this.syncing = 0;
       this.counted = false;
+      this.frame = 0;
+    }
+    put(key, entry) {
+      const old = this.known.get(key);
+      if (old && old.attention) this.attentionCount--;
+      if (entry) { this.known.set(key, entry); if (entry.attention) this.attentionCount++; }
+      else if (old) this.known.delete(key);
     }
     sink(namespace) {
       const tally = this;
@@ -666,13 +710,13 @@
         event(event, html) {
           const obj = event.object || {};
           const key = objectKey(obj);
-          if (event.type === "DELETED") tally.known.delete(key);
-          else if (html) tally.known.set(key, { namespace: (obj.metadata && obj.metadata.namespace) || "", attention: rowAttention(html), unseen: false });
-          if (tally.counted) tally.show();
+          if (event.type === "DELETED") tally.put(key, null);
+          else if (html) tally.put(key, { namespace: (obj.metadata && obj.metadata.namespace) || "", attention: rowAttention(html), unseen: false });
+          if (tally.counted && !tally.frame) tally.frame = requestAnimationFrame(() => tally.show());
         },
         synced() {
           tally.syncing = Math.max(0, tally.syncing - 1);
-          for (const [key, entry] of tally.known) if (entry.unseen && inScope(entry)) tally.known.delete(key);
+          for (const [key, entry] of tally.known) if (entry.unseen && inScope(entry)) tally.put(key, null);
           if (tally.syncing === 0) { tally.counted = true; tally.show(); }
         },
         error() {},
@@ -680,8 +724,8 @@
       };
     }
     show() {
-      let attention = 0;
-      for (const entry of this.known.values()) if (entry.attention) attention++;
+      if (this.frame) { cancelAnimationFrame(this.frame); this.frame = 0; }
+      const attention = this.attentionCount;
       const total = String(this.known.size);
       if (this.total.textContent !== total) this.total.textContent = total;
       if (this.count && this.count.textContent !== String(attention)) this.count.textContent = String(attention);
@@ -729,6 +773,9 @@
     }
     show(state, label, title) {
       if (!this.el) return;
+      const shown = state + "\n" + label + "\n" + title;
+      if (shown === this.shown) return;  // asked after every message: touch the DOM on change only
+      this.shown = shown;
       this.el.dataset.state = state;
       this.el.title = title;
       this.el.querySelector(".label").textContent = label;
@@ -1197,10 +1244,12 @@
       try { message = JSON.parse(data); } catch (err) { return; }
       const watch = this.watches.get(message.watchId);
       if (!watch) return;  // a late message of a watch this page dropped
+      const first = !this.gotData;
       this.gotData = true;
       this.handle(watch, message);
       this.forward(message);
-      this.scheduleRender();
+      // An object's event changes nothing the badge, the banner or the stale marks show.
+      if (first || message.type !== "event") this.scheduleRender();
     }
 
     handle(watch, message) {
