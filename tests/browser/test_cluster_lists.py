@@ -201,3 +201,37 @@ def test_the_workloads_strip_counts_live_and_links_to_what_needs_attention(
     expect(page).to_have_url(re.compile(r"kind=pods&namespace=shop&attention=1"))
     live(page)
     assert names(page) == ["api-1"]
+
+
+def test_live_changes_under_a_filter_touch_the_rows_shown_and_the_count(
+        signed_in: Page, sim: SimCluster) -> None:
+    page = signed_in
+    sim.add_namespace("big")
+    total = listing.PAGE_SIZE * 2 + 30
+    for index in range(total):
+        sim.add_pod("big", f"pod-{index:04d}", state="Running")
+    page.goto("/agents/prod/cluster?kind=pods&namespace=big&q=running")
+    live(page)
+    count = page.locator("#pods .count")
+    expect(page.locator(PODS)).to_have_count(listing.PAGE_SIZE)
+    expect(count).to_have_text(str(total))
+    shown = names(page)
+
+    # Off screen, a pod that stops matching the filter only moves the count.
+    sim.set_pod_state("big", f"pod-{total - 1:04d}", "CrashLoopBackOff")
+    expect(count).to_have_text(str(total - 1))
+    # On screen, it leaves the rows shown.
+    sim.set_pod_state("big", "pod-0005", "CrashLoopBackOff")
+    expect(count).to_have_text(str(total - 2))
+    expect(page.locator(f'{PODS}[data-name="pod-0005"]')).to_have_count(0)
+    # A new matching pod is shown if it sorts among the rows shown, else only counted.
+    sim.add_pod("big", "aaa-new", state="Running")
+    sim.add_pod("big", "zzz-new", state="Running")
+    sim.add_pod("big", "aab-new", state="Pending")  # does not match: neither shown nor counted
+    expect(count).to_have_text(str(total))
+    expect(page.locator(PODS).first).to_have_attribute("data-name", "aaa-new")
+    assert names(page) == ["aaa-new"] + [n for n in shown if n != "pod-0005"]
+    # Matching again off screen: counted, not shown.
+    sim.set_pod_state("big", f"pod-{total - 1:04d}", "Running")
+    expect(count).to_have_text(str(total + 1))
+    assert len(names(page)) == listing.PAGE_SIZE

@@ -330,11 +330,12 @@ def test_blocked_websocket_falls_back_to_http_streaming(cluster_page: Page,
     sim.record_event(pod, "Streamed", "over server-sent events")
     expect(page.locator("#panel-events")).to_contain_text("over server-sent events",
                                                           timeout=LIVE)
-    # Every watch of the page shares one stream (browsers allow six HTTP/1.1 connections
+    # The page's ten watches share one stream (browsers allow six HTTP/1.1 connections
     # per host, and logs and actions need some too); the panel's own object rides on the
     # pods watch. Opening the panel reopened the stream with its events watch added.
     page.wait_for_function(  # a function: a bare expression is eval'd, which the CSP refuses
-        "() => (window.agentwatchCluster.manager.source || {}).readyState === 1")
+        "() => { const s = window.agentwatchCluster.manager.streams; "
+        "return s.length === 1 && s[0].source.readyState === 1; }")
     latest = json.loads(parse_qs(urlsplit(streams[-1]).query)["watches"][0])
     resources = {w["watchParams"]["resource"] for w in latest}
     # The tables and the workloads' strip (pods shared with their table), the panel's events.
@@ -357,7 +358,7 @@ def test_blocked_websocket_falls_back_to_http_streaming(cluster_page: Page,
     page.evaluate("window.agentwatchCluster.manager.retryWebSocket()")
     expect(badge.locator(".label")).to_have_text("Live", timeout=SLOW)
     expect(badge).to_have_attribute("title", re.compile(r"WebSocket"))
-    page.wait_for_function("() => window.agentwatchCluster.manager.source === null")
+    page.wait_for_function("() => window.agentwatchCluster.manager.streams.length === 0")
     sim.record_event(pod, "Socketed", "over the WebSocket again")
     expect(page.locator("#panel-events")).to_contain_text("over the WebSocket again",
                                                           timeout=LIVE)

@@ -4,16 +4,21 @@ the WebSocket's JSON messages with `id:` positions, resumable with Last-Event-ID
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
 import pytest
+
+from webapp.watch.stream import MAX_WATCHES
 
 from .conftest import SSE, TIMING, Live, SSEMessage, events_of, eventually
 
 GRACE = 2.0
 PARAMS = {"watchId": "w", "version": "v1", "resource": "pods", "namespace": "default"}
 PATH = "/agents/prod/watch/stream"
+WATCH_JS = Path(__file__).parents[2] / "webapp" / "static" / "watch.js"
 
 
 @pytest.fixture
@@ -278,3 +283,10 @@ def test_bad_watch_sets_are_refused_and_start_nothing(live: Live, admin: str, co
     assert body["error"]["code"] in ("invalid_params", "unsupported_resource")
     assert says in body["error"]["message"]
     assert live.hub_watches() == []
+
+
+def test_the_page_splits_its_watches_by_the_servers_limit_per_stream() -> None:
+    """watch.js spreads a page's watches over streams of STREAM_WATCHES: more than the
+    server takes would be refused (422), fewer would open streams for nothing."""
+    found = re.search(r"const STREAM_WATCHES = (\d+);", WATCH_JS.read_text())
+    assert found and int(found.group(1)) == MAX_WATCHES

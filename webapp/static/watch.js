@@ -16,6 +16,12 @@
   const AGE_REFRESH = 5000;
   const TICK = 1000;                    // "last updated … ago" and the retry countdown
   const STALE_GRACE = 2000;             // a connection blip this short does not dim the tables
+  // HTTP streaming: at most STREAM_WATCHES watches per stream (webapp/watch/stream.py
+  // MAX_WATCHES) and at most MAX_STREAMS streams a page: browsers allow six HTTP/1.1
+  // connections per host, and the panel's logs, actions and the rows' pages need some.
+  const STREAM_WATCHES = 10;
+  const MAX_STREAMS = 3;
+  const STREAM_REOPENS = 3;             // closed streams reopened without data before giving up
   // Text of the Python libraries under the relay, never shown as is (the server cleans it
   // too; this is the second line of defence).
   const LIBRARY_TEXT = /HTTPS?ConnectionPool|Max retries|urllib3|\[Errno|NewConnectionError|Traceback/;
@@ -184,7 +190,10 @@
       const template = document.createElement("template");
       template.innerHTML = html.trim();
       const row = template.content.firstElementChild;
-      if (!row || !row.dataset.key) return;
+      if (row && row.dataset.key) this.upsertRow(row);
+    }
+
+    upsertRow(row) {
       // A row rendered for another table (the panel riding on a page table's stream)
       // may carry a NAMESPACE cell this one has no header for.
       for (const cell of row.querySelectorAll("td[data-col]")) if (!this.columns.has(cell.dataset.col)) cell.remove();
@@ -341,8 +350,12 @@
       this.total = Number(section.dataset.total || 0);
       this.nextOffset = section.dataset.nextOffset ? Number(section.dataset.nextOffset) : null;
       this.moreRow = this.table.querySelector("tr.more-row");
-      this.known = new Map();   // key -> {namespace, text, attention, unseen}: every object the watches told of
+      // key -> {namespace, html, text, attention, unseen}: every object the watches told of.
+      // `text` (the filter's) is read from `html` only once a filter needs it.
+      this.known = new Map();
       this.matching = 0;        // how many of them match the filter
+      // key -> {html, insert} or null (remove): the rows' changes, applied once a frame.
+      this.pending = new Map();
       this.syncing = new Set(); // sinks whose (re)started state is still arriving
       this.counted = false;     // every watch synced once: counts are the page's own
       this.fetching = null;     // the AbortController of the rows being fetched
@@ -375,7 +388,10 @@
 
     matches(entry) {
       if (this.list.attention && !entry.attention) return false;
-      return this.list.words().every((word) => entry.text.includes(word));
+      const words = this.list.words();
+      if (!words.length) return true;
+      if (entry.text === null) { entry.text = rowText(entry.html); entry.html = null; }
+      return words.every((word) => entry.text.includes(word));
     }
 
     setKnown(key, entry) {
@@ -398,12 +414,14 @@
     inScope(namespace, sink) { return sink.namespace === null || namespace === sink.namespace; }
 
     startSync(sink) {
+      this.applyPending();
       this.syncing.add(sink);
       for (const entry of this.known.values()) if (this.inScope(entry.namespace, sink)) entry.unseen = true;
       for (const row of this.rows()) if (this.inScope(row.dataset.namespace || "", sink)) row.dataset.unconfirmed = "1";
     }
 
     endSync(sink) {
+      this.applyPending();  // a change waiting for its frame confirms its row
       this.syncing.delete(sink);
       for (const [key, entry] of this.known) if (entry.unseen && this.inScope(entry.namespace, sink)) this.setKnown(key, null);
       for (const row of this.body.querySelectorAll("tr[data-unconfirmed]")) {
@@ -414,34 +432,48 @@
     }
 
     // An object added or changed: its row is replaced if it is on screen; a new object is
-    // shown if it belongs among the rows on screen; otherwise only the counts move.
+    // shown if it belongs among the rows on screen; otherwise only the counts move. Nothing
+    // here parses the row: that waits for the frame, and only for rows that will be shown.
     change(key, namespace, html) {
-      const entry = { namespace, text: rowText(html), attention: rowAttention(html), unseen: false };
+      const entry = { namespace, html, text: null, attention: rowAttention(html), unseen: false };
       const old = this.setKnown(key, entry);
-      const onScreen = this.find(key);
       const match = this.matches(entry);
-      if (onScreen) {
-        if (match) this.upsert(html);
-        else { onScreen.remove(); this.byKey.delete(key); }
-      } else if (match && !old && this.syncing.size === 0 && this.belongs(html)) {
-        this.upsert(html);
-      }
+      const queued = this.pending.get(key);
+      if (this.byKey.has(key)) this.pending.set(key, match ? { html, insert: false } : null);
+      else if (queued) { if (match) queued.html = html; else this.pending.delete(key); }
+      else if (match && !old && this.syncing.size === 0) this.pending.set(key, { html, insert: true });
       this.scheduleRefresh();
-    }
-
-    belongs(html) {
-      if (this.nextOffset === null) return true;  // every row is here
-      const last = this.body.lastElementChild;
-      const row = parseRows(html)[0];
-      return !last || (row && this.compare(row, last) < 0);
     }
 
     forget(key) {
       this.setKnown(key, null);
-      const row = this.find(key);
-      if (row) { row.remove(); this.byKey.delete(key); }
-      else if (!this.counted && this.total > 0) this.total--;
+      if (this.byKey.has(key)) this.pending.set(key, null);
+      else if (!this.pending.delete(key) && !this.counted && this.total > 0) this.total--;
       this.scheduleRefresh();
+    }
+
+    // A new row belongs on screen if every row is here, or if it sorts before the last one.
+    belongs(row) {
+      if (this.nextOffset === null) return true;
+      const last = this.body.lastElementChild;
+      return !last || this.compare(row, last) < 0;
+    }
+
+    // The rows' changes since the last frame, each object's last one only.
+    applyPending() {
+      if (!this.pending.size) return;
+      const pending = this.pending;
+      this.pending = new Map();
+      for (const [key, change] of pending) {
+        if (!change) {
+          const row = this.find(key);
+          if (row) { row.remove(); this.byKey.delete(key); }
+          continue;
+        }
+        const row = parseRows(change.html)[0];
+        if (!row || (!this.byKey.has(key) && !this.belongs(row))) continue;
+        this.upsertRow(row);
+      }
     }
 
     url(offset) {
@@ -482,6 +514,7 @@
       this.recount();
       const page = await this.fetchRows(0);
       if (!page) return;
+      this.pending.clear();  // the server's rows are newer than the old rows' changes
       this.body.replaceChildren(...page.rows);
       this.byKey = new Map(page.rows.map((row) => [row.dataset.key, row]));
       if (!this.counted) this.total = page.total;
@@ -492,8 +525,10 @@
 
     async loadMore() {
       if (this.fetching || this.nextOffset === null || this.moreRow.hidden) return;
+      this.applyPending();  // the offset counts the rows on screen
       const page = await this.fetchRows(this.body.children.length);
       if (!page) return;
+      this.applyPending();
       for (const row of page.rows) {
         if (this.byKey.has(row.dataset.key)) continue;  // shown already (it arrived live)
         this.body.appendChild(row);
@@ -505,9 +540,11 @@
       this.refresh();
     }
 
+    // Once a frame: the rows' changes, then the counts.
     refresh() {
       if (this.refreshing) { cancelAnimationFrame(this.refreshing); this.refreshing = 0; }
       if (!this.list) return;  // Table's constructor: not ready yet
+      this.applyPending();
       const shown = this.body.children.length;
       const total = this.counted ? this.matching : this.total;
       const failing = this.errorRow && !this.errorRow.hidden;
@@ -572,7 +609,11 @@
       return JSON.stringify(["kind", "namespace", "selector", "attention"].map((name) => url.searchParams.getAll(name)));
     }
 
-    words() { return this.q.toLowerCase().split(/\s+/).filter(Boolean); }
+    // Asked for every event: split once per filter text.
+    words() {
+      if (this.wordsOf !== this.q) { this.wordsOf = this.q; this.wordList = this.q.toLowerCase().split(/\s+/).filter(Boolean); }
+      return this.wordList;
+    }
 
     filtering() { return this.words().length > 0 || this.attention; }
 
@@ -642,14 +683,23 @@
   }
 
   // One entry of the workloads' strip, live: how many objects, how many need attention.
+  // Counted as events come, shown once a frame.
   class Tally {
     constructor(el) {
       this.total = el.querySelector(".summary-total");
       this.attention = el.querySelector(".summary-attention");
       this.count = el.querySelector(".summary-count");
       this.known = new Map();  // key -> {namespace, attention, unseen}
+      this.attentionCount = 0;
       this.syncing = 0;
       this.counted = false;
+      this.frame = 0;
+    }
+    put(key, entry) {
+      const old = this.known.get(key);
+      if (old && old.attention) this.attentionCount--;
+      if (entry) { this.known.set(key, entry); if (entry.attention) this.attentionCount++; }
+      else if (old) this.known.delete(key);
     }
     sink(namespace) {
       const tally = this;
@@ -660,13 +710,13 @@
         event(event, html) {
           const obj = event.object || {};
           const key = objectKey(obj);
-          if (event.type === "DELETED") tally.known.delete(key);
-          else if (html) tally.known.set(key, { namespace: (obj.metadata && obj.metadata.namespace) || "", attention: rowAttention(html), unseen: false });
-          if (tally.counted) tally.show();
+          if (event.type === "DELETED") tally.put(key, null);
+          else if (html) tally.put(key, { namespace: (obj.metadata && obj.metadata.namespace) || "", attention: rowAttention(html), unseen: false });
+          if (tally.counted && !tally.frame) tally.frame = requestAnimationFrame(() => tally.show());
         },
         synced() {
           tally.syncing = Math.max(0, tally.syncing - 1);
-          for (const [key, entry] of tally.known) if (entry.unseen && inScope(entry)) tally.known.delete(key);
+          for (const [key, entry] of tally.known) if (entry.unseen && inScope(entry)) tally.put(key, null);
           if (tally.syncing === 0) { tally.counted = true; tally.show(); }
         },
         error() {},
@@ -674,8 +724,8 @@
       };
     }
     show() {
-      let attention = 0;
-      for (const entry of this.known.values()) if (entry.attention) attention++;
+      if (this.frame) { cancelAnimationFrame(this.frame); this.frame = 0; }
+      const attention = this.attentionCount;
       const total = String(this.known.size);
       if (this.total.textContent !== total) this.total.textContent = total;
       if (this.count && this.count.textContent !== String(attention)) this.count.textContent = String(attention);
@@ -723,6 +773,9 @@
     }
     show(state, label, title) {
       if (!this.el) return;
+      const shown = state + "\n" + label + "\n" + title;
+      if (shown === this.shown) return;  // asked after every message: touch the DOM on change only
+      this.shown = shown;
       this.el.dataset.state = state;
       this.el.title = title;
       this.el.querySelector(".label").textContent = label;
@@ -770,7 +823,7 @@
     return "WebSocket closed (" + event.code + "): " + why;
   }
 
-  // --- the watch manager: one WebSocket, or one EventSource for every watch -------------
+  // --- the watch manager: one WebSocket, or a few EventSources carrying every watch ------
 
   class WatchManager {
     constructor(el) {
@@ -787,8 +840,11 @@
       this.mode = "websocket";    // or "stream" (HTTP streaming fallback)
       this.ws = null;
       this.wsOpen = false;
-      this.source = null;         // the EventSource of every watch (streaming mode)
-      this.lastEventId = "";      // its last id: every streamed watch's position
+      // Streaming mode: each stream {ids, source, lastEventId, open, gotData, reopens,
+      // refused: {message, retryAt} after a 429, ended: why, once it will not reopen}.
+      this.streams = [];
+      this.positions = new Map();  // watchId -> its position, from its stream's last id
+      this.unstreamed = [];        // watches beyond what MAX_STREAMS streams carry
       this.reopenTimer = null;
       this.failures = [];         // times of recent WebSocket failures
       this.ticketRetried = false;
@@ -796,7 +852,6 @@
       this.transportWhy = "";     // why it is (re)connecting, for the badge
       this.retryAt = null;        // when the page tries its own connection again
       this.lostAt = null;         // when the page's connection was lost
-      this.streamClosed = false;  // the server ended the HTTP stream: a click starts again
       this.everLive = false;      // once live, a lost connection is "Reconnecting"
       this.renderTimer = 0;
       this.gotData = false;
@@ -815,10 +870,11 @@
     // `within`: {watchId, namespace, name} when another watch of the page already sees
     // this one's object: over HTTP streaming it rides along on that one's messages.
     // `initial`: {since, problem} for a table the server rendered while the cluster was down.
-    add(params, sink, within, initial) {
+    // `minor`: only counts (the workloads' strip): the last to get a stream.
+    add(params, sink, within, initial, minor) {
       const id = "w" + this.nextId++;
       const watch = { id, params, sink, within: within || null, problem: null,
-        notLive: null, lastNotLive: null, liveAt: 0 };
+        notLive: null, lastNotLive: null, liveAt: 0, minor: Boolean(minor) };
       if (initial) {
         watch.notLive = { since: initial.since, at: Date.now(), atOnce: true };
         watch.problem = initial.problem;
@@ -855,6 +911,7 @@
 
     remove(id) {
       if (!this.watches.delete(id)) return;
+      this.positions.delete(id);
       if (this.wsOpen) this.send({ type: "unwatch", watchId: id });
       if (this.mode === "stream") this.reopenStream();
       this.scheduleRender();
@@ -884,7 +941,6 @@
       this.ticketRetried = false;
       this.mode = "websocket";
       this.down = null;
-      this.streamClosed = false;
       this.transportWhy = "";
       this.gotData = false;
       this.connectWebSocket();
@@ -899,9 +955,17 @@
 
     closeSources() {
       clearTimeout(this.reopenTimer);
-      if (this.source) this.source.close();
-      this.source = null;
-      this.lastEventId = "";
+      for (const stream of this.streams) this.closeStream(stream);
+      this.streams = [];
+      this.positions.clear();
+      this.unstreamed = [];
+    }
+
+    closeStream(stream) {
+      clearTimeout(stream.timer);
+      if (stream.source) stream.source.close();
+      stream.source = null;
+      stream.open = false;
     }
 
     async ticket() {
@@ -1016,47 +1080,143 @@
       this.scheduleWebSocketRetry();
     }
 
-    // One stream for every watch that does not ride along: when the set changes it is
-    // opened again with the last id, so the watches it had resume where they were and
-    // only the new ones start with a snapshot. Changes in one go reopen it once.
+    // The watches that do not ride along go over as few streams as hold them. When the set
+    // changes, only the streams whose watches changed open again, with their watches' last
+    // positions, so those resume where they were and only new watches start with a
+    // snapshot. Changes in one go arrange the streams once.
     reopenStream() {
       clearTimeout(this.reopenTimer);
-      this.reopenTimer = setTimeout(() => this.openStream(), 0);
+      this.reopenTimer = setTimeout(() => this.arrangeStreams(), 0);
     }
 
-    openStream() {
+    arrangeStreams() {
       if (this.mode !== "stream" || this.stopped) return;
-      if (this.source) this.source.close();
-      this.source = null;
-      this.streamClosed = false;
       const streamed = Array.from(this.watches.values()).filter((w) => !this.riding(w));
-      if (!streamed.length) { this.scheduleRender(); return; }
+      // Lists first, counts last: what does not fit is the strip's, not a table's.
+      streamed.sort((a, b) => Number(a.minor) - Number(b.minor));
+      const carried = streamed.slice(0, MAX_STREAMS * STREAM_WATCHES).map((w) => w.id);
+      this.unstreamed = streamed.slice(carried.length).map((w) => w.id);
+      for (const id of this.unstreamed) this.markNotLive(this.watches.get(id), Date.now(), true);
+      const wanted = new Set(carried);
+      const changed = new Set();
+      for (const stream of this.streams) {
+        this.keepPositions(stream);
+        const kept = stream.ids.filter((id) => wanted.has(id));
+        if (kept.length !== stream.ids.length) { stream.ids = kept; changed.add(stream); }
+      }
+      const placed = new Set(this.streams.flatMap((stream) => stream.ids));
+      for (const id of carried) {
+        if (placed.has(id)) continue;
+        let stream = this.streams.find((s) => s.ids.length < STREAM_WATCHES);
+        if (!stream) { stream = this.newStream([]); this.streams.push(stream); }
+        stream.ids.push(id);
+        changed.add(stream);
+      }
+      for (const stream of this.streams.filter((s) => !s.ids.length)) this.closeStream(stream);
+      this.streams = this.streams.filter((s) => s.ids.length);
+      // Watches gone from several streams leave them half empty: pack them again.
+      if (this.streams.length > Math.ceil(carried.length / STREAM_WATCHES)) {
+        for (const stream of this.streams) this.closeStream(stream);
+        this.streams = [];
+        for (let at = 0; at < carried.length; at += STREAM_WATCHES) {
+          const stream = this.newStream(carried.slice(at, at + STREAM_WATCHES));
+          this.streams.push(stream);
+          changed.add(stream);
+        }
+      }
+      for (const stream of changed) if (this.streams.includes(stream)) this.openStream(stream);
+      this.scheduleRender();
+    }
+
+    newStream(ids) {
+      return { ids, source: null, lastEventId: "", open: false, gotData: false, reopens: 0,
+        refused: null, ended: null, timer: null };
+    }
+
+    // A stream's last id holds each of its watches' positions (`w1=123&w2=456`).
+    keepPositions(stream) {
+      if (!stream.lastEventId) return;
+      for (const [id, position] of new URLSearchParams(stream.lastEventId)) {
+        if (this.watches.has(id) && position) this.positions.set(id, position);
+      }
+      stream.lastEventId = "";
+    }
+
+    streamURL(stream) {
+      this.keepPositions(stream);
       const query = new URLSearchParams({
-        watches: JSON.stringify(streamed.map((w) => ({ watchId: w.id, watchParams: w.params }))),
+        watches: JSON.stringify(stream.ids.map((id) => ({ watchId: id, watchParams: this.watches.get(id).params }))),
       });
-      if (this.lastEventId) query.set("lastEventId", this.lastEventId);
-      const source = new EventSource(this.urls.stream + "?" + query.toString());
-      this.source = source;
+      const known = new URLSearchParams();
+      for (const id of stream.ids) if (this.positions.has(id)) known.set(id, this.positions.get(id));
+      if (known.toString()) query.set("lastEventId", known.toString());
+      return this.urls.stream + "?" + query.toString();
+    }
+
+    openStream(stream) {
+      this.closeStream(stream);
+      stream.gotData = false;
+      stream.refused = null;
+      stream.ended = null;
+      const url = this.streamURL(stream);
+      const source = new EventSource(url);
+      stream.source = source;
       source.onmessage = (message) => {
-        if (message.lastEventId) this.lastEventId = message.lastEventId;
+        if (message.lastEventId) stream.lastEventId = message.lastEventId;
+        if (!stream.gotData) { stream.gotData = true; stream.reopens = 0; this.scheduleRender(); }
         this.dispatch(message.data);
       };
       source.onerror = () => {
-        if (this.source !== source) return;
-        this.transportLost();
+        if (stream.source !== source) return;
+        stream.open = false;
+        this.transportLost(stream.ids);
         if (source.readyState === EventSource.CLOSED) {
-          this.source = null;
-          this.streamClosed = true;
+          stream.source = null;
+          this.streamRefused(stream, url);  // EventSource gives up on an HTTP error: ask why
         } else {
           this.transportWhy = "HTTP stream interrupted; resuming";  // EventSource retries by itself
         }
         this.scheduleRender();
       };
       source.onopen = () => {
-        this.transportWhy = "";
-        this.lostAt = null;
+        stream.open = true;
+        if (this.streams.every((s) => s.open)) { this.transportWhy = ""; this.lostAt = null; }
         this.scheduleRender();
       };
+    }
+
+    // EventSource does not say why it was refused: the same request again does. A 429 (too
+    // many streams or watches for this user) is tried again when the server says; another
+    // refusal ends the stream until a click on the badge.
+    async streamRefused(stream, url) {
+      const current = () => this.streams.includes(stream) && !stream.source && !this.stopped && this.mode === "stream";
+      const controller = new AbortController();
+      let status = 0, message = "", retryAfter = 10;
+      try {
+        const response = await fetch(url, { credentials: "same-origin", signal: controller.signal,
+          headers: { "Accept": "text/event-stream" } });
+        status = response.status;
+        if (response.ok) controller.abort();  // the stream works again: this was a blip
+        else {
+          retryAfter = Number(response.headers.get("Retry-After")) || retryAfter;
+          try { message = readableProblem((await response.json()).error); } catch (err) { /* not JSON */ }
+        }
+      } catch (err) {
+        if (err.name !== "AbortError") message = "Cannot reach agentwatch";
+      }
+      if (!current()) return;
+      const watches = stream.ids.map((id) => this.watches.get(id)).filter(Boolean);
+      if (status === 429) {
+        stream.refused = { message: message || "Too many open streams", retryAt: Date.now() + retryAfter * 1000 };
+        for (const watch of watches) this.markNotLive(watch, Date.now(), true);
+        stream.timer = setTimeout(() => { if (current()) this.openStream(stream); }, retryAfter * 1000);
+      } else if ((status === 200 || status === 0) && stream.reopens < STREAM_REOPENS) {
+        stream.reopens++;
+        stream.timer = setTimeout(() => { if (current()) this.openStream(stream); }, 2000);
+      } else {
+        stream.ended = message ? "the server refused an HTTP stream (" + message + ")" : "the server ended an HTTP stream";
+      }
+      this.scheduleRender();
     }
 
     scheduleWebSocketRetry() {
@@ -1084,10 +1244,12 @@
       try { message = JSON.parse(data); } catch (err) { return; }
       const watch = this.watches.get(message.watchId);
       if (!watch) return;  // a late message of a watch this page dropped
+      const first = !this.gotData;
       this.gotData = true;
       this.handle(watch, message);
       this.forward(message);
-      this.scheduleRender();
+      // An object's event changes nothing the badge, the banner or the stale marks show.
+      if (first || message.type !== "event") this.scheduleRender();
     }
 
     handle(watch, message) {
@@ -1144,11 +1306,30 @@
       };
     }
 
-    // The page's connection dropped: nothing it shows is live until each watch syncs again.
-    transportLost() {
+    // The page's connection (or one stream, `ids` its watches) dropped: nothing it carried
+    // is live until each watch syncs again.
+    transportLost(ids) {
       const now = Date.now();
       if (this.lostAt === null) this.lostAt = now;
-      for (const watch of this.watches.values()) this.markNotLive(watch, now, false);
+      const lost = ids ? ids.map((id) => this.watches.get(id)).filter(Boolean) : this.watches.values();
+      for (const watch of lost) this.markNotLive(watch, now, false);
+    }
+
+    // What streaming mode cannot carry now: {ended}, or {refused, retryAt}, or {unstreamed}.
+    streamTrouble() {
+      if (this.mode !== "stream") return null;
+      const ended = this.streams.find((s) => s.ended);
+      if (ended) return { ended: ended.ended };
+      const refused = this.streams.filter((s) => s.refused);
+      if (refused.length) {
+        return { refused: refused[0].refused.message, retryAt: Math.min(...refused.map((s) => s.refused.retryAt)) };
+      }
+      if (this.unstreamed.length) {
+        const total = this.unstreamed.length + this.streams.reduce((n, s) => n + s.ids.length, 0);
+        return { unstreamed: this.unstreamed.length + " of this page's " + total + " watches (HTTP streaming carries " +
+          MAX_STREAMS * STREAM_WATCHES + "; show fewer namespaces or kinds)" };
+      }
+      return null;
     }
 
     // --- the tables' stale marks, the banner, the badge ---
@@ -1175,11 +1356,16 @@
           if (watch.problem.retryAt !== null) retries.push(watch.problem.retryAt);
         }
       }
-      this.updateBadge(problem);
+      const trouble = this.streamTrouble();
+      this.updateBadge(problem, trouble);
       if (this.down) {
         this.banner.show("The cluster view is disconnected: " + this.down + ". Click the badge to reconnect.", null);
-      } else if (this.streamClosed) {
-        this.banner.show("The server ended the HTTP stream. Click the badge to reconnect.", null);
+      } else if (trouble && trouble.ended) {
+        this.banner.show("Part of the cluster view is not live: " + trouble.ended + ". Click the badge to reconnect.", null);
+      } else if (trouble && trouble.refused) {
+        this.banner.show("Part of the cluster view is not live: the server refused an HTTP stream: " + trouble.refused, trouble.retryAt);
+      } else if (trouble && trouble.unstreamed) {
+        this.banner.show("Part of the cluster view is not live: " + trouble.unstreamed + ".", null);
       } else if (problem) {
         // Every watch retries on its own schedule: the next try is the soonest one.
         const upcoming = retries.filter((at) => at > now);
@@ -1192,16 +1378,26 @@
       }
     }
 
-    updateBadge(problem) {
+    updateBadge(problem, trouble) {
       if (problem === undefined) problem = Array.from(this.watches.values()).find((w) => w.problem)?.problem || null;
+      if (trouble === undefined) trouble = this.streamTrouble();
       if (this.down) { this.badge.show("disconnected", "Disconnected", this.down + ". Click to reconnect."); return; }
-      if (this.streamClosed) {
-        this.badge.show("disconnected", "Disconnected", "The server ended the HTTP stream. Click to reconnect.");
+      if (trouble && trouble.ended) {
+        this.badge.show("disconnected", "Disconnected", "Not live: " + trouble.ended + ". Click to reconnect.");
+        return;
+      }
+      if (trouble && (trouble.refused || trouble.unstreamed)) {
+        const why = trouble.refused ? "the server refused an HTTP stream: " + trouble.refused + "; tried again by itself"
+          : trouble.unstreamed + " are not live";
+        this.badge.show("disconnected", "Partly live", "Only part of the cluster view is live over HTTP streaming: " +
+          why + ". Click to reconnect.");
         return;
       }
       const websocket = this.mode === "websocket";
-      const open = websocket ? this.wsOpen : this.source !== null && this.source.readyState === EventSource.OPEN;
-      if (!open || !this.gotData) {
+      // Streaming: live once every stream is open and has spoken.
+      const open = websocket ? this.wsOpen && this.gotData
+        : this.streams.length > 0 && this.streams.every((s) => s.open && s.gotData);
+      if (!open) {
         const why = this.transportWhy ? this.transportWhy + ". " : "";
         if (this.everLive) this.badge.show("reconnecting", "Reconnecting", why + "Reconnecting by itself; click to reconnect now.");
         else this.badge.show("connecting", "Connecting", why + "Connecting to the cluster…");
@@ -1275,7 +1471,8 @@
     if (live) {
       for (const entry of wanted.values()) {
         const sink = entry.sinks.length === 1 ? entry.sinks[0] : fanOut(entry.sinks);
-        const id = manager.add(entry.params, sink, null, entry.initial);
+        // A watch only the strip counts with is minor: the first to go without a stream.
+        const id = manager.add(entry.params, sink, null, entry.initial, entry.holders.length === 0);
         for (const holder of entry.holders) holder.id = id;
       }
     }

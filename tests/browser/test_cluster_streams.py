@@ -1,0 +1,186 @@
+"""The Cluster tab's HTTP-streaming fallback with more watches than one stream carries: the
+overview of several namespaces (a watch per namespace per kind, plus the workloads' strip)
+spreads its watches over a few streams of at most ten, all of them live; a stream the
+server refuses (too many streams for the user) is said on the page, not silently missed."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from flask import Flask
+from playwright.sync_api import Page, WebSocketRoute, expect
+
+from webapp import agents, db
+from webapp.simcluster import SimCluster, builders
+from webapp.watch.stream import MAX_WATCHES
+
+pytestmark = pytest.mark.browser
+
+LIVE = 2_000
+SLOW = 10_000
+BADGE = "#watch-badge"
+NAMESPACES = ("team-a", "team-b", "team-c")
+OVERVIEW = "/agents/prod/cluster?" + "&".join(f"namespace={n}" for n in NAMESPACES)
+
+
+@pytest.fixture
+def app_config(app_config: dict[str, Any]) -> dict[str, Any]:
+    return {**app_config, "WATCH_TIMING": {"backoff_initial": 0.1, "backoff_max": 0.5,
+                                           "grace_seconds": 1.0}}
+
+
+@pytest.fixture
+def sim() -> Iterator[SimCluster]:
+    cluster = SimCluster(bookmark_interval=0.5)
+    cluster.serve()
+    for namespace in NAMESPACES:
+        cluster.add_namespace(namespace)
+    yield cluster
+    cluster.close()
+    assert cluster.errors == []
+
+
+@pytest.fixture
+def app(app: Flask, sim: SimCluster) -> Iterator[Flask]:
+    yield app
+    app.extensions["watch_hub"].shutdown()
+    app.extensions["clusters"].close()
+
+
+@pytest.fixture
+def signed_in(page: Page, h: Any, app: Flask, sim: SimCluster, tmp_path: Path) -> Page:
+    path = sim.write_kubeconfig(tmp_path / "kubeconfig", context="sim")
+    with app.app_context():
+        agents.create("prod", kubeconfig_path=str(path), kube_context="sim")
+        db.session().commit()
+    h.user("alice", "admin")
+    page.goto("/login")
+    page.get_by_label("User name").fill("alice")
+    page.get_by_label("Password").fill("correct horse")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page).not_to_have_url(re.compile(r"/login"))
+    return page
+
+
+def block_websocket(page: Page) -> None:
+    """As a proxy that does not pass WebSockets: the page falls back to HTTP streaming."""
+    def refuse(ws: WebSocketRoute) -> None:
+        ws.close(code=1011, reason="blocked by the test")
+    page.route_web_socket(re.compile(r"/agents/prod/watch$"), refuse)
+
+
+def stream_watches(urls: list[str]) -> list[list[dict[str, Any]]]:
+    return [json.loads(parse_qs(urlsplit(url).query)["watches"][0]) for url in urls]
+
+
+def add_job(sim: SimCluster, namespace: str, name: str) -> None:
+    sim.create(builders.job(namespace, name, [builders.container("main", "busybox:1")]))
+
+
+def test_more_watches_than_one_stream_carries_are_all_live(signed_in: Page,
+                                                           sim: SimCluster) -> None:
+    page = signed_in
+    block_websocket(page)
+    streams: list[str] = []
+    page.on("request", lambda r: streams.append(r.url) if "/watch/stream" in r.url else None)
+    page.goto(OVERVIEW)
+    badge = page.locator(BADGE)
+    expect(badge.locator(".label")).to_have_text("Live (HTTP streaming)", timeout=SLOW)
+
+    # Four kinds listed and five more counted in three namespaces: 27 watches, three
+    # streams of at most ten, each watch on exactly one.
+    sent = stream_watches(streams)
+    assert len(sent) == 3 and all(len(watches) <= MAX_WATCHES for watches in sent)
+    ids = [w["watchId"] for watches in sent for w in watches]
+    assert len(ids) == len(set(ids)) == 27
+    # The lists' watches come first; the strip's counts are the ones beyond the tenth.
+    beyond = [(w["watchParams"]["resource"], w["watchParams"]["namespace"])
+              for watches in sent[1:] for w in watches]
+    assert ("helmreleases", "team-c") in beyond and ("jobs", "team-c") in beyond
+
+    # A list's watch and a count's watch beyond the tenth both follow the cluster.
+    sim.add_helmrelease("team-c", "late-release")
+    expect(page.locator('#helmreleases-table tbody.rows > tr[data-name="late-release"]')) \
+        .to_be_visible(timeout=LIVE)
+    jobs = page.locator('[data-summary="jobs.batch"] .summary-total')
+    expect(jobs).to_have_text("0")
+    add_job(sim, "team-c", "nightly")
+    expect(jobs).to_have_text("1", timeout=LIVE)
+
+    # A stream that drops resumes by itself from its own last id (the others stay open).
+    before = len(streams)
+    page.evaluate("() => { const s = window.agentwatchCluster.manager.streams[2]; "
+                  "s.source.close(); window.agentwatchCluster.manager.openStream(s); }")
+    page.wait_for_function("() => { const s = window.agentwatchCluster.manager.streams[2]; "
+                           "return s.open && s.gotData; }")
+    expect(badge.locator(".label")).to_have_text("Live (HTTP streaming)")
+    assert len(streams) == before + 1
+    assert "lastEventId" in parse_qs(urlsplit(streams[-1]).query)
+    add_job(sim, "team-b", "hourly")
+    expect(page.locator('[data-summary="jobs.batch"] .summary-total')).to_have_text(
+        "2", timeout=LIVE)
+
+
+def test_a_stream_the_server_refuses_is_said_and_tried_again(signed_in: Page, app: Flask,
+                                                             sim: SimCluster) -> None:
+    # The refusals are HTTP 429s, which the `page` fixture counts as failures: this test
+    # looks at them in a second tab of the same session.
+    page = signed_in.context.new_page()
+    block_websocket(page)
+    limits = app.extensions["watch_limits"]
+    limits.max_streams = 2  # the page needs three
+    page.goto(OVERVIEW)
+    badge = page.locator(BADGE)
+    expect(badge.locator(".label")).to_have_text("Partly live", timeout=SLOW)
+    expect(badge).to_have_attribute("title", re.compile(r"refused an HTTP stream"))
+    banner = page.locator("#cluster-banner")
+    expect(banner).to_be_visible()
+    expect(banner).to_contain_text("Part of the cluster view is not live")
+    expect(banner).to_contain_text("at most 2 open streams per user")
+    expect(banner).to_contain_text(re.compile(r"retrying in \d+ s"))
+    # What the refused stream would have carried is marked as not live (a list among them
+    # would be dimmed); what the others carry is live.
+    assert page.evaluate("""() => {
+      const m = window.agentwatchCluster.manager;
+      const refused = m.streams.filter((s) => s.refused);
+      return refused.length === 1 && refused[0].ids.every((id) => m.watches.get(id).notLive)
+        && m.streams.filter((s) => !s.refused).every((s) => s.open && s.gotData);
+    }""")
+
+    # Room again: the server's Retry-After passes, the stream opens, everything is live.
+    limits.max_streams = 4
+    expect(badge.locator(".label")).to_have_text("Live (HTTP streaming)", timeout=15_000)
+    expect(banner).to_be_hidden()
+    expect(page.locator("section.k8s-section.is-stale")).to_have_count(0)
+    sim.add_helmrelease("team-c", "after-refusal")
+    sim.add_helmrelease("team-a", "after-refusal-a")
+    expect(page.locator('#helmreleases-table tbody.rows > tr[data-name="after-refusal"]')) \
+        .to_be_visible(timeout=LIVE)
+    expect(page.locator('#helmreleases-table tbody.rows > tr[data-name="after-refusal-a"]')) \
+        .to_be_visible(timeout=LIVE)
+    page.close()
+
+
+def test_watches_beyond_three_streams_are_said_not_live(signed_in: Page,
+                                                        sim: SimCluster) -> None:
+    page = signed_in
+    block_websocket(page)
+    many = [f"ns-{i}" for i in range(4)]
+    for namespace in many:
+        sim.add_namespace(namespace)
+    page.goto("/agents/prod/cluster?" + "&".join(f"namespace={n}" for n in many))
+    badge = page.locator(BADGE)
+    # 36 watches: three streams carry the lists' 16 and 14 of the strip's 20.
+    expect(badge.locator(".label")).to_have_text("Partly live", timeout=SLOW)
+    expect(page.locator("#cluster-banner")).to_contain_text(
+        "6 of this page's 36 watches (HTTP streaming carries 30; show fewer namespaces")
+    expect(page.locator("section.k8s-section.is-stale")).to_have_count(0)  # every list is live
+    sim.add_helmrelease("ns-3", "still-live")
+    expect(page.locator('#helmreleases-table tbody.rows > tr[data-name="still-live"]')) \
+        .to_be_visible(timeout=LIVE)
