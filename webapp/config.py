@@ -90,7 +90,7 @@ DEFAULTS: dict[str, Any] = {
     # upstream watches. Long-lived connections together leave RESERVED_THREADS of each
     # worker's threads to agents and pages.
     "MAX_SOCKETS_PER_USER": 8,
-    "MAX_STREAMS_PER_USER": 4,
+    "MAX_STREAMS_PER_USER": 8,  # a page in fallback uses up to 3, logs one each
     "MAX_WATCHES_PER_USER": 64,
     "RESERVED_THREADS": 8,
     # An open WebSocket or stream re-checks its user's sign-in and access this often.
