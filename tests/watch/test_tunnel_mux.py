@@ -1,18 +1,23 @@
 """The tunnel's streams between two `Mux`es over an in-memory pair of WebSocket ends (the
 frames are encoded and decoded as on the wire): a reader that fell behind catches up in one
-read, and the window still holds the sender to what the reader has taken."""
+read, and the window still holds the sender to what the reader has taken. And the agent's
+own WebSocket frames, read by the server's parser."""
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import time
 from collections.abc import Iterator
 
 import pytest
+from wsproto.connection import Connection, ConnectionType
+from wsproto.events import BytesMessage
 
 from webapp.tunnel.frames import INITIAL_WINDOW, MAX_DATA, Kind, decode
 from webapp.tunnel.mux import Mux, Stream
+from webapp.tunnel.wsclient import frame
 
 from .conftest import eventually
 
@@ -97,3 +102,21 @@ def test_the_window_holds_the_sender_to_what_the_reader_took(
         got.append(data)
     writer.join(5)
     assert b"".join(got) == body
+
+
+@pytest.mark.parametrize("size", [0, 1, 125, 126, 2500, 65535, 65536, 200_000])
+def test_the_agents_frames_are_what_the_servers_websocket_reads(size: int) -> None:
+    """Every length encoding of RFC 6455, masked as a client must: the server's own parser
+    (wsproto, under simple_websocket) reads each back as one whole binary message."""
+    payload = os.urandom(size)
+    server = Connection(ConnectionType.SERVER)
+    server.receive_data(frame(payload, os.urandom(4)))
+    [message] = list(server.events())
+    assert isinstance(message, BytesMessage) and message.message_finished
+    assert bytes(message.data) == payload
+
+
+def test_each_frame_has_a_fresh_mask() -> None:
+    payload = b"x" * 64
+    sent = {frame(payload, os.urandom(4)) for _ in range(20)}
+    assert len(sent) == 20 and all(payload not in f for f in sent)

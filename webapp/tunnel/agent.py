@@ -31,6 +31,7 @@ from ..watch.kube import TABLE_ACCEPT, ClusterClient, Connection
 from . import allowlist
 from .frames import MAX_DATA, RECEIVE_BYTES, SUBPROTOCOL
 from .mux import Mux, Stream, StreamReset
+from .wsclient import ClientSocket
 
 log = logging.getLogger("agentwatch.agent")
 MAX_REQUEST_BODY = 1024 * 1024
@@ -84,7 +85,7 @@ class Agent:
                 log.error("%s does not speak %s", url, SUBPROTOCOL)
                 self.stopping.wait(self.settings.backoff_max)
                 continue
-            mux = Mux(ws, on_open=self._serve, name="agent")
+            mux = Mux(ClientSocket(ws), on_open=self._serve, name="agent")
             with self._lock:
                 self._mux = mux
             log.info("connected to %s", url)
