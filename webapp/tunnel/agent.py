@@ -29,8 +29,9 @@ from urllib3 import HTTPHeaderDict
 from ..watch import redact
 from ..watch.kube import TABLE_ACCEPT, ClusterClient, Connection
 from . import allowlist
-from .frames import MAX_DATA, SUBPROTOCOL
+from .frames import MAX_DATA, RECEIVE_BYTES, SUBPROTOCOL
 from .mux import Mux, Stream, StreamReset
+from .wsclient import ClientSocket
 
 log = logging.getLogger("agentwatch.agent")
 MAX_REQUEST_BODY = 1024 * 1024
@@ -84,7 +85,7 @@ class Agent:
                 log.error("%s does not speak %s", url, SUBPROTOCOL)
                 self.stopping.wait(self.settings.backoff_max)
                 continue
-            mux = Mux(ws, on_open=self._serve, name="agent")
+            mux = Mux(ClientSocket(ws), on_open=self._serve, name="agent")
             with self._lock:
                 self._mux = mux
             log.info("connected to %s", url)
@@ -113,7 +114,8 @@ class Agent:
                 websocket = simple_websocket.Client.connect(
                     url, subprotocols=[SUBPROTOCOL],
                     headers={"Authorization": f"Bearer {self.settings.token}"},
-                    ssl_context=self._ssl_context(), max_message_size=128 * 1024)
+                    ssl_context=self._ssl_context(), max_message_size=128 * 1024,
+                    receive_bytes=RECEIVE_BYTES)
                 # Frames are small and latency-bound (a watch event, a WINDOW grant):
                 # Nagle's algorithm held each behind the previous one's ACK (tens of ms).
                 websocket.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

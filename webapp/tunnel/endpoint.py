@@ -16,7 +16,7 @@ from flask import Flask, current_app, request
 from .. import tokens
 from ..errors import AppError
 from . import connections
-from .frames import SUBPROTOCOL
+from .frames import RECEIVE_BYTES, SUBPROTOCOL
 from .mux import Mux
 from .registry import Tunnels
 
@@ -50,6 +50,9 @@ def tunnel_socket(ws: Any) -> None:
         app.extensions["db_session"].remove()
 
     tunnels: Tunnels = app.extensions["tunnels"]
+    # Whatever has arrived, in one read (from its next read on): frames that came together
+    # are parsed and handed over together, not 4 KiB (simple_websocket's default) at a time.
+    ws.receive_bytes = RECEIVE_BYTES
     mux = Mux(ws, name=f"tunnel of {name}")
     open_now = tunnels.add(name, mux)
     log.info("agent %s connected from %s (%d connection(s) open here)", name,

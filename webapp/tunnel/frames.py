@@ -10,14 +10,14 @@ from __future__ import annotations
 import enum
 import json
 import struct
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 SUBPROTOCOL = "agentwatch.tunnel.v1"
 HEADER = struct.Struct("!BI")
 WINDOW = struct.Struct("!I")
 MAX_DATA = 60 * 1024  # payload of one DATA frame (a message stays under 64 KiB)
 INITIAL_WINDOW = 1024 * 1024  # bytes a stream may have in flight, each way
+RECEIVE_BYTES = 64 * 1024  # read from the WebSocket at once (many frames, one wake-up)
 
 
 class Kind(enum.IntEnum):
@@ -34,8 +34,7 @@ class FrameError(ValueError):
     """A frame that does not follow the protocol: the connection is closed."""
 
 
-@dataclass(frozen=True)
-class Frame:
+class Frame(NamedTuple):  # a tuple: made and read for every frame, both ends
     kind: Kind
     stream: int
     payload: bytes = b""
@@ -59,16 +58,18 @@ class Frame:
         return value
 
 
+_KINDS = {kind.value: kind for kind in Kind}
+
+
 def decode(message: bytes | str) -> Frame:
     if not isinstance(message, bytes | bytearray):
         raise FrameError("text message: the tunnel speaks binary frames only")
     if len(message) < HEADER.size:
         raise FrameError("frame shorter than its header")
     kind, stream = HEADER.unpack_from(message)
-    try:
-        known = Kind(kind)
-    except ValueError:
-        raise FrameError(f"unknown frame type {kind}") from None
+    known = _KINDS.get(kind)
+    if known is None:
+        raise FrameError(f"unknown frame type {kind}")
     if (stream == 0) != (known is Kind.PING):
         raise FrameError("PING is on stream 0, every other frame on a stream")
     payload = bytes(message[HEADER.size:])

@@ -122,8 +122,9 @@ class Stream:
             return self.head
 
     def read(self, timeout: float | None = None) -> bytes | None:
-        """The next bytes received; None once the sender ended. Raises StreamReset, or
-        TimeoutError after `timeout` seconds without anything."""
+        """All the bytes received and not read yet (at least one DATA frame's: a reader
+        that fell behind catches up in one write); None once the sender ended. Raises
+        StreamReset, or TimeoutError after `timeout` seconds without anything."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             while not self._inbound:
@@ -135,8 +136,10 @@ class Stream:
                 if left is not None and left <= 0:
                     raise TimeoutError(f"nothing on stream {self.id} in {timeout} s")
                 self._cond.wait(left)
-            data = self._inbound.popleft()
-            self._buffered -= len(data)
+            inbound = self._inbound
+            data = inbound.popleft() if len(inbound) == 1 else b"".join(inbound)
+            inbound.clear()
+            self._buffered = 0
             self._consumed += len(data)
             grant = self._consumed if self._consumed >= INITIAL_WINDOW // 4 else 0
             if grant:
@@ -149,6 +152,14 @@ class Stream:
 
     def write(self, data: bytes, timeout: float | None = None) -> None:
         """Send `data`, waiting for the receiver's window as needed (this stream only)."""
+        with self._cond:
+            whole = self._reset is None and len(data) <= min(MAX_DATA, self._credit)
+            if whole:  # the common case (a watch event): one frame, no copy
+                self._credit -= len(data)
+        if whole:
+            if data:
+                self._mux.send(Frame(Kind.DATA, self.id, data))
+            return
         view = memoryview(data)
         while view:
             with self._cond:
@@ -216,8 +227,9 @@ class Mux:
     def send(self, frame: Frame) -> None:
         if self.closed.is_set():
             raise StreamReset(503, f"tunnel closed: {self.close_reason}")
+        message = frame.encode()
         with self._send_lock:
-            self._ws.send(frame.encode())
+            self._ws.send(message)
 
     def open(self, head: dict[str, Any]) -> Stream:
         with self._lock:
