@@ -62,7 +62,7 @@ def test_a_served_process_compiles_every_template_before_its_first_request(app):
     count = compile_templates(app)
     pages = [n for n in app.jinja_env.list_templates() if n.endswith(".html")]
     assert count == len(pages) and "cluster/page.html" in pages
-    cached = {name for (_loader, name) in app.jinja_env.cache.keys()}
+    cached = {name for (_loader, name) in app.jinja_env.cache}
     assert set(pages) <= cached
 
 
