@@ -66,6 +66,15 @@ def live(page: Page) -> None:
     expect(page.locator(BADGE)).to_have_attribute("data-state", "connected", timeout=SLOW)
 
 
+def add_long_list(sim: SimCluster) -> int:
+    """Namespace "big" with two pages and a bit of running pods (pod-0000…); their count."""
+    sim.add_namespace("big")
+    total = listing.PAGE_SIZE * 2 + 30
+    for index in range(total):
+        sim.add_pod("big", f"pod-{index:04d}", state="Running")
+    return total
+
+
 def test_filter_and_sort_live_in_the_url_through_reload_back_and_a_pasted_link(
         signed_in: Page, sim: SimCluster) -> None:
     page = signed_in
@@ -147,10 +156,7 @@ def test_the_namespace_picker_searches_and_takes_several(signed_in: Page,
 def test_a_long_list_shows_its_first_screen_and_pages_the_rest_in(
         signed_in: Page, sim: SimCluster) -> None:
     page = signed_in
-    sim.add_namespace("big")
-    total = listing.PAGE_SIZE * 2 + 30
-    for index in range(total):
-        sim.add_pod("big", f"pod-{index:04d}", state="Running")
+    total = add_long_list(sim)
     page.goto("/agents/prod/cluster?kind=pods&namespace=big")
     live(page)
     expect(page.locator(PODS)).to_have_count(listing.PAGE_SIZE)
@@ -197,10 +203,7 @@ def test_the_workloads_strip_counts_live_and_links_to_what_needs_attention(
 def test_live_changes_under_a_filter_touch_the_rows_shown_and_the_count(
         signed_in: Page, sim: SimCluster) -> None:
     page = signed_in
-    sim.add_namespace("big")
-    total = listing.PAGE_SIZE * 2 + 30
-    for index in range(total):
-        sim.add_pod("big", f"pod-{index:04d}", state="Running")
+    total = add_long_list(sim)
     page.goto("/agents/prod/cluster?kind=pods&namespace=big&q=running")
     live(page)
     count = page.locator("#pods .count")
