@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import tempfile
 import threading
 import time
@@ -27,6 +26,7 @@ from webapp import create_app, db, demo
 from webapp.simcluster import SimCluster
 
 from .conftest import CHROMIUM, CHROMIUM_ARGS
+from .signin import sign_in
 
 PASSWORD = "screenshots-only"
 DESKTOP = {"width": 1440, "height": 900}
@@ -79,14 +79,6 @@ def demo_server() -> Iterator[str]:
             cluster.close()
 
 
-def sign_in(page: Page) -> None:
-    page.goto("/login")
-    page.get_by_label("User name").fill("admin")
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(re.compile(r"^(?!.*/login)"))
-
-
 def shoot(base_url: str, out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
@@ -100,7 +92,7 @@ def shoot(base_url: str, out: Path) -> list[Path]:
                                           color_scheme=scheme, timezone_id="UTC",
                                           locale="en-GB", reduced_motion="reduce")
             page = context.new_page()
-            sign_in(page)
+            sign_in(page, "admin", PASSWORD)
             for name, path, ready in pages:
                 page.goto(path)
                 page.wait_for_selector(ready, timeout=15_000)

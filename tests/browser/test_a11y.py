@@ -8,7 +8,6 @@ notifications, a webhook with its log, personal tokens.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from webapp.simcluster import SimCluster
 
 from .a11y import AXE, axe_problems
 from .conftest import AgentClient
+from .signin import sign_in
 
 pytestmark = pytest.mark.browser
 
@@ -88,14 +88,6 @@ def seeded(app: Flask, h: Any, sim: SimCluster, tmp_path: Path,
     failed = agent_client.post_event(token, type="gitops_sync_failed", commit=SHA,
                                      message="context deadline exceeded: API server timeout")
     return {"hook": int(hook_id), "event": failed}
-
-
-def sign_in(page: Page) -> None:
-    page.goto("/login")
-    page.get_by_label("User name").fill("alice")
-    page.get_by_label("Password").fill("correct horse")
-    page.get_by_role("button", name="Sign in").click()
-    expect(page).not_to_have_url(re.compile(r"/login"))
 
 
 def check(page: Page, path: str) -> list[tuple[str, str]]:

@@ -15,6 +15,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from .conftest import AgentClient, utc_iso
+from .signin import sign_in
 
 pytestmark = pytest.mark.browser
 
@@ -22,17 +23,6 @@ pytestmark = pytest.mark.browser
 LIVE = 5_000
 SHA = "abcd1234" + "0" * 32
 ROWS = "#feed-list > li.event"
-
-
-def sign_in(page: Page, path: str, name: str = "alice",
-            password: str = "correct horse") -> None:
-    """Open a page signed out, sign in through the form, land back on that page."""
-    page.goto(path)
-    expect(page).to_have_url(re.compile(r"/login\?next="))
-    page.get_by_label("User name").fill(name)
-    page.get_by_label("Password").fill(password)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page).to_have_url(re.compile(re.escape(path) + r"$"))
 
 
 def mark_page(page: Page) -> None:
@@ -104,7 +94,7 @@ def test_new_event_appears_live_at_the_top_under_today(
         page: Page, h: Any, agent_client: AgentClient) -> None:
     h.user()
     token = h.agent_with_token("prod")
-    sign_in(page, "/agents/prod")
+    sign_in(page, path="/agents/prod")
     expect(page.locator(ROWS)).to_have_count(1)
     expect(page.locator(ROWS).first).to_contain_text("Token main created by alice")
     mark_page(page)
@@ -135,7 +125,7 @@ def test_late_event_is_placed_in_time_order(
                                     happened_at=utc_iso(start - timedelta(minutes=5)))
     newer = agent_client.post_event(token, type="gitops_sync_succeeded", commit="1" * 40,
                                     happened_at=utc_iso(start - timedelta(minutes=1)))
-    sign_in(page, "/agents/prod")
+    sign_in(page, path="/agents/prod")
     expect(page.locator(ROWS)).to_have_count(5)
     before = row_ids(page)
     assert before[-2:] == [newer, older]
@@ -156,7 +146,7 @@ def test_badge_turns_connected_after_first_heartbeat(
         page: Page, h: Any, agent_client: AgentClient) -> None:
     h.user()
     token = h.agent_with_token("prod")
-    sign_in(page, "/agents/prod")
+    sign_in(page, path="/agents/prod")
     badge = page.locator("#agent-status .badge")
     expect(badge).to_have_text("Never connected")
     expect(page.locator("#agent-status")).not_to_contain_text("last contact")
@@ -175,7 +165,7 @@ def test_level_filter_applies_to_live_rows_and_the_url(
         page: Page, h: Any, agent_client: AgentClient) -> None:
     h.user()
     token = h.agent_with_token("prod")
-    sign_in(page, "/agents/prod")
+    sign_in(page, path="/agents/prod")
     expect(page.locator(ROWS)).to_have_count(1)
 
     page.locator("form.filters input[name=level][value=error]").check()
@@ -226,7 +216,7 @@ def test_load_older_appends_next_pages_without_duplicates(
     # 120 events over ~4 days, plus token created, first used, agent connected: 123 rows,
     # pages of 50 that end in the middle of a day.
     seeded = _seed_history(agent_client, token, 120, timedelta(minutes=50))
-    sign_in(page, "/agents/prod")
+    sign_in(page, path="/agents/prod")
     older = page.get_by_role("button", name="Load older")
     expect(page.locator(ROWS)).to_have_count(50)
     first_page = assert_feed_sane(page)
@@ -252,7 +242,7 @@ def test_late_event_older_than_the_loaded_page_is_not_shown_twice(
     h.user()
     token = h.agent_with_token("prod")
     _seed_history(agent_client, token, 60, timedelta(minutes=50))
-    sign_in(page, "/agents/prod")
+    sign_in(page, path="/agents/prod")
     expect(page.locator(ROWS)).to_have_count(50)
     # An agent reports, late, something that happened before every row on this page.
     late = agent_client.post_event(token, type="gitops_sync_failed", commit="f" * 40,
@@ -271,7 +261,7 @@ def test_empty_state_goes_when_the_first_event_arrives(
         page: Page, h: Any) -> None:
     h.user()
     h.agent("quiet")  # no token: creating one records an event
-    sign_in(page, "/agents/quiet")
+    sign_in(page, path="/agents/quiet")
     expect(page.locator("#feed-empty")).to_contain_text("No activity in the past 7 days")
     expect(page.locator("#feed-empty")).to_contain_text("connect it with one of its tokens")
     expect(page.locator(ROWS)).to_have_count(0)
@@ -292,7 +282,7 @@ def test_clicking_a_row_opens_its_details(
         page: Page, h: Any, agent_client: AgentClient) -> None:
     h.user()
     token = h.agent_with_token("prod")
-    sign_in(page, "/agents/prod")
+    sign_in(page, path="/agents/prod")
     details = {"file": "apps/web/deployment.yaml", "line": 12,
                "errors": ["spec.replicas: expected integer"]}
     event_id = agent_client.post_event(

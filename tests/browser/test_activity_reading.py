@@ -13,7 +13,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from .conftest import AgentClient, utc_iso
-from .test_activity_live import LIVE, ROWS, assert_not_reloaded, mark_page, sign_in
+from .signin import sign_in
+from .test_activity_live import LIVE, ROWS, assert_not_reloaded, mark_page
 
 pytestmark = pytest.mark.browser
 
@@ -34,7 +35,7 @@ def test_identical_errors_fold_into_one_row_that_opens_and_grows_live(
     h.user()
     token = h.agent_with_token("prod")
     agent_client.post_events(token, {"events": [invalid(n, 30 - n) for n in range(1, 6)]})
-    sign_in(page, "/agents/prod")
+    sign_in(page, path="/agents/prod")
     fold = page.locator("#feed-list > li.fold")
     expect(fold).to_have_count(1)
     toggle = fold.locator("button.fold-toggle")
@@ -73,7 +74,7 @@ def test_new_rows_wait_behind_a_button_while_the_reader_is_scrolled_down(
     agent_client.post_events(token, {"events": [
         {"type": "gitops_sync_succeeded", "commit": sha(n), "project": f"team/app-{n}",
          "happened_at": utc_iso(start - timedelta(minutes=5 * n + 5))} for n in range(45)]})
-    sign_in(page, "/agents/prod")
+    sign_in(page, path="/agents/prod")
     expect(page.locator(ROWS)).to_have_count(48)
     page.mouse.wheel(0, 1500)
     page.wait_for_function("window.scrollY > 1000")
@@ -116,7 +117,7 @@ def test_a_long_error_shows_on_one_line_and_opens_in_place(
     message = "admission webhook denied the request: " + "resource quota exceeded; " * 12
     event_id = agent_client.post_event(token, type="gitops_sync_failed", commit=sha(1),
                                        message=message.strip())
-    sign_in(page, "/agents/prod")
+    sign_in(page, path="/agents/prod")
     row = page.locator(f"#event-{event_id}")
     summary = row.locator(".summary")
     one_line = summary.evaluate("el => el.getBoundingClientRect().height")
@@ -142,7 +143,7 @@ def test_clicking_a_bar_of_the_histogram_filters_the_feed_to_its_hour_and_level(
     agent_client.post_event(token, type="gitops_sync_failed", commit=sha(3),
                             message="quota exceeded",
                             happened_at=utc_iso(hour_ago - timedelta(hours=2)))
-    sign_in(page, "/agents/prod")
+    sign_in(page, path="/agents/prod")
     figure = page.locator("figure.histogram")
     expect(figure).to_contain_text("Last 7 days, per hour:")
     expect(figure).to_contain_text("2 errors")
@@ -171,7 +172,7 @@ def test_the_agents_list_shows_a_sparkline_of_each_agents_last_day(
     token = h.agent_with_token("prod")
     agent_client.post_event(token, type="gitops_sync_failed", commit=sha(1),
                             message="API server timeout")
-    sign_in(page, "/")
+    sign_in(page, path="/")
     spark = page.locator("tr", has=page.get_by_role("link", name="prod")).locator(
         "svg.sparkline")
     expect(spark).to_be_visible()

@@ -11,7 +11,7 @@ from playwright.sync_api import Page, expect
 
 from webapp import agents, tokens
 
-from .test_notifications import sign_in
+from .signin import sign_in
 
 pytestmark = pytest.mark.browser
 
@@ -21,7 +21,7 @@ def test_a_maintainer_gets_the_manifest_and_copies_it(page: Page, h: Any, app: A
     with app.app_context():
         agents.create("prod", tunnel=True)
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
-    sign_in(page, "/agents/prod/tokens")
+    sign_in(page, path="/agents/prod/tokens")
     page.get_by_role("button", name="Install the agent…").click()
 
     shown = page.locator("#agent-manifest")
@@ -44,7 +44,7 @@ def test_a_maintainer_gets_the_manifest_and_copies_it(page: Page, h: Any, app: A
 def test_an_agent_without_a_tunnel_offers_no_install(page: Page, h: Any) -> None:
     h.user("alice", "maintainer")
     h.agent("prod")
-    sign_in(page, "/agents/prod/tokens")
+    sign_in(page, path="/agents/prod/tokens")
     expect(page.get_by_role("button", name="Create token")).to_be_visible()
     expect(page.get_by_role("button", name="Install the agent…")).to_have_count(0)
 
@@ -53,7 +53,7 @@ def test_a_new_token_is_copied_with_one_click(page: Page, h: Any) -> None:
     h.user("alice", "maintainer")
     h.agent("prod")
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
-    sign_in(page, "/agents/prod/tokens")
+    sign_in(page, path="/agents/prod/tokens")
     page.get_by_label("New token name").fill("deploy-ci")
     page.get_by_role("button", name="Create token").click()
     shown = page.get_by_label("New token", exact=True).input_value()
@@ -68,7 +68,7 @@ def test_the_new_agent_form_checks_the_name_as_it_is_typed(page: Page, h: Any) -
     """The name's pattern is a valid expression where Chrome compiles it (with the `v`
     flag): an invalid one is ignored, and any name passed the browser's check."""
     h.user("alice", "maintainer")
-    sign_in(page, "/agents/new")
+    sign_in(page, path="/agents/new")
     name = page.get_by_label("Name")
     pattern = name.get_attribute("pattern")
     assert page.evaluate("p => { new RegExp(p, 'v'); return true; }", pattern)
@@ -81,7 +81,7 @@ def test_revoking_a_token_is_confirmed_in_the_pages_dialog(page: Page, h: Any) -
     h.user("alice", "maintainer")
     h.agent_with_token("prod")
     page.on("dialog", lambda d: (_ for _ in ()).throw(AssertionError("a native dialog")))
-    sign_in(page, "/agents/prod/tokens")
+    sign_in(page, path="/agents/prod/tokens")
     dialog = page.locator("#confirm-dialog")
     page.get_by_role("button", name="Revoke").click()
     expect(dialog).to_be_visible()

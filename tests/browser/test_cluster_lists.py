@@ -13,11 +13,13 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from flask import Flask
+from live_cluster import add_agent, served, watches_stopped
 from playwright.sync_api import Page, expect
 
-from webapp import agents, db
 from webapp.simcluster import SimCluster
 from webapp.watch import listing
+
+from .signin import sign_in
 
 pytestmark = pytest.mark.browser
 
@@ -34,32 +36,21 @@ def app_config(app_config: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture
 def sim() -> Iterator[SimCluster]:
-    cluster = SimCluster(bookmark_interval=0.5)
-    cluster.serve()
-    yield cluster
-    cluster.close()
-    assert cluster.errors == []
+    with served(SimCluster(bookmark_interval=0.5)) as cluster:
+        yield cluster
 
 
 @pytest.fixture
 def app(app: Flask, sim: SimCluster) -> Iterator[Flask]:
-    yield app
-    app.extensions["watch_hub"].shutdown()
-    app.extensions["clusters"].close()
+    with watches_stopped(app):
+        yield app
 
 
 @pytest.fixture
 def signed_in(page: Page, h: Any, app: Flask, sim: SimCluster, tmp_path: Path) -> Page:
-    path = sim.write_kubeconfig(tmp_path / "kubeconfig", context="sim")
-    with app.app_context():
-        agents.create("prod", kubeconfig_path=str(path), kube_context="sim")
-        db.session().commit()
+    add_agent(app, sim, tmp_path, "prod")
     h.user("alice", "admin")
-    page.goto("/login")
-    page.get_by_label("User name").fill("alice")
-    page.get_by_label("Password").fill("correct horse")
-    page.get_by_role("button", name="Sign in").click()
-    expect(page).not_to_have_url(re.compile(r"/login"))
+    sign_in(page)
     return page
 
 
@@ -73,6 +64,15 @@ def names(page: Page, rows: str = PODS) -> list[str]:
 
 def live(page: Page) -> None:
     expect(page.locator(BADGE)).to_have_attribute("data-state", "connected", timeout=SLOW)
+
+
+def add_long_list(sim: SimCluster) -> int:
+    """Namespace "big" with two pages and a bit of running pods (pod-0000…); their count."""
+    sim.add_namespace("big")
+    total = listing.PAGE_SIZE * 2 + 30
+    for index in range(total):
+        sim.add_pod("big", f"pod-{index:04d}", state="Running")
+    return total
 
 
 def test_filter_and_sort_live_in_the_url_through_reload_back_and_a_pasted_link(
@@ -156,10 +156,7 @@ def test_the_namespace_picker_searches_and_takes_several(signed_in: Page,
 def test_a_long_list_shows_its_first_screen_and_pages_the_rest_in(
         signed_in: Page, sim: SimCluster) -> None:
     page = signed_in
-    sim.add_namespace("big")
-    total = listing.PAGE_SIZE * 2 + 30
-    for index in range(total):
-        sim.add_pod("big", f"pod-{index:04d}", state="Running")
+    total = add_long_list(sim)
     page.goto("/agents/prod/cluster?kind=pods&namespace=big")
     live(page)
     expect(page.locator(PODS)).to_have_count(listing.PAGE_SIZE)
@@ -206,10 +203,7 @@ def test_the_workloads_strip_counts_live_and_links_to_what_needs_attention(
 def test_live_changes_under_a_filter_touch_the_rows_shown_and_the_count(
         signed_in: Page, sim: SimCluster) -> None:
     page = signed_in
-    sim.add_namespace("big")
-    total = listing.PAGE_SIZE * 2 + 30
-    for index in range(total):
-        sim.add_pod("big", f"pod-{index:04d}", state="Running")
+    total = add_long_list(sim)
     page.goto("/agents/prod/cluster?kind=pods&namespace=big&q=running")
     live(page)
     count = page.locator("#pods .count")

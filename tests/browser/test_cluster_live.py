@@ -14,11 +14,13 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from flask import Flask
+from live_cluster import add_agent, served, watches_stopped
 from playwright.sync_api import Page, WebSocketRoute, expect
 
-from webapp import agents, db
 from webapp.simcluster import SimCluster
 from webapp.watch.cells import human_duration
+
+from .signin import sign_in
 
 pytestmark = pytest.mark.browser
 
@@ -37,39 +39,27 @@ def app_config(app_config: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture
 def sim() -> Iterator[SimCluster]:
-    cluster = SimCluster(flux_delay=0.05, bookmark_interval=0.5)
-    cluster.serve()
-    yield cluster
-    cluster.close()
-    assert cluster.errors == []
+    with served(SimCluster(flux_delay=0.05, bookmark_interval=0.5)) as cluster:
+        yield cluster
 
 
 @pytest.fixture
 def app(app: Flask, sim: SimCluster) -> Iterator[Flask]:
     """The app's upstream watches stop before the simulated cluster does."""
-    yield app
-    app.extensions["watch_hub"].shutdown()
-    app.extensions["clusters"].close()
+    with watches_stopped(app):
+        yield app
 
 
 @pytest.fixture
 def agent(app: Flask, sim: SimCluster, tmp_path: Path) -> str:
-    path = sim.write_kubeconfig(tmp_path / "kubeconfig", context="sim")
-    with app.app_context():
-        agents.create("prod", kubeconfig_path=str(path), kube_context="sim")
-        db.session().commit()
-    return "prod"
+    return add_agent(app, sim, tmp_path, "prod")
 
 
 @pytest.fixture
 def cluster_page(page: Page, h: Any, agent: str) -> Page:
     """Signed in as an admin, nothing opened yet."""
     h.user("alice", "admin")
-    page.goto("/login")
-    page.get_by_label("User name").fill("alice")
-    page.get_by_label("Password").fill("correct horse")
-    page.get_by_role("button", name="Sign in").click()
-    expect(page).not_to_have_url(re.compile(r"/login"))
+    sign_in(page)
     return page
 
 

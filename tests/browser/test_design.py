@@ -16,19 +16,13 @@ from playwright.sync_api import Page, expect
 from webapp import agents, db
 from webapp.simcluster import SimCluster
 
+from .signin import sign_in
+
 pytestmark = pytest.mark.browser
 
 DARK_BG = "rgb(13, 17, 23)"    # --bg, dark
 LIGHT_BG = "rgb(246, 248, 250)"  # --bg, light
 TOGGLE = "[data-theme-toggle]"
-
-
-def sign_in(page: Page, name: str = "alice") -> None:
-    page.goto("/login")
-    page.get_by_label("User name").fill(name)
-    page.get_by_label("Password").fill("correct horse")
-    page.get_by_role("button", name="Sign in").click()
-    expect(page).not_to_have_url(re.compile(r"/login"))
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from playwright.sync_api import Browser, Page, expect
 from webapp import agents
 from webapp.agentconfig import service
 
-from .test_notifications import sign_in
+from .signin import sign_in
 
 pytestmark = pytest.mark.browser
 
@@ -82,7 +82,7 @@ def config_events(h: Any) -> list[str]:
 
 
 def test_the_editor_loads_under_the_csp(page: Page, maintainer: None) -> None:
-    sign_in(page, SETTINGS)
+    sign_in(page, path=SETTINGS)
     editor = page.locator(EDITOR)
     expect(editor).to_be_visible()
     expect(page.locator("#config-text")).to_be_hidden()  # still the form's field
@@ -102,7 +102,7 @@ def test_the_editor_loads_under_the_csp(page: Page, maintainer: None) -> None:
 
 def test_problems_are_marked_at_their_line_and_the_list_moves_the_cursor(
         page: Page, maintainer: None, h: Any) -> None:
-    sign_in(page, SETTINGS)
+    sign_in(page, path=SETTINGS)
     replace_text(page, INVALID)
     # Checked by the server as you type: marked in the text and in the gutter, at line 4.
     mark = page.locator(f"{EDITOR} .cm-lintRange-error")
@@ -123,7 +123,7 @@ def test_problems_are_marked_at_their_line_and_the_list_moves_the_cursor(
 
 
 def test_the_changes_are_shown_before_saving(page: Page, maintainer: None, app: Any) -> None:
-    sign_in(page, SETTINGS)
+    sign_in(page, path=SETTINGS)
     changed = IN_FORCE.replace("levels: [error]", "levels: [error, warning]")
     replace_text(page, changed)
     page.get_by_role("button", name="Save configuration").click()
@@ -148,7 +148,7 @@ def test_the_changes_are_shown_before_saving(page: Page, maintainer: None, app: 
 
 def test_a_refused_save_stays_on_the_page_and_records_nothing(
         page: Page, maintainer: None, h: Any, app: Any) -> None:
-    sign_in(page, SETTINGS)
+    sign_in(page, path=SETTINGS)
     replace_text(page, INVALID)
     expect(page.locator(f"{EDITOR} .cm-lintRange-error")).to_have_text("root")
     page.get_by_role("button", name="Save configuration").click()
@@ -170,7 +170,7 @@ def test_a_refused_save_stays_on_the_page_and_records_nothing(
 
 
 def test_access_is_changed_in_the_configuration(page: Page, maintainer: None) -> None:
-    sign_in(page, SETTINGS)
+    sign_in(page, path=SETTINGS)
     summary = page.locator(".access-summary")
     expect(summary).to_contain_text("from role viewer")
     expect(page.get_by_role("button", name="Save access")).to_have_count(0)
@@ -186,7 +186,7 @@ def test_access_is_changed_in_the_configuration(page: Page, maintainer: None) ->
 
 
 def test_the_editor_follows_the_theme(page: Page, maintainer: None) -> None:
-    sign_in(page, SETTINGS)
+    sign_in(page, path=SETTINGS)
     expect(page.locator(EDITOR)).to_be_visible()
     dark = """() => {
         const CM = window.AgentwatchCodeMirror;
@@ -205,7 +205,7 @@ def test_without_scripts_the_form_still_saves(browser: Browser, live_server: str
     context = browser.new_context(base_url=live_server, java_script_enabled=False)
     try:
         tab = context.new_page()
-        sign_in(tab, SETTINGS)
+        sign_in(tab, path=SETTINGS)
         text = tab.locator("#config-text")
         expect(text).to_be_visible()
         text.fill(IN_FORCE + "  # no script\n")
@@ -220,7 +220,7 @@ def test_without_scripts_the_form_still_saves(browser: Browser, live_server: str
 def test_a_viewer_reads_the_configuration_without_editing_it(page: Page, maintainer: None,
                                                              h: Any) -> None:
     h.user("val", "viewer")
-    sign_in(page, SETTINGS, name="val")
+    sign_in(page, name="val", path=SETTINGS)
     content = page.locator(f"{EDITOR} .cm-content")
     expect(content).to_contain_text("namespaces: [apps]")
     assert content.get_attribute("contenteditable") == "false"
@@ -231,7 +231,7 @@ def test_a_viewer_reads_the_configuration_without_editing_it(page: Page, maintai
 
 
 def test_keys_and_values_are_suggested_from_the_schema(page: Page, maintainer: None) -> None:
-    sign_in(page, SETTINGS)
+    sign_in(page, path=SETTINGS)
     replace_text(page, "gitops:\n  kustomizations:\n    - name: web\n      ")
     page.keyboard.type("nam")
     options = page.locator(".cm-tooltip-autocomplete li")

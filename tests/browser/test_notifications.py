@@ -11,6 +11,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from .conftest import AgentClient
+from .signin import sign_in
 
 pytestmark = pytest.mark.browser
 
@@ -42,21 +43,11 @@ def app_config(app_config: dict[str, Any]) -> dict[str, Any]:
     return {**app_config, "NOTIFY_POLL_SECONDS": 1, "NOTIFY_RULES_CACHE_SECONDS": 0}
 
 
-def sign_in(page: Page, path: str, name: str = "alice",
-            password: str = "correct horse") -> None:
-    page.goto(path)
-    expect(page).to_have_url(re.compile(r"/login\?next="))
-    page.get_by_label("User name").fill(name)
-    page.get_by_label("Password").fill(password)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page).to_have_url(re.compile(re.escape(path) + r"$"))
-
-
 def test_an_error_event_raises_the_unread_count_live(
         page: Page, h: Any, agent_client: AgentClient) -> None:
     h.user()
     token = h.agent_with_token("prod")
-    sign_in(page, "/agents/prod")
+    sign_in(page, path="/agents/prod")
     count = page.locator(COUNT)
     expect(count).to_be_hidden()
     page.evaluate("window.__marker = 'not reloaded'")
@@ -97,7 +88,7 @@ def test_mark_one_read_lowers_the_count_in_place(
     token = h.agent_with_token("prod")
     agent_client.post_event(token, type="gitops_sync_failed", commit=SHA, message="timeout")
     newest = agent_client.post_event(token, type="config_invalid", commit=SHA)
-    sign_in(page, "/notifications/")
+    sign_in(page, path="/notifications/")
     count = page.locator(COUNT)
     expect(count).to_have_text("2")
     item = page.locator(f"#notification-{newest}")
@@ -114,7 +105,7 @@ def test_browser_notifications_are_asked_for_on_a_click_and_shown_live(
     h.user()
     token = h.agent_with_token("prod")
     page.add_init_script(FAKE_NOTIFICATION)
-    sign_in(page, "/notifications/settings")
+    sign_in(page, path="/notifications/settings")
     assert page.evaluate("window.__notify.asked") == 0, "asked without a click"
 
     page.get_by_role("button", name="Turn on browser notifications").click()

@@ -13,7 +13,7 @@ from playwright.sync_api import Page, expect
 from webapp import tokens
 
 from .conftest import AgentClient
-from .test_notifications import sign_in
+from .signin import sign_in
 
 pytestmark = pytest.mark.browser
 
@@ -21,7 +21,7 @@ LIVE = 8_000
 
 
 def create_agent(page: Page, name: str, connection: str) -> None:
-    sign_in(page, "/agents/new")
+    sign_in(page, path="/agents/new")
     page.get_by_label("Name").fill(name)
     page.locator(f'input[name="connection"][value="{connection}"]').check()
     page.get_by_role("button", name="Create agent").click()
@@ -78,7 +78,7 @@ def test_the_badge_and_first_events_appear_when_the_agent_connects(
 
 def test_the_empty_agent_list_says_what_to_do_next(page: Page, h: Any) -> None:
     h.user("alice", "maintainer")
-    sign_in(page, "/")
+    sign_in(page, path="/")
     empty = page.locator(".empty-state", has_text="No agents yet")
     expect(empty).to_be_visible()
     empty.get_by_role("link", name="New agent").click()
