@@ -46,3 +46,14 @@ def test_event_object_bytes_is_the_object_slice_of_the_line() -> None:
 def test_event_object_bytes_falls_back_to_encoding_an_unusual_line() -> None:
     line = json.dumps({"object": POD, "type": "ADDED"}).encode()  # object first
     assert json.loads(rawjson.event_object_bytes(line, POD)) == POD
+
+
+def test_a_lists_metadata_is_read_without_its_items_when_it_comes_first():
+    text = '{"kind":"PodList","metadata":{"resourceVersion":"7","continue":"abc"},"items":[{'
+    assert rawjson.list_metadata(text) == {"resourceVersion": "7", "continue": "abc"}
+
+
+def test_a_lists_metadata_after_its_items_is_still_found():
+    text = '{"items":[{"metadata":{"name":"a"}}], "metadata": {"continue": "n"}}'
+    assert rawjson.list_metadata(text) == {"continue": "n"}
+    assert rawjson.list_metadata('{"kind": "Status"}') == {}

@@ -10,9 +10,10 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import kubernetes
 import urllib3
@@ -118,6 +119,26 @@ def table_rows(doc: JSON) -> tuple[list[JSON], list[JSON] | None]:
         [c for c in columns if isinstance(c, dict)] if isinstance(columns, list) else None
 
 
+Page = TypeVar("Page")
+
+
+def _read_ahead(fetch: Callable[[str], tuple[Page, str]]) -> Iterator[Page]:
+    """The pages of a LIST (`fetch(continue token)` -> the page, the next token), the next
+    one requested while the caller handles this one: the API server's work on page k+1
+    overlaps ours on page k (a 5,000-pod namespace is 10 pages). `fetch` only reads (its
+    thread waits on the socket, not for the interpreter); the caller decodes. At most two
+    pages are held at once; a caller that stops early waits for the page in flight, then
+    drops it."""
+    page, token = fetch("")
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="list-ahead") as ahead:
+        while True:
+            upcoming = ahead.submit(fetch, token) if token else None
+            yield page
+            if upcoming is None:
+                return
+            page, token = upcoming.result()
+
+
 class ClusterClient:
     def __init__(self, api_client: Any, where: str = "") -> None:
         self.api = api_client
@@ -197,56 +218,70 @@ class ClusterClient:
 
     # --- reading ------------------------------------------------------------------------
 
+    def _page_text(self, params: WatchParams, identity: Identity, query: list[Any],
+                   accept: str = "application/json") -> tuple[str, str]:
+        """One page of a LIST as the server sent it (not decoded: see _read_ahead), and the
+        next page's continue token."""
+        response = self.request("GET", params.collection_path(), identity, query=query,
+                                accept=accept)
+        try:
+            text = response.read().decode()
+        finally:
+            response.release_conn()
+        try:
+            meta = rawjson.list_metadata(text)
+        except (ValueError, IndexError) as exc:
+            raise KubeError(0, "BadResponse", f"unreadable LIST response: {exc}") from None
+        return text, str(meta.get("continue") or "")
+
     def list_pages(self, params: WatchParams, identity: Identity,
                    limit: int = 500) -> Iterator[RawPage]:
         """A LIST in pages of `limit` (limit/continue): one consistent snapshot at the first
         page's resourceVersion, never the whole list decoded at once. Each item comes with
         its JSON text as sent."""
-        token = ""
-        resource_version = ""
-        while True:
+        def fetch(token: str) -> tuple[str, str]:
             query = params.query() + [("limit", str(limit))]
-            if token:
-                query.append(("continue", token))
-            response = self.request("GET", params.collection_path(), identity, query=query)
+            return self._page_text(params, identity,
+                                   query + [("continue", token)] if token else query)
+
+        resource_version = ""
+        for text in _read_ahead(fetch):
             try:
-                items, meta = rawjson.list_items(response.read().decode())
+                items, meta = rawjson.list_items(text)
             except (ValueError, IndexError) as exc:
                 raise KubeError(0, "BadResponse", f"unreadable LIST response: {exc}") from None
-            finally:
-                response.release_conn()
             resource_version = resource_version or str(meta.get("resourceVersion", ""))
             yield items, resource_version
-            token = str(meta.get("continue") or "")
-            if not token:
-                return
 
     def list_table_pages(self, params: WatchParams, identity: Identity,
                          limit: int = 500) -> Iterator[TablePage]:
         """A LIST of the kind's Table, in pages: each row as a `table_row` object (the
         object's metadata and the printed cells), with the columns the server prints."""
-        token = ""
-        resource_version = ""
-        while True:
+        def fetch(token: str) -> tuple[str, str]:
             query = params.query() + [("limit", str(limit)),
                                       ("includeObject", include_object(params))]
-            if token:
-                query.append(("continue", token))
-            doc = self.request_json("GET", params.collection_path(), identity, query=query,
-                                    accept=TABLE_ACCEPT)
+            return self._page_text(params, identity,
+                                   query + [("continue", token)] if token else query,
+                                   accept=TABLE_ACCEPT)
+
+        resource_version = ""
+        for text in _read_ahead(fetch):
+            try:
+                doc = json.loads(text)
+            except ValueError as exc:
+                raise KubeError(0, "BadResponse", f"unreadable LIST response: {exc}") from None
             meta = doc.get("metadata") or {}
             resource_version = resource_version or str(meta.get("resourceVersion", ""))
             rows, columns = table_rows(doc)
             yield rows, resource_version, columns
-            token = str(meta.get("continue") or "")
-            if not token:
-                return
 
     def current_version(self, params: WatchParams, identity: Identity) -> str:
         """The collection's resourceVersion now: a LIST of one item, read from storage."""
-        for _items, version in self.list_pages(params, identity, limit=1):
-            return version
-        return ""
+        text, _token = self._page_text(params, identity, params.query() + [("limit", "1")])
+        try:
+            return str(rawjson.list_metadata(text).get("resourceVersion", ""))
+        except (ValueError, IndexError) as exc:
+            raise KubeError(0, "BadResponse", f"unreadable LIST response: {exc}") from None
 
     def watch(self, params: WatchParams, identity: Identity, resource_version: str,
               timeout_seconds: int) -> WatchStream:

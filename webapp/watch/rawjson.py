@@ -44,6 +44,24 @@ def list_items(text: str) -> tuple[list[tuple[JSON, bytes]], JSON]:
     return items, metadata
 
 
+def list_metadata(text: str) -> JSON:
+    """A LIST body's metadata (resourceVersion, continue) without decoding its items when
+    it comes first, as the API server writes it (kind, apiVersion, metadata, then the
+    items or a Table's rows); found after them otherwise, at the cost of reading them."""
+    pos = _skip(text, 0)
+    _expect(text, pos, "{")
+    pos = _skip(text, pos + 1)
+    while text[pos] != "}":
+        key, pos = _DECODER.raw_decode(text, pos)
+        pos = _skip(text, pos)
+        _expect(text, pos, ":")
+        value, pos = _DECODER.raw_decode(text, _skip(text, pos + 1))
+        if key == "metadata":
+            return value if isinstance(value, dict) else {}
+        pos = _after_comma(text, pos)
+    return {}
+
+
 def event_object_bytes(line: bytes, obj: JSON) -> bytes:
     """The object's JSON text inside a watch event line; encoded afresh if the line does not
     have the API server's shape."""
