@@ -60,6 +60,8 @@ def init_app(app: Flask) -> None:
     def _load_user() -> None:
         g.user = None
         credentials.remember(None)
+        if request.endpoint == "static":
+            return  # public files: no session lookup (a page asks for ten of them at once)
         raw = session.get(_SESSION_ID)
         if not isinstance(raw, str):
             return
