@@ -413,6 +413,14 @@
 
     inScope(namespace, sink) { return sink.namespace === null || namespace === sink.namespace; }
 
+    // Whether a watch covering this namespace is receiving its snapshot (whose rows the page
+    // already shows or pages in): a new object of a namespace whose watch is live is shown
+    // even while another namespace's watch is still syncing.
+    syncingFor(namespace) {
+      for (const sink of this.syncing) if (this.inScope(namespace, sink)) return true;
+      return false;
+    }
+
     startSync(sink) {
       this.applyPending();
       this.syncing.add(sink);
@@ -441,7 +449,7 @@
       const queued = this.pending.get(key);
       if (this.byKey.has(key)) this.pending.set(key, match ? { html, insert: false } : null);
       else if (queued) { if (match) queued.html = html; else this.pending.delete(key); }
-      else if (match && !old && this.syncing.size === 0) this.pending.set(key, { html, insert: true });
+      else if (match && !old && !this.syncingFor(namespace)) this.pending.set(key, { html, insert: true });
       this.scheduleRefresh();
     }
 
