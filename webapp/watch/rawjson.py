@@ -20,14 +20,9 @@ def list_items(text: str) -> tuple[list[tuple[JSON, bytes]], JSON]:
     """A LIST body's items, each with its own JSON text, and the list's metadata."""
     items: list[tuple[JSON, bytes]] = []
     metadata: JSON = {}
-    pos = _skip(text, 0)
-    _expect(text, pos, "{")
-    pos = _skip(text, pos + 1)
+    pos = _object_start(text)
     while text[pos] != "}":
-        key, pos = _DECODER.raw_decode(text, pos)
-        pos = _skip(text, pos)
-        _expect(text, pos, ":")
-        pos = _skip(text, pos + 1)
+        key, pos = _member(text, pos)
         if key == "items" and text[pos] == "[":
             pos = _skip(text, pos + 1)
             while text[pos] != "]":
@@ -48,14 +43,10 @@ def list_metadata(text: str) -> JSON:
     """A LIST body's metadata (resourceVersion, continue) without decoding its items when
     it comes first, as the API server writes it (kind, apiVersion, metadata, then the
     items or a Table's rows); found after them otherwise, at the cost of reading them."""
-    pos = _skip(text, 0)
-    _expect(text, pos, "{")
-    pos = _skip(text, pos + 1)
+    pos = _object_start(text)
     while text[pos] != "}":
-        key, pos = _DECODER.raw_decode(text, pos)
-        pos = _skip(text, pos)
-        _expect(text, pos, ":")
-        value, pos = _DECODER.raw_decode(text, _skip(text, pos + 1))
+        key, pos = _member(text, pos)
+        value, pos = _DECODER.raw_decode(text, pos)
         if key == "metadata":
             return value if isinstance(value, dict) else {}
         pos = _after_comma(text, pos)
@@ -70,6 +61,21 @@ def event_object_bytes(line: bytes, obj: JSON) -> bytes:
     if head is not None and body.endswith(b"}"):
         return body[head.end():-1].rstrip()
     return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def _object_start(text: str) -> int:
+    """Where the body's first member starts."""
+    pos = _skip(text, 0)
+    _expect(text, pos, "{")
+    return _skip(text, pos + 1)
+
+
+def _member(text: str, pos: int) -> tuple[Any, int]:
+    """The member's key at `pos`, and where its value starts."""
+    key, pos = _DECODER.raw_decode(text, pos)
+    pos = _skip(text, pos)
+    _expect(text, pos, ":")
+    return key, _skip(text, pos + 1)
 
 
 def _skip(text: str, pos: int) -> int:
