@@ -121,6 +121,10 @@ def test_a_user_has_at_most_so_many_sockets(live: Live) -> None:
     live.user("alice", "viewer")
     live.agent("prod")
     token = live.token("alice")
-    for _ in range(8):  # AGENTWATCH_MAX_SOCKETS_PER_USER's default
-        live.ws(token=token)
+    for i in range(8):  # AGENTWATCH_MAX_SOCKETS_PER_USER's default
+        ws = live.ws(token=token)
+        # A synced watch proves the server counted this socket: the handshake's answer
+        # comes before the count, and a busy server may not have made it yet.
+        ws.watch(f"w{i}", namespace="default")
+        assert ws.synced(f"w{i}", timeout=60)
     assert live.refusal(token=token) == 4429

@@ -159,7 +159,8 @@ class Agent:
             _answer(stream, 503, "ServiceUnavailable",
                     f"the agent cannot reach its cluster's API server: {exc}")
             return
-        stream.on_reset = lambda: _abort(response)
+        stream.on_reset = lambda: _wake(response)
+        whole = False
         try:
             stream.send_head({"status": response.status,
                               "headers": [["Content-Type",
@@ -167,13 +168,14 @@ class Agent:
             for chunk in response.stream(MAX_DATA, decode_content=True):
                 stream.write(chunk)
             stream.end()
+            whole = True
         except StreamReset:
             pass  # the server no longer wants it (a page closed): stopped here too
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
+        except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
             # Cut mid-answer: the server's client sees a cut, never a half answer as whole.
             stream.reset(502, f"the API server's answer broke off: {exc}")
         finally:
-            _abort(response)
+            _finish(response, whole)
 
     def _perform(self, method: str, path: str, query: str, headers: list[Any],
                  body: bytes) -> Any:
@@ -216,9 +218,19 @@ def _answer(stream: Stream, code: int, reason: str, message: str) -> None:
     stream.end()
 
 
-def _abort(response: Any) -> None:
-    """Stop reading the API server's answer (it may be a watch that never ends)."""
+def _wake(response: Any) -> None:
+    """Wake the thread reading the API server's answer (it may be a watch that never ends):
+    its read ends at once, and that thread closes the connection (_finish)."""
     with contextlib.suppress(Exception):  # already done
         response.shutdown()
+
+
+def _finish(response: Any, whole: bool) -> None:
+    """Give back the connection of an answer read to its end, for the next request; close
+    any other, so the API server sees the request end (a watch stops in the cluster: a
+    connection only half shut would stay open in the pool, its watch still running)."""
+    if not whole:
+        with contextlib.suppress(Exception):
+            response.close()
     with contextlib.suppress(Exception):
         response.release_conn()

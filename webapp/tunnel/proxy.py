@@ -166,6 +166,7 @@ class _Handler(BaseHTTPRequestHandler):
                                           f"the agent's connection did not answer: {exc}")
             return
         finished = threading.Event()
+        whole = False
         if streaming:  # a closed page stops the watch at the other process too
             threading.Thread(target=self._stop_when_gone, args=(answer, finished),
                              daemon=True, name="tunnel-peer-watch").start()
@@ -178,12 +179,14 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                 self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")
+            whole = True
         except (urllib3.exceptions.HTTPError, OSError):
             self.close_connection = True  # cut: the client sees a cut, never a half answer
         finally:
             finished.set()
+            if not whole:  # closed, so the peer sees the request end (a watch stops)
+                answer.close()
             answer.release_conn()
-            answer.close()
 
     def _stop_when_gone(self, answer: Any, finished: threading.Event) -> None:
         while not finished.wait(1.0):
