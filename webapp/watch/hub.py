@@ -226,6 +226,8 @@ class UpstreamWatch:
         when this watch still remembers it; otherwise `reset` and a full snapshot.
         False if this watch is already stopping (the hub then starts a new one).
         """
+        if resume_from is None:
+            self._draw_rows()
         with self._lock:
             if self._stopping.is_set():
                 return False
@@ -249,6 +251,16 @@ class UpstreamWatch:
                 self._deliver(subscription, message("error", subscription.watch_id,
                                                     error=self._error.to_json()))
             return True
+
+    def _draw_rows(self) -> None:
+        """Draw, before taking the lock, the rows a snapshot may send: thousands of rows
+        not drawn yet (none is until a page shows it) take a good part of a second, which
+        under the lock would hold up every subscriber's live events and the pages being
+        rendered from this watch. Rows that change meanwhile are drawn under the lock."""
+        with self._lock:
+            rows = [cached.row for cached in self._cache.values() if cached.row is not None]
+        for row in rows:
+            row.html  # noqa: B018 -- drawn once, kept by the row
 
     def unsubscribe(self, subscription: Subscription) -> None:
         with self._lock:
