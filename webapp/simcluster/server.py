@@ -32,6 +32,9 @@ class HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
     allow_reuse_address = True
+    # As kube-apiserver (Go listens with the system's maximum): socketserver's backlog of 5
+    # drops the connections a client opens at once beyond it, each retried a second later.
+    request_queue_size = socket.SOMAXCONN
 
     def __init__(self, addr: tuple[str, int], sim: SimServer) -> None:
         self.sim = sim

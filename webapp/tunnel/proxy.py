@@ -209,6 +209,9 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # A page opens a dozen watches at once, each a connection: socketserver's backlog of 5
+    # would drop the rest, each retried by the client's TCP a second later.
+    request_queue_size = socket.SOMAXCONN
 
     def __init__(self, tunnels: Tunnels, host: str, port: int, secret: str,
                  peer_of: Callable[[str], str | None]) -> None:

@@ -13,7 +13,6 @@ scrolled (`list_rows`), filtered and sorted here over every row.
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -137,21 +136,11 @@ def _table(kind: Kind, state: ListState, watches: list[WatchParams], snaps: list
 def _snapshots(agent: Agent, identity: Identity,
                params: list[WatchParams], objects: bool = True) -> list[Snapshot]:
     """Every table's first state at once: a slow cluster costs one timeout, not five."""
-    app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]
-    hub = app.extensions["watch_hub"]
-
-    def take(one: WatchParams) -> Snapshot:
-        with app.app_context():  # the hub looks the agent up to build its client
-            try:
-                return hub.snapshot(agent.name, identity, one, timeout=SNAPSHOT_TIMEOUT,
-                                    objects=objects or one == NAMESPACES)
-            except KubeError as exc:
-                return Snapshot([], exc)
-
-    if not params:
-        return []
-    with ThreadPoolExecutor(max_workers=min(len(params), 16)) as pool:
-        return list(pool.map(take, params))
+    hub = current_app.extensions["watch_hub"]
+    snaps: list[Snapshot] = hub.snapshots(
+        agent.name, identity, [(one, objects or one == NAMESPACES) for one in params],
+        timeout=SNAPSHOT_TIMEOUT)
+    return snaps
 
 
 def _agent_page(name: str) -> tuple[Agent, dict[str, Any]]:

@@ -631,6 +631,34 @@ class Hub:
         if self._check is not None:
             self._check(agent, params)
         upstream = self._upstream(WatchKey(agent, identity, params))
+        return self._taken(upstream, timeout, objects)
+
+    def snapshots(self, agent: str, identity: Identity,
+                  wanted: list[tuple[WatchParams, bool]], timeout: float = 10.0) -> list[Snapshot]:
+        """Several watches' state, as snapshot() (params, objects) each: every watch is
+        started first, so that their LISTs run at once (each watch lists in its own
+        thread), then each is waited for within one deadline: a slow cluster costs one
+        timeout, not one per watch. A watch the cluster refuses is a Snapshot of its error."""
+        started: list[UpstreamWatch | KubeError] = []
+        for params, _ in wanted:
+            try:
+                if self._check is not None:
+                    self._check(agent, params)
+                started.append(self._upstream(WatchKey(agent, identity, params)))
+            except KubeError as exc:
+                started.append(exc)
+        deadline = time.monotonic() + timeout
+        taken: list[Snapshot] = []
+        for (_, objects), upstream in zip(wanted, started, strict=True):
+            if isinstance(upstream, KubeError):
+                taken.append(Snapshot([], upstream))
+            else:
+                taken.append(self._taken(upstream, max(0.0, deadline - time.monotonic()),
+                                         objects))
+        return taken
+
+    @staticmethod
+    def _taken(upstream: UpstreamWatch, timeout: float, objects: bool) -> Snapshot:
         snap = upstream.snapshot(timeout, objects)
         if not upstream.subscriber_count:
             upstream.unsubscribe_idle()
