@@ -1,8 +1,8 @@
 """The agent's tunnel: `agentwatch agent` dials out to the server and carries the server's
 Kubernetes API requests to its cluster (docs/tunnel-protocol.md, docs/agent.md).
 
-`frames` and `mux` are the protocol (both ends); `endpoint`, `connections`, `registry`
-and `proxy` the server's side; `agent`, `allowlist` and `wsclient` the agent's.
+`frames` and `mux` are the protocol (both ends); `endpoint`, `wsserver`, `connections`,
+`registry` and `proxy` the server's side; `agent`, `allowlist` and `wsclient` the agent's.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ def init_app(app: Flask) -> None:
     from .endpoint import tunnel_socket
     from .proxy import LoopbackProxy
     from .registry import Tunnels
+    from .wsserver import PATH
 
     tunnels = Tunnels()
     app.extensions["tunnels"] = tunnels
     app.extensions["tunnel_proxy"] = LoopbackProxy(app, tunnels)
-    Sock(app).route("/api/v1/agent/tunnel")(tunnel_socket)
+    Sock(app).route(PATH)(tunnel_socket)

@@ -16,9 +16,10 @@ from flask import Flask, current_app, request
 from .. import tokens
 from ..errors import AppError
 from . import connections
-from .frames import RECEIVE_BYTES, SUBPROTOCOL
+from .frames import SUBPROTOCOL
 from .mux import Mux
 from .registry import Tunnels
+from .wsserver import ServerSocket, claims
 
 log = logging.getLogger(__name__)
 RECHECK_SECONDS = 2.0
@@ -27,6 +28,10 @@ CLOSE_UNAUTHORIZED, CLOSE_FORBIDDEN, CLOSE_PROTOCOL = 4401, 4403, 4400
 
 def tunnel_socket(ws: Any) -> None:
     app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]
+    # The agent's frames are read here, by its mux's thread (wsserver.py); a socket left
+    # to the library (another subprotocol, or an extension offered) is refused below.
+    if claims(ws):
+        ws = ServerSocket(ws)
     header = request.headers.get("Authorization", "")
     raw = header.removeprefix("Bearer ").strip() if header.startswith("Bearer ") else None
     try:
@@ -35,8 +40,9 @@ def tunnel_socket(ws: Any) -> None:
         if not agent.tunnel:
             raise _Refused(CLOSE_FORBIDDEN, f"agent {agent.name} does not use a tunnel: "
                                             f"agentwatch agents create {agent.name} --tunnel")
-        if ws.subprotocol != SUBPROTOCOL:
-            raise _Refused(CLOSE_PROTOCOL, f"offer the subprotocol {SUBPROTOCOL}")
+        if not isinstance(ws, ServerSocket):
+            raise _Refused(CLOSE_PROTOCOL, f"offer the subprotocol {SUBPROTOCOL} "
+                                           "(and no extension)")
         name, agent_id = agent.name, agent.id
         app.extensions["db_session"].remove()  # its read ends before the write below
         connection_id = connections.opened(cred, app.extensions["tunnel_proxy"].address())
@@ -50,9 +56,6 @@ def tunnel_socket(ws: Any) -> None:
         app.extensions["db_session"].remove()
 
     tunnels: Tunnels = app.extensions["tunnels"]
-    # Whatever has arrived, in one read (from its next read on): frames that came together
-    # are parsed and handed over together, not 4 KiB (simple_websocket's default) at a time.
-    ws.receive_bytes = RECEIVE_BYTES
     mux = Mux(ws, name=f"tunnel of {name}")
     open_now = tunnels.add(name, mux)
     log.info("agent %s connected from %s (%d connection(s) open here)", name,
@@ -98,7 +101,8 @@ def _keep(app: Flask, mux: Mux, raw: str | None, connection_id: int, agent_id: i
 
 
 def _close_socket(mux: Mux) -> None:
-    """Wake the connection's reader (blocked in receive) so that it ends now."""
+    """Wake the connection's reader (blocked in receive) so that it ends now: the close
+    frame goes out, then the socket is closed."""
     ws = mux.websocket
     with contextlib.suppress(Exception):
         ws.close(CLOSE_UNAUTHORIZED, mux.close_reason[:120])

@@ -18,6 +18,7 @@ WINDOW = struct.Struct("!I")
 MAX_DATA = 60 * 1024  # payload of one DATA frame (a message stays under 64 KiB)
 INITIAL_WINDOW = 1024 * 1024  # bytes a stream may have in flight, each way
 RECEIVE_BYTES = 64 * 1024  # read from the WebSocket at once (many frames, one wake-up)
+MAX_MESSAGE = 64 * 1024  # one WebSocket message the server takes: a frame (DATA or a head)
 
 
 class Kind(enum.IntEnum):

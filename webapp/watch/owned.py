@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import select
 import socket
 import struct
 import termios
@@ -32,6 +33,7 @@ class OwnedSocket:
             sock.settimeout(None)
         self.lock = threading.Lock()
         self._recv_lock = threading.Lock()
+        self._readable: select.poll | None = None  # recv_within's, made on first use
         self.closed = False
         self.broken = False  # the peer reset or the socket failed: nothing more goes out
         self.pending: bytes | memoryview = b""  # written by us, not yet taken by the kernel
@@ -58,6 +60,38 @@ class OwnedSocket:
             if self.closed:
                 return b""
             return self._sock.recv(size)
+
+    # --- for a reader and a writer of their own (the tunnel's, webapp/tunnel/wsserver.py) --
+
+    def recv_within(self, size: int, timeout: float | None) -> bytes | None:
+        """recv(), or None when nothing arrives within `timeout` seconds. The wait holds the
+        read lock, so the descriptor stays this socket's until it ends; close() wakes it."""
+        with self._recv_lock:
+            if self.closed:
+                return b""
+            if timeout is not None:
+                if self._readable is None:
+                    self._readable = select.poll()
+                    self._readable.register(self._sock, select.POLLIN)
+                if not self._readable.poll(max(0, int(timeout * 1000))):
+                    return None
+            return self._sock.recv(size)
+
+    def wait_sent(self) -> None:
+        """Wait until the kernel took everything written (for a writer that must not run
+        ahead of its peer); BrokenPipeError once the socket is closed or broken."""
+        while True:
+            with self.lock:
+                if self.closed or self.broken:
+                    raise BrokenPipeError("the WebSocket is closed")
+                if self.flush_locked():
+                    return
+            # Without the lock (close() takes it): a descriptor closed meanwhile only
+            # makes this wait end early or last its 0.1 s, and the loop finds `closed`.
+            with contextlib.suppress(OSError, ValueError):
+                poll = select.poll()
+                poll.register(self._sock, select.POLLOUT)
+                poll.poll(100)
 
     def close(self) -> None:
         """No write after this one returns; a read in progress is woken and waited for."""

@@ -27,6 +27,7 @@ from simple_websocket import ConnectionClosed
 from .. import agents, auth, credentials
 from ..errors import AppError
 from ..models import Agent, User
+from ..tunnel import wsserver
 from ..tunnel.frames import SUBPROTOCOL as TUNNEL_SUBPROTOCOL
 from . import access, limits, tickets
 from .limits import LimitReached
@@ -74,11 +75,14 @@ def init_app(app: Flask) -> None:
     sock.route("/agents/<name>/watch")(watch_socket)
 
 
-def _owning_reader(target: Callable[[], None]) -> threading.Thread:
+def _owning_reader(target: Callable[[], None]) -> threading.Thread | wsserver.NotStarted:
     """simple_websocket's reader thread, made right after the handshake: the moment the
-    socket passes into its connection's hands, before that thread first touches it."""
+    socket passes into its connection's hands, before that thread first touches it. An
+    agent's tunnel is read by its endpoint itself (tunnel/wsserver.py): no thread."""
     ws = target.__self__  # type: ignore[attr-defined]
     ws.sock = OwnedSocket(ws.sock)
+    if wsserver.claims(ws):
+        return wsserver.NotStarted()
     return threading.Thread(target=target, daemon=True)
 
 
