@@ -211,7 +211,9 @@ def test_a_peer_gone_without_a_close_ends_the_connection(pair: Any) -> None:
     assert closed.value.reason == 1006
 
 
-@pytest.mark.parametrize(("wire", "code", "reason"), [
+# Named by their reason: the wire holds a random mask, and the workers of `pytest -n`
+# must collect the same test ids.
+NOT_THE_PROTOCOL = [
     (client_frame(b"x", masked=False), 1002, "must be masked"),
     (client_frame(b"x", rsv=0x40), 1002, "RSV bits set"),
     (client_frame(b"x", opcode=0x3), 1002, "unknown opcode 0x3"),
@@ -228,7 +230,11 @@ def test_a_peer_gone_without_a_close_ends_the_connection(pair: Any) -> None:
     (client_frame(b"a" * 40_000, fin=False) + client_frame(b"", opcode=0x0,
                                                             length=30_000)[:4],
      1009, "a message of 70000 bytes"),
-])
+]
+
+
+@pytest.mark.parametrize(("wire", "code", "reason"), NOT_THE_PROTOCOL,
+                         ids=[reason for _, _, reason in NOT_THE_PROTOCOL])
 def test_what_is_not_the_protocol_closes_with_its_code(pair: Any, wire: bytes, code: int,
                                                       reason: str) -> None:
     ws, peer = pair
