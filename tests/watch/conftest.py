@@ -315,7 +315,35 @@ class Closed(Exception):
         self.reason = reason
 
 
-class RawWS:
+class ServerFrames:
+    """Reads a server's frames, whole and unmasked, from `sock` (bytes beyond what a
+    frame needs wait in `buffer`)."""
+
+    sock: socket.socket
+    buffer: bytes
+
+    def _exact(self, n: int) -> bytes:
+        while len(self.buffer) < n:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise EOFError("connection closed")
+            self.buffer += chunk
+        data, self.buffer = self.buffer[:n], self.buffer[n:]
+        return data
+
+    def frame(self) -> tuple[int, bytes]:
+        first, second = self._exact(2)
+        assert first & 0x80, "fragmented frames are not expected from this server"
+        assert not second & 0x80, "server frames must not be masked"
+        length = second & 0x7F
+        if length == 126:
+            length = struct.unpack("!H", self._exact(2))[0]
+        elif length == 127:
+            length = struct.unpack("!Q", self._exact(8))[0]
+        return first & 0x0F, self._exact(length)
+
+
+class RawWS(ServerFrames):
     """A WebSocket client on a plain socket: it reads only when told to, so it can play a
     browser tab that stopped reading. It also sends the Host header with the port, as
     browsers do."""
@@ -343,26 +371,6 @@ class RawWS:
         self.status = int(status.split()[1])
         self.headers = {k.strip().lower(): v.strip() for k, _, v in
                         (line.partition(":") for line in header_lines)}
-
-    def _exact(self, n: int) -> bytes:
-        while len(self.buffer) < n:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise EOFError("connection closed")
-            self.buffer += chunk
-        data, self.buffer = self.buffer[:n], self.buffer[n:]
-        return data
-
-    def frame(self) -> tuple[int, bytes]:
-        first, second = self._exact(2)
-        assert first & 0x80, "fragmented frames are not expected from this server"
-        assert not second & 0x80, "server frames must not be masked"
-        length = second & 0x7F
-        if length == 126:
-            length = struct.unpack("!H", self._exact(2))[0]
-        elif length == 127:
-            length = struct.unpack("!Q", self._exact(8))[0]
-        return first & 0x0F, self._exact(length)
 
     def recv(self) -> dict[str, Any]:
         """The next text message; Closed on a close frame."""

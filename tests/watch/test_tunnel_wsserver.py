@@ -26,7 +26,7 @@ from webapp.tunnel.wsclient import frame as agent_frame
 from webapp.tunnel.wsserver import PATH, NotStarted, ServerSocket, unmask
 from webapp.watch.owned import OwnedSocket
 
-from .conftest import WAIT, Closed, Live, eventually
+from .conftest import WAIT, Closed, Live, ServerFrames, eventually
 from .test_tunnel import tunneled  # noqa: F401  (a fixture)
 
 
@@ -48,32 +48,13 @@ def client_frame(payload: bytes, opcode: int = 0x2, fin: bool = True, masked: bo
     return header + key + bytes(b ^ key[i % 4] for i, b in enumerate(payload))
 
 
-class Peer:
+class Peer(ServerFrames):
     """The agent's end of the pair: writes raw bytes, reads the server's frames."""
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.sock.settimeout(WAIT)
         self.buffer = b""
-
-    def _exact(self, n: int) -> bytes:
-        while len(self.buffer) < n:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise EOFError("connection closed")
-            self.buffer += chunk
-        data, self.buffer = self.buffer[:n], self.buffer[n:]
-        return data
-
-    def frame(self) -> tuple[int, bytes]:
-        first, second = self._exact(2)
-        assert first & 0x80 and not second & 0x80, "a whole, unmasked server frame"
-        length = second & 0x7F
-        if length == 126:
-            length = struct.unpack("!H", self._exact(2))[0]
-        elif length == 127:
-            length = struct.unpack("!Q", self._exact(8))[0]
-        return first & 0x0F, self._exact(length)
 
     def closed_with(self) -> tuple[int, str]:
         """The close frame the server sent, after which the socket ends."""
