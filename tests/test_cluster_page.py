@@ -18,8 +18,8 @@ from flask.testing import FlaskClient
 from live_cluster import add_agent, served, watches_stopped
 
 from webapp.simcluster import SimCluster
-from webapp.watch.hub import Subscription
 from webapp.watch.resources import AGENT, WatchParams
+from webapp.watch.subscriptions import Subscription
 
 FLUX_NS = "flux-system"
 

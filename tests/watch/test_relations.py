@@ -306,9 +306,9 @@ def test_a_huge_inventory_is_cut_and_says_how_much() -> None:
 # --- the world from snapshots -----------------------------------------------------------
 
 def test_a_snapshot_world_reads_each_watch_once_and_never_secrets() -> None:
-    from webapp.watch.hub import Snapshot
     from webapp.watch.kube import KubeError
     from webapp.watch.resources import WatchParams
+    from webapp.watch.subscriptions import Snapshot
 
     taken: list[WatchParams] = []
     pods = [pod("web-1")]

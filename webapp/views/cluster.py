@@ -30,11 +30,11 @@ from ..models import Agent
 from ..watch import access, actions, listing, names, object_events, relations, rows, table_rows
 from ..watch.cells import Column
 from ..watch.discovery import Kind, Served
-from ..watch.hub import RenderedRow, Snapshot
 from ..watch.kube import KubeError
 from ..watch.listing import ListState
 from ..watch.registry import connection_of
 from ..watch.resources import Identity, WatchParams
+from ..watch.subscriptions import RenderedRow, Snapshot
 from .activity import status_key
 
 bp = Blueprint("cluster", __name__)

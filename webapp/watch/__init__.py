@@ -14,9 +14,10 @@ from .. import agents
 def init_app(app: Flask) -> None:
     from . import routes, table_rows, ws
     from .discovery import Discovery
-    from .hub import Hub, Timing
+    from .hub import Hub
     from .kube import ClusterClient
     from .registry import Clusters
+    from .upstream import Timing
 
     clusters = Clusters()
 

@@ -1,5 +1,5 @@
 """What a list-then-watch loop does after each way a watch can end, in one place for the
-relay's shared watches (hub.py) and the GitOps observer's (gitops/reflector.py).
+relay's shared watches (upstream.py) and the GitOps observer's (gitops/reflector.py).
 
 Like client-go's reflector, and one step safer, because a cluster recreated behind the
 same address (or restored from a backup) starts its resourceVersions again lower, and a

@@ -19,7 +19,7 @@ from urllib.parse import urlencode
 from ..errors import Invalid
 from . import names
 from .discovery import Kind, Served
-from .hub import RenderedRow
+from .subscriptions import RenderedRow
 
 PAGE_SIZE = 100  # rows of the first screen, and of each page after it
 MAX_NAMESPACES = 20

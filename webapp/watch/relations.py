@@ -21,7 +21,7 @@ from .resources import WatchParams
 from .rows import normalize, pod_columns, status_tone
 
 if TYPE_CHECKING:
-    from .hub import Snapshot
+    from .subscriptions import Snapshot
 
 JSON = dict[str, Any]
 

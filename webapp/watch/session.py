@@ -6,9 +6,10 @@ import json
 from typing import Any
 
 from ..errors import AppError
-from .hub import Hub, Owner, Sink, Subscription, message
+from .hub import Hub
 from .limits import LimitReached
 from .resources import Identity, WatchParams
+from .subscriptions import Owner, Sink, Subscription, message
 
 MAX_WATCHES = 64
 MAX_WATCH_ID = 128

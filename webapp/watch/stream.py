@@ -29,11 +29,11 @@ from flask import Response, current_app, request
 from .. import agents, auth, credentials
 from ..errors import Invalid
 from . import access, limits
-from .hub import Subscription
 from .limits import LimitReached
 from .outbox import Outbox
 from .recheck import FORBIDDEN, GONE, SIGNED_OUT, Recheck
 from .resources import WatchParams
+from .subscriptions import Subscription
 
 OUTBOX_LIMIT = 5000
 KEEPALIVE_SECONDS = 15.0
