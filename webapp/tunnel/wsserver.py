@@ -3,7 +3,7 @@ agent's tunnel connection, once simple_websocket has made the handshake.
 
 The library reads every server socket in a thread of its own, parses the frames through
 wsproto and hands each message to `receive()` through a list and an event: most of the
-server's CPU per watch event through the tunnel (issue 14). Here the tunnel's reader
+server's CPU per watch event through the tunnel. Here the tunnel's reader
 thread (Mux.run) reads the socket itself: whatever has arrived, up to RECEIVE_BYTES at
 once, parsed into as many whole frames as it holds, each payload unmasked as one big
 integer XOR (wsclient.py masks the agent's frames the same way). The hook that makes the
