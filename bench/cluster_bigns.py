@@ -46,7 +46,7 @@ from common import Client, log, login, login_test_client, write_result  # noqa: 
 
 NAMESPACE = "big"
 PAGE_SIZE = 100  # webapp.watch.listing.PAGE_SIZE: the first screen of rows the page sends
-FIRST_HTML_MAX = 300_000  # goal (issue 15): a 5,000-pod namespace's first HTML <= 300 KB
+FIRST_HTML_MAX = 300_000  # goal: a 5,000-pod namespace's first HTML <= 300 KB
 
 
 def page_path(namespace: str) -> str:

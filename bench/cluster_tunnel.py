@@ -1,4 +1,4 @@
-"""The agent's tunnel against the direct transport, side by side in one run (issue 14).
+"""The agent's tunnel against the direct transport, side by side in one run.
 
 Goals: watch event latency p99 through the tunnel <= 1.5x direct at 500 events/s with 200
 page subscribers; a 5,000-pod LIST through the tunnel <= 1.5x direct; log follow at

@@ -27,7 +27,7 @@ clients made, discovery, the LIST); `cold_data`, the big namespace right after t
 page of the empty "default" namespace (the process warm, the namespace's data not cached).
 Reported: wall time and HTML size, the server process's CPU time (on a shared machine the
 wall time includes waiting for a CPU, the CPU time does not), pods named in the HTML; the
-median over the rounds. Goals (issue 15): agentwatch <= 0.25x kube-web-view's
+median over the rounds. Goals: agentwatch <= 0.25x kube-web-view's
 time, its first HTML <= 300 KB.
 """
 

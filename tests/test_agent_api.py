@@ -1,4 +1,4 @@
-"""The agent-facing API: its contract and every bad input the issue names."""
+"""The agent-facing API: its contract and every bad input it must refuse clearly."""
 
 from __future__ import annotations
 
