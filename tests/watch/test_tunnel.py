@@ -240,3 +240,16 @@ def test_an_agent_never_carries_another_agents_requests(live: Live, tunneled: An
     # And nothing reaches the endpoint without the server's own secret.
     assert requests.get(f"{base}/agents/prod/api/v1/namespaces/default/pods",
                         timeout=WAIT).status_code == 401
+
+
+def test_a_watch_closed_on_the_server_stops_in_the_cluster(live: Live, tunneled: Any) -> None:
+    """Closing the server's end of a tunneled watch ends the agent's request to its API
+    server at once, even when the agent makes no other request afterwards."""
+    base, secret = live.app.extensions["tunnel_proxy"].endpoint()
+    watch = requests.get(f"{base}/agents/prod/api/v1/namespaces/default/pods?watch=true",
+                         timeout=WAIT, stream=True,
+                         headers={"Authorization": f"Bearer {secret}"})
+    assert watch.status_code == 200
+    eventually(lambda: live.sim.stats.open_watches("pods") == 1)
+    watch.close()
+    eventually(lambda: live.sim.stats.open_watches("pods") == 0)
