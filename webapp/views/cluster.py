@@ -439,10 +439,9 @@ def _relations(agent: Agent, identity: Identity, params: WatchParams, kind: Kind
     hub = app.extensions["watch_hub"]
 
     def take(one: WatchParams) -> Snapshot:
-        try:
-            return hub.snapshot(agent.name, identity, one, timeout=RELATIONS_SNAPSHOT_TIMEOUT)
-        except KubeError as exc:
-            return Snapshot([], exc)
+        snap: Snapshot = hub.snapshot(agent.name, identity, one,
+                                      timeout=RELATIONS_SNAPSHOT_TIMEOUT)
+        return snap
 
     world = relations.SnapshotWorld(take, _served_kind(_served(agent)))
     return relations.tree(params.group, kind.kind, obj, world), world

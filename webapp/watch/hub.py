@@ -62,10 +62,7 @@ class Hub:
                  timeout: float = 10.0, objects: bool = True) -> Snapshot:
         """The current state through the shared watch (started if needed; it stops after
         the grace period unless the page's live connection subscribes meanwhile)."""
-        if self._check is not None:
-            self._check(agent, params)
-        upstream = self._upstream(WatchKey(agent, identity, params))
-        return self._taken(upstream, timeout, objects)
+        return self.snapshots(agent, identity, [(params, objects)], timeout)[0]
 
     def snapshots(self, agent: str, identity: Identity,
                   wanted: list[tuple[WatchParams, bool]], timeout: float = 10.0) -> list[Snapshot]:
@@ -86,17 +83,11 @@ class Hub:
         for (_, objects), upstream in zip(wanted, started, strict=True):
             if isinstance(upstream, KubeError):
                 taken.append(Snapshot([], upstream))
-            else:
-                taken.append(self._taken(upstream, max(0.0, deadline - time.monotonic()),
-                                         objects))
+                continue
+            taken.append(upstream.snapshot(max(0.0, deadline - time.monotonic()), objects))
+            if not upstream.subscriber_count:
+                upstream.unsubscribe_idle()
         return taken
-
-    @staticmethod
-    def _taken(upstream: UpstreamWatch, timeout: float, objects: bool) -> Snapshot:
-        snap = upstream.snapshot(timeout, objects)
-        if not upstream.subscriber_count:
-            upstream.unsubscribe_idle()
-        return snap
 
     def _forget(self, upstream: UpstreamWatch) -> None:
         with self._lock:
