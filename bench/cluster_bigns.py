@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cluster_common import (  # noqa: E402
     AGENT,
+    PAGE_SIZE,
     Rig,
     WsConn,
     header,
@@ -45,7 +46,6 @@ from cluster_common import (  # noqa: E402
 from common import Client, log, login, login_test_client, write_result  # noqa: E402
 
 NAMESPACE = "big"
-PAGE_SIZE = 100  # webapp.watch.listing.PAGE_SIZE: the first screen of rows the page sends
 FIRST_HTML_MAX = 300_000  # goal: a 5,000-pod namespace's first HTML <= 300 KB
 
 

@@ -55,6 +55,7 @@ ANNOTATION = "bench.agentwatch/stamp"
 MARK = b'"bench.agentwatch/stamp":"'
 SUBPROTOCOL = "agentwatch.watch.v1"
 AGENT = "sim"
+PAGE_SIZE = 100  # webapp.watch.listing.PAGE_SIZE: the rows of a list's first HTML
 CTX = mp.get_context("spawn")
 TICK = os.sysconf("SC_CLK_TCK")
 

@@ -59,6 +59,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cluster_common import (  # noqa: E402
+    PAGE_SIZE,
     Child,
     CpuMeter,
     Rig,
@@ -90,7 +91,6 @@ from tunnel_common import (  # noqa: E402
 
 PARTS = ("streams", "fanout", "list", "logs")
 GRACE = 12.0  # the hub stops an unwatched watch after 10 s
-PAGE_SIZE = 100  # webapp.watch.listing.PAGE_SIZE: the rows of the first HTML
 
 
 def options(argv: list[str] | None = None) -> argparse.Namespace:
