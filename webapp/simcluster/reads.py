@@ -53,22 +53,25 @@ class Reads(Exchange):
         pred = compile_selector(rt, query.get("labelSelector"), query.get("fieldSelector"))
         at = self._wait_fresh(query)
         store = self.cluster.store
-        if at is not None and query.get("resourceVersionMatch") == "Exact":
-            rv, items = at, store.list_at(rt, at, route.namespace, pred)
-        else:
-            rv, items = store.list_objects(rt, route.namespace, pred)
-        meta: JSON = {"resourceVersion": str(rv)}
-        limit = int_param(query, "limit")
+        meta: JSON = {}
+        start_key: tuple[str, str] | None = None
         token = query.get("continue")
         if token:
             try:
                 cont = json.loads(base64.urlsafe_b64decode(token.encode()))
-                start_key = (cont["ns"], cont["name"])
-                meta["resourceVersion"] = str(cont["rv"])
+                start_key = (str(cont["ns"]), str(cont["name"]))
+                meta["resourceVersion"] = str(int(cont["rv"]))
             except (ValueError, KeyError, TypeError, binascii.Error):
                 raise ApiError(400, "continue key is not valid: incorrect encoded start "
                                     "resourceVersion (version meta.k8s.io/v1)") from None
-            items = [s for s in items if (s.namespace, s.obj["metadata"]["name"]) > start_key]
+        if at is not None and query.get("resourceVersionMatch") == "Exact":
+            rv, items = at, store.list_at(rt, at, route.namespace, pred)
+            if start_key is not None:
+                items = [s for s in items if (s.namespace, s.obj["metadata"]["name"]) > start_key]
+        else:
+            rv, items = store.list_objects(rt, route.namespace, pred, start_key)
+        meta.setdefault("resourceVersion", str(rv))
+        limit = int_param(query, "limit")
         if limit and limit > 0 and len(items) > limit:
             last = items[limit - 1]
             meta["continue"] = base64.urlsafe_b64encode(dumps({
