@@ -4,6 +4,7 @@ and a watch event line must give back exactly the objects, whatever the spacing.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -57,3 +58,52 @@ def test_a_lists_metadata_after_its_items_is_still_found():
     text = '{"items":[{"metadata":{"name":"a"}}], "metadata": {"continue": "n"}}'
     assert rawjson.list_metadata(text) == {"continue": "n"}
     assert rawjson.list_metadata('{"kind": "Status"}') == {}
+
+
+TABLE: dict[str, Any] = {
+    "kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": "9"},
+    "columnDefinitions": [{"name": "Name", "format": "name"}, {"name": "Age"}],
+    "rows": [{"cells": ["a,b}", "1m"], "object": POD},
+             {"cells": ["second", "2d"], "object": {"metadata": {"name": "second"}}}]}
+
+
+@pytest.mark.parametrize("dumps", [
+    lambda v: json.dumps(v, separators=(",", ":"), ensure_ascii=False),
+    lambda v: json.dumps(v, indent=2),
+])
+def test_a_table_page_gives_its_rows_one_by_one(dumps: object) -> None:
+    page = rawjson.table_page(dumps(TABLE))  # type: ignore[operator]
+    assert page is not None
+    meta, columns, rows = page
+    assert meta == {"resourceVersion": "9"} and columns == TABLE["columnDefinitions"]
+    assert next(rows) == TABLE["rows"][0]  # decoded as taken
+    assert list(rows) == TABLE["rows"][1:]
+
+
+def test_a_table_without_rows_has_none() -> None:
+    for rows in ("[]", "null"):
+        page = rawjson.table_page('{"kind":"Table","metadata":{},"columnDefinitions":[],'
+                                  f'"rows":{rows}}}')
+        assert page is not None and list(page[2]) == []
+
+
+@pytest.mark.parametrize("text", [
+    '{"kind":"Table","rows":[],"columnDefinitions":[]}',  # columns after the rows
+    '{"kind":"PodList","metadata":{},"items":[]}',  # not a Table
+    '{"kind":"Table","columnDefinitions":[]}',  # no rows at all
+])
+def test_a_table_not_written_as_the_api_server_does_is_left_to_a_whole_decode(
+        text: str) -> None:
+    assert rawjson.table_page(text) is None
+
+
+def test_a_cut_table_page_is_refused_when_its_rows_are_read() -> None:
+    text = json.dumps(TABLE)
+    page = rawjson.table_page(text[:text.index('"second"')])
+    assert page is not None
+    with pytest.raises((ValueError, IndexError)):
+        list(page[2])
+    odd = rawjson.table_page('{"kind":"Table","columnDefinitions":[],"rows":{"a":1}}')
+    assert odd is not None
+    with pytest.raises(ValueError):
+        next(odd[2])

@@ -3,6 +3,7 @@ fanned out to every subscriber (upstream.py keeps each alive)."""
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -30,11 +31,13 @@ class Hub:
         self._watches: dict[WatchKey, UpstreamWatch] = {}
         self.reachability = Reachability("live view")
 
-    def _upstream(self, key: WatchKey) -> UpstreamWatch:
+    def _upstream(self, key: WatchKey,
+                  client_for: Callable[[str], ClusterClient] | None = None) -> UpstreamWatch:
         with self._lock:
             upstream = self._watches.get(key)
             if upstream is None:
-                upstream = UpstreamWatch(key, self._client_for(key.agent), self.timing,
+                client = (client_for or self._client_for)(key.agent)
+                upstream = UpstreamWatch(key, client, self.timing,
                                          self._forget, self._render_row, self.reachability)
                 self._watches[key] = upstream
                 upstream.start()
@@ -70,12 +73,14 @@ class Hub:
         started first, so that their LISTs run at once (each watch lists in its own
         thread), then each is waited for within one deadline: a slow cluster costs one
         timeout, not one per watch. A watch the cluster refuses is a Snapshot of its error."""
+        # The agent's client is looked up once (a database read), not once per new watch.
+        client_for = functools.cache(self._client_for)
         started: list[UpstreamWatch | KubeError] = []
         for params, _ in wanted:
             try:
                 if self._check is not None:
                     self._check(agent, params)
-                started.append(self._upstream(WatchKey(agent, identity, params)))
+                started.append(self._upstream(WatchKey(agent, identity, params), client_for))
             except KubeError as exc:
                 started.append(exc)
         deadline = time.monotonic() + timeout

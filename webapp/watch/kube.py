@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -76,7 +76,7 @@ class Connection:
 
 RawPage = tuple[list[tuple[JSON, bytes]], str]  # (item, its JSON text) pairs, resourceVersion
 # (rows as table_row objects, resourceVersion, the printed columns or None)
-TablePage = tuple[list[JSON], str, "list[JSON] | None"]
+TablePage = tuple[Iterable[JSON], str, "list[JSON] | None"]
 
 
 def table_row(row: Any) -> JSON:
@@ -100,6 +100,16 @@ def table_row(row: Any) -> JSON:
     if isinstance(spec, dict) and isinstance(spec.get("suspend"), bool):
         out["suspend"] = spec["suspend"]  # Flux prints no column for it; the page shows it
     return out
+
+
+def _readable_rows(rows: Iterator[Any]) -> Iterator[JSON]:
+    """A Table page's rows as the relay's objects, as they are decoded; a row that cannot be
+    read ends the LIST as a bad response."""
+    try:
+        for row in rows:
+            yield table_row(row)
+    except (ValueError, IndexError) as exc:
+        raise KubeError(0, "BadResponse", f"unreadable LIST response: {exc}") from None
 
 
 def include_object(params: WatchParams) -> str:
@@ -265,14 +275,22 @@ class ClusterClient:
                                    accept=TABLE_ACCEPT)
 
         resource_version = ""
+        rows: Iterable[JSON]
+        columns: list[JSON] | None
         for text in _read_ahead(fetch):
             try:
-                doc = json.loads(text)
-            except ValueError as exc:
+                page = rawjson.table_page(text)
+                if page is None:  # not as the API server writes a Table: decoded whole
+                    doc = json.loads(text)
+                    rows, columns = table_rows(doc)
+                    meta = doc.get("metadata") or {}
+                else:
+                    meta, printed, raw_rows = page
+                    rows = _readable_rows(raw_rows)
+                    columns = [c for c in printed if isinstance(c, dict)]
+            except (ValueError, IndexError, AttributeError) as exc:
                 raise KubeError(0, "BadResponse", f"unreadable LIST response: {exc}") from None
-            meta = doc.get("metadata") or {}
             resource_version = resource_version or str(meta.get("resourceVersion", ""))
-            rows, columns = table_rows(doc)
             yield rows, resource_version, columns
 
     def current_version(self, params: WatchParams, identity: Identity) -> str:

@@ -163,7 +163,7 @@ def select(entries: Iterable[RenderedRow], state: ListState,
             and all(word in row.text for word in words)]
 
     def tie(row: RenderedRow) -> tuple[Any, ...]:
-        return (row.sort.get("namespace", ""), _natural(row.sort.get("name", "")))
+        return (row.key[0], _natural(row.key[1]))
 
     rows.sort(key=tie)
     column = state.sort

@@ -1,11 +1,12 @@
 """Objects with the exact JSON text the API server sent, so the relay's cache keeps those
 bytes instead of encoding every object again (json.dumps cost a third of a 5,000-pod
-first render)."""
+first render); and a Table's rows decoded one at a time, as they are read."""
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 JSON = dict[str, Any]
@@ -37,6 +38,48 @@ def list_items(text: str) -> tuple[list[tuple[JSON, bytes]], JSON]:
                 metadata = value
         pos = _after_comma(text, pos)
     return items, metadata
+
+
+def table_page(text: str) -> tuple[JSON, list[Any], Iterator[Any]] | None:
+    """A Table answer's metadata, columns and rows, each row decoded only when the caller
+    takes it: a page's 500 rows are never all objects at once (they would be thousands of
+    containers for the garbage collector to walk, and promote, while the page is handled).
+    None when the text is not a Table with its columns before its rows, as the API server
+    writes it (kind, apiVersion, metadata, columnDefinitions, rows): the caller decodes it
+    whole. Malformed JSON raises ValueError or IndexError, perhaps while rows are taken."""
+    pos = _object_start(text)
+    kind: Any = None
+    metadata: JSON = {}
+    columns: Any = None
+    while text[pos] != "}":
+        key, pos = _member(text, pos)
+        if key == "rows":
+            if kind != "Table" or not isinstance(columns, list):
+                return None
+            return metadata, columns, _items(text, pos)
+        value, pos = _DECODER.raw_decode(text, pos)
+        if key == "kind":
+            kind = value
+        elif key == "metadata" and isinstance(value, dict):
+            metadata = value
+        elif key == "columnDefinitions":
+            columns = value
+        pos = _after_comma(text, pos)
+    return None
+
+
+def _items(text: str, pos: int) -> Iterator[Any]:
+    """The values of the array at `pos` (null: none), one by one."""
+    if text[pos] != "[":
+        value, _ = _DECODER.raw_decode(text, pos)
+        if value is not None:
+            raise ValueError(f"expected an array at {pos} in a LIST response")
+        return
+    pos = _skip(text, pos + 1)
+    while text[pos] != "]":
+        value, pos = _DECODER.raw_decode(text, pos)
+        yield value
+        pos = _after_comma(text, pos)
 
 
 def list_metadata(text: str) -> JSON:

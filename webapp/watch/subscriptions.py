@@ -35,6 +35,9 @@ class RenderedRow(Protocol):
     @property
     def attention(self) -> bool: ...
 
+    @property
+    def key(self) -> tuple[str, str]: ...  # (namespace, name): kubectl's order
+
 
 # (params, object, the Table's columns when the watch is of a Table, the object's JSON as
 # cached) -> the row

@@ -47,6 +47,10 @@ from .subscriptions import (
 log = logging.getLogger(__name__)
 
 
+# One encoder for every cached object (json.dumps would make one per call).
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
+
+
 def _now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
@@ -67,7 +71,7 @@ def _html_suffix(html: str | None) -> bytes:
     return b',"html":' + json.dumps(html).encode() + b"}"
 
 
-@dataclass
+@dataclass(slots=True)
 class _Cached:
     version: str
     object_bytes: bytes
@@ -371,7 +375,7 @@ class UpstreamWatch:
         as such, is encoded here)."""
         meta = obj.get("metadata") or {}
         if raw is None:
-            raw = json.dumps(obj, separators=(",", ":")).encode()
+            raw = _COMPACT.encode(obj).encode()
         return _Cached(str(meta.get("resourceVersion", "")), raw,
                        self._render_row(self.key.params, obj, self.columns, raw),
                        (str(meta.get("namespace") or ""), str(meta.get("name") or "")))
