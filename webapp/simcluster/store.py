@@ -21,7 +21,6 @@ from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from operator import itemgetter
 from typing import Any
 
 from . import errors
@@ -237,12 +236,14 @@ class Store:
         etcd reads a page from its key on: a LIST's tenth page costs what its first does."""
         with self.cond:
             rv = self._rv
-            keyed = [(key, s) for key, s in self._objects[rt.plural].items()
-                     if not namespace or key[0] == namespace]
-        keyed.sort(key=itemgetter(0))  # keys are unique: the Stored are never compared
-        if after is not None:
-            keyed = keyed[bisect_right(keyed, after, key=itemgetter(0)):]
-        chosen = [s for _, s in keyed]
+            objects = self._objects[rt.plural]
+            # The keys are the objects' own (namespace, name) tuples: sorting them makes no
+            # new object per item (thousands of them per page woke the garbage collector).
+            keys = [key for key in objects if not namespace or key[0] == namespace]
+            keys.sort()
+            if after is not None:
+                del keys[:bisect_right(keys, after)]
+            chosen = [objects[key] for key in keys]
         if pred is not None:
             chosen = [s for s in chosen if pred(s.obj)]
         return rv, chosen
