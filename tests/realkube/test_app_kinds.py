@@ -23,8 +23,9 @@ from watch.conftest import Live, eventually
 
 from webapp import agents, tokens
 from webapp.tunnel.agent import Agent, Settings
-from webapp.watch import discovery
-from webapp.watch.kube import ClusterClient, Connection
+from webapp.watch import discovery, rawjson
+from webapp.watch.kube import TABLE_ACCEPT, ClusterClient, Connection
+from webapp.watch.resources import Identity, WatchParams
 
 from .cluster import ADMIN, RealCluster
 from .page import rows, section
@@ -114,6 +115,31 @@ def test_discovery_lists_what_the_server_lists_and_watches(realkube: RealCluster
     assert (widget.kind, widget.namespaced, widget.category) == ("Widget", True,
                                                                   "Custom resources")
     assert not served.by_ref["nodes"].namespaced
+
+
+def test_a_table_list_is_read_row_by_row_as_the_api_server_writes_it(
+        realkube: RealCluster, namespace: str) -> None:
+    v1 = kubernetes.client.CoreV1Api(realkube.api_client(ADMIN))
+    for name in ("a", "b", "c"):
+        v1.create_namespaced_pod(namespace, {"metadata": {"name": name}, "spec": {
+            "containers": [{"name": "app", "image": "example.invalid/app:1"}]}})
+    client = ClusterClient.connect(Connection(kubeconfig=str(realkube.kubeconfig_path(ADMIN))))
+    pods = WatchParams("", "v1", "pods", namespace, table=True)
+    try:
+        response = client.request("GET", pods.collection_path(), Identity(),
+                                  query=[("limit", "2")], accept=TABLE_ACCEPT)
+        text = response.read().decode()
+        # Its columns come before its rows: the rows are decoded one by one, not the page.
+        assert rawjson.table_page(text) is not None
+        pages = list(client.list_table_pages(pods, Identity(), limit=2))
+        listed = [row for rows, _, _ in pages for row in rows]
+    finally:
+        client.close()
+    assert len(pages) == 2 and [row["metadata"]["name"] for row in listed] == ["a", "b", "c"]
+    columns = [column["name"] for column in pages[0][2] or []]
+    assert columns[:3] == ["Name", "Ready", "Status"]
+    assert all(row["cells"][0] == row["metadata"]["name"] for row in listed)
+    assert all("managedFields" not in row["metadata"] for row in listed)
 
 
 def test_the_cluster_tab_groups_every_kind_as_people_think_of_them(
