@@ -96,3 +96,15 @@ def test_pages_cover_the_list_once() -> None:
         offset = page.next_offset
     assert seen == rows
     assert listing.page_of(rows[:3]).complete
+
+
+@pytest.mark.parametrize(("names", "expected"), [
+    (["web-10", "web-9", "web-1"], ["web-1", "web-9", "web-10"]),  # numbers by value
+    (["Web-2", "web-10", "api"], ["api", "Web-2", "web-10"]),  # case ignored
+    (["a1", "a-b", "a"], ["a", "a1", "a-b"]),  # a number before text at the same place
+    (["v007", "v7", "v10"], ["v007", "v7", "v10"]),  # leading zeros: the same number
+    (["x" + "9" * 30, "x" + "1" + "0" * 30], ["x" + "9" * 30, "x" + "1" + "0" * 30]),
+])
+def test_names_sort_as_people_read_them(names: list[str], expected: list[str]) -> None:
+    rows = [_row("ns", name, "") for name in names]
+    assert [r.key[1] for r in listing.select(rows, state(), set())] == expected

@@ -7,6 +7,7 @@ table_rows.py: any kind's rows from the API server's Table) so they draw alike.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -39,6 +40,22 @@ def as_list(value: Any) -> list[Any]:
 
 
 # --- time -------------------------------------------------------------------------------
+
+_DIGIT_RUN = re.compile(r"\d+")
+
+
+def _number_part(match: re.Match[str]) -> str:
+    digits = match.group().lstrip("0") or "0"
+    return f"\x00{len(digits):03d}{digits}"
+
+
+def natural(text: str) -> str:
+    """What a name or a printed value sorts by, as people read it: web-2 before web-10,
+    case ignored. A string (each run of digits written as its length, then its digits, after
+    a character below any text), not a tuple of parts: a list sorts thousands of these, and
+    strings are nothing the garbage collector has to follow."""
+    return _DIGIT_RUN.sub(_number_part, text.lower())
+
 
 def parse_time(value: Any) -> datetime | None:
     if not isinstance(value, str) or not value:

@@ -18,6 +18,7 @@ from urllib.parse import urlencode
 
 from ..errors import Invalid
 from . import names
+from .cells import natural
 from .discovery import Kind, Served
 from .subscriptions import RenderedRow
 
@@ -26,7 +27,6 @@ MAX_NAMESPACES = 20
 MAX_FILTER = 200
 MAX_SELECTOR = 1024
 _COLUMN = re.compile(r"[a-z0-9][-a-z0-9]{0,63}")
-_DIGITS = re.compile(r"(\d+)")
 # Parameters other parts of the page keep in the URL (the side panel): kept on rewrites.
 KEPT = ("panel", "tab")
 
@@ -139,10 +139,9 @@ def watch_params(kind: Kind, state: ListState) -> list[Any]:
     return [kind.params(ns, state.selector) for ns in state.namespaces]
 
 
-@lru_cache(maxsize=65536)  # every page of a list sorts all its rows: keys are reused
-def _natural(text: str) -> tuple[Any, ...]:
-    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part.lower())
-                 for part in _DIGITS.split(text) if part)
+@lru_cache(maxsize=65536)  # a list sorted by a column sorts all its rows again each page
+def _natural(text: str) -> str:
+    return natural(text)
 
 
 def _number(text: str) -> float | None:
@@ -150,6 +149,10 @@ def _number(text: str) -> float | None:
         return float(text)
     except ValueError:
         return None
+
+
+def _order(row: RenderedRow) -> tuple[str, str]:
+    return row.order
 
 
 def select(entries: Iterable[RenderedRow], state: ListState,
@@ -162,10 +165,7 @@ def select(entries: Iterable[RenderedRow], state: ListState,
             if (not state.attention or row.attention)
             and all(word in row.text for word in words)]
 
-    def tie(row: RenderedRow) -> tuple[Any, ...]:
-        return (row.key[0], _natural(row.key[1]))
-
-    rows.sort(key=tie)
+    rows.sort(key=_order)
     column = state.sort
     if column is None:
         return rows

@@ -36,7 +36,10 @@ class RenderedRow(Protocol):
     def attention(self) -> bool: ...
 
     @property
-    def key(self) -> tuple[str, str]: ...  # (namespace, name): kubectl's order
+    def key(self) -> tuple[str, str]: ...  # (namespace, name)
+
+    @property
+    def order(self) -> tuple[str, str]: ...  # (namespace, cells.natural(name)): a list's order
 
 
 # (params, object, the Table's columns when the watch is of a Table, the object's JSON as

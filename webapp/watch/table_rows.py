@@ -31,6 +31,7 @@ from .cells import (
     epoch,
     fmt,
     name_cell,
+    natural,
     parse_time,
     pill,
     time_cell,
@@ -45,7 +46,7 @@ class Row:
     """A row whose HTML, sort values and text are known when it is made (hub.RenderedRow):
     an overview's row."""
 
-    __slots__ = ("attention", "html", "key", "sort", "text")
+    __slots__ = ("attention", "html", "key", "order", "sort", "text")
 
     def __init__(self, html: str, sort: dict[str, str] | None = None, text: str = "",
                  attention: bool = False) -> None:
@@ -54,6 +55,7 @@ class Row:
         self.text = text  # the cells' texts, lowercased, for the filter
         self.attention = attention  # failing, unavailable, not ready: the summary counts
         self.key = (self.sort.get("namespace", ""), self.sort.get("name", ""))
+        self.order = (self.key[0], natural(self.key[1]))
 
 
 class TableRow:
@@ -67,8 +69,8 @@ class TableRow:
     closures: a 5,000-row list is this many objects for the garbage collector, not three
     times as many."""
 
-    __slots__ = ("_columns", "_html", "_params", "_sort", "_source", "_text", "attention",
-                 "key")
+    __slots__ = ("_columns", "_html", "_order", "_params", "_sort", "_source", "_text",
+                 "attention", "key")
 
     def __init__(self, params: WatchParams, columns: list[JSON] | None,
                  source: JSON | bytes, attention: bool, key: tuple[str, str]) -> None:
@@ -78,8 +80,16 @@ class TableRow:
         self._html: str | None = None
         self._sort: dict[str, str] | None = None
         self._text = ""
+        self._order: tuple[str, str] | None = None
         self.attention = attention
         self.key = key
+
+    @property
+    def order(self) -> tuple[str, str]:
+        """(namespace, natural name): kept with the row, made again only when it changes."""
+        if self._order is None:
+            self._order = (self.key[0], natural(self.key[1]))
+        return self._order
 
     def _object(self) -> JSON:
         source = self._source
