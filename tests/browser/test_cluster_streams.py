@@ -136,13 +136,14 @@ def test_a_stream_the_server_refuses_is_said_and_tried_again(signed_in: Page, ap
     expect(banner).to_contain_text("at most 2 open streams per user")
     expect(banner).to_contain_text(re.compile(r"retrying in \d+ s"))
     # What the refused stream would have carried is marked as not live (a list among them
-    # would be dimmed); what the others carry is live.
-    assert page.evaluate("""() => {
+    # would be dimmed); what the others carry is live (the refusal may be said before their
+    # first data has come: waited for, not read once).
+    page.wait_for_function("""() => {
       const m = window.agentwatchCluster.manager;
       const refused = m.streams.filter((s) => s.refused);
       return refused.length === 1 && refused[0].ids.every((id) => m.watches.get(id).notLive)
         && m.streams.filter((s) => !s.refused).every((s) => s.open && s.gotData);
-    }""")
+    }""", timeout=SLOW)
 
     # Room again: the server's Retry-After passes, the stream opens, everything is live.
     limits.max_streams = 4
