@@ -15,7 +15,7 @@ from collections.abc import Callable
 from . import errors
 from .errors import ApiError
 from .exchange import POLL, Exchange, int_param
-from .representation import WatchLines, check_partial, partial, table
+from .representation import WatchLines, check_partial, partial, table, table_bytes
 from .resources import ResourceType
 from .routes import Route
 from .selectors import compile_selector
@@ -87,7 +87,7 @@ class Reads(Exchange):
                 "items": [partial(self.rep, s.obj) for s in items]}))
             return
         if self.rep.table:
-            self._send(200, dumps(table(rt, self.rep, meta, [s.obj for s in items])))
+            self._send(200, table_bytes(rt, self.rep, meta, [s.obj for s in items]))
             return
         head = (b'{"kind":"' + rt.list_kind.encode() + b'","apiVersion":"'
                 + rt.api_version.encode() + b'","metadata":' + dumps(meta) + b',"items":[')

@@ -21,6 +21,15 @@ def table(rt: ResourceType, rep: Representation, meta: JSON, objs: list[JSON],
             "rows": [table_row(rt, rep, o) for o in objs]}
 
 
+def table_bytes(rt: ResourceType, rep: Representation, meta: JSON, objs: list[JSON]) -> bytes:
+    """``dumps(table(...))``, each row encoded as soon as it is printed: a page's 500 rows
+    are never all objects at once (in a process holding thousands of pods, that many
+    short-lived objects set off the garbage collector's full collections)."""
+    head = dumps({k: v for k, v in table(rt, rep, meta, []).items() if k != "rows"})
+    rows = b",".join(dumps(table_row(rt, rep, o)) for o in objs)
+    return head[:-1] + b',"rows":[' + rows + b"]}"
+
+
 def table_row(rt: ResourceType, rep: Representation, obj: JSON) -> JSON:
     row = printers.row(rt, obj, rep.include_object)
     meta_only = row.get("object")
