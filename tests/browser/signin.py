@@ -23,3 +23,6 @@ def sign_in(page: Page, name: str = "alice", password: str = "correct horse",
         expect(page).to_have_url(re.compile(re.escape(path) + r"$"))
     else:
         expect(page).not_to_have_url(re.compile(r"/login"))
+    # The URL changes when the next page starts; its scripts (htmx, the live view) have run
+    # only once it has loaded: a test that acts before that acts on a page not listening yet.
+    page.wait_for_load_state("load")

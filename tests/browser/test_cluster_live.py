@@ -212,6 +212,42 @@ def test_side_panel_streams_the_objects_events_and_status(cluster_page: Page,
     assert_not_reloaded(page)
 
 
+def test_an_object_created_between_the_render_and_the_watch_is_shown(cluster_page: Page,
+                                                                       sim: SimCluster) -> None:
+    """The page's HTML predates an object its watch then brings in the snapshot (the list
+    shows every row): it is shown once the watch has synced, not only counted."""
+    page = cluster_page
+    held: list[str | bytes] = []
+    released: list[bool] = []
+    to_server: list[WebSocketRoute] = []
+
+    def hold_the_watches(ws: WebSocketRoute) -> None:
+        server = ws.connect_to_server()
+        to_server.append(server)
+
+        def from_page(message: str | bytes) -> None:
+            if released:
+                server.send(message)
+            else:
+                held.append(message)  # sent on below, once the pod exists
+        ws.on_message(from_page)
+
+    page.route_web_socket(re.compile(r"/agents/prod/watch$"), hold_the_watches)
+    sim.add_pod("default", "web-1", state="Running")
+    page.goto("/agents/prod/cluster?namespace=default")
+    expect(row(page, "pods", "web-1")).to_be_visible()
+    deadline = time.monotonic() + 5
+    while not any(isinstance(m, str) and '"pods"' in m for m in held) \
+            and time.monotonic() < deadline:
+        page.wait_for_timeout(50)  # lets Playwright deliver the page's messages to the route
+    sim.add_pod("default", "web-2", state="Running")  # after the render, before the watch
+    released.append(True)
+    for message in held:
+        to_server[-1].send(message)
+    expect(row(page, "pods", "web-2")).to_be_visible(timeout=SLOW)
+    assert names(page, "pods") == ["web-1", "web-2"]
+
+
 def test_side_panel_shows_a_change_made_before_its_watch_started(cluster_page: Page,
                                                                   sim: SimCluster) -> None:
     """The panel's watch lists the object after a change the panel's HTML predates: the

@@ -357,6 +357,11 @@
       // key -> {html, insert} or null (remove): the rows' changes, applied once a frame.
       this.pending = new Map();
       this.syncing = new Set(); // sinks whose (re)started state is still arriving
+      // key -> {namespace, html}: objects first told of while their watch was syncing, in
+      // a list that shows every row. The server rendered the page before they existed (a
+      // sync's objects are otherwise rows already shown or paged in), so they are shown
+      // once the sync ends. A longer list only counts them (its rows come page by page).
+      this.arrived = new Map();
       this.counted = false;     // every watch synced once: counts are the page's own
       this.fetching = null;     // the AbortController of the rows being fetched
       this.sortCol = this.table.dataset.sortCol || "";
@@ -432,6 +437,12 @@
       this.applyPending();  // a change waiting for its frame confirms its row
       this.syncing.delete(sink);
       for (const [key, entry] of this.known) if (entry.unseen && this.inScope(entry.namespace, sink)) this.setKnown(key, null);
+      for (const [key, late] of this.arrived) {
+        if (!this.inScope(late.namespace, sink)) continue;
+        this.arrived.delete(key);
+        const entry = this.known.get(key);
+        if (entry && !this.byKey.has(key) && this.matches(entry)) this.pending.set(key, { html: late.html, insert: true });
+      }
       for (const row of this.body.querySelectorAll("tr[data-unconfirmed]")) {
         if (this.inScope(row.dataset.namespace || "", sink)) { row.remove(); this.byKey.delete(row.dataset.key); }
       }
@@ -450,6 +461,8 @@
       if (this.byKey.has(key)) this.pending.set(key, match ? { html, insert: false } : null);
       else if (queued) { if (match) queued.html = html; else this.pending.delete(key); }
       else if (match && !old && !this.syncingFor(namespace)) this.pending.set(key, { html, insert: true });
+      else if (!old && this.nextOffset === null && this.syncingFor(namespace)) this.arrived.set(key, { namespace, html });
+      if (this.arrived.has(key)) this.arrived.get(key).html = html;
       this.scheduleRefresh();
     }
 
