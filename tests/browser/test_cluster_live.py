@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -212,38 +212,52 @@ def test_side_panel_streams_the_objects_events_and_status(cluster_page: Page,
     assert_not_reloaded(page)
 
 
+class HeldMessages:
+    """The page's WebSocket to the server, with the messages `hold` picks kept back (in
+    `held`) until `release`: what the server has not been asked yet, it cannot answer."""
+
+    def __init__(self, page: Page, hold: Callable[[str | bytes], bool]) -> None:
+        self.page = page
+        self.held: list[str | bytes] = []
+        self.released = False
+        self._servers: list[WebSocketRoute] = []
+
+        def route(ws: WebSocketRoute) -> None:
+            server = ws.connect_to_server()
+            self._servers.append(server)
+
+            def from_page(message: str | bytes) -> None:
+                if not self.released and hold(message):
+                    self.held.append(message)
+                else:
+                    server.send(message)
+            ws.on_message(from_page)
+        page.route_web_socket(re.compile(r"/agents/prod/watch$"), route)
+
+    def wait_for(self, found: Callable[[list[str | bytes]], bool]) -> None:
+        deadline = time.monotonic() + 5
+        while not found(self.held) and time.monotonic() < deadline:
+            self.page.wait_for_timeout(50)  # lets Playwright hand the page's messages over
+
+    def release(self) -> None:
+        self.released = True
+        for message in self.held:
+            self._servers[-1].send(message)
+        self.held.clear()
+
+
 def test_an_object_created_between_the_render_and_the_watch_is_shown(cluster_page: Page,
                                                                        sim: SimCluster) -> None:
     """The page's HTML predates an object its watch then brings in the snapshot (the list
     shows every row): it is shown once the watch has synced, not only counted."""
     page = cluster_page
-    held: list[str | bytes] = []
-    released: list[bool] = []
-    to_server: list[WebSocketRoute] = []
-
-    def hold_the_watches(ws: WebSocketRoute) -> None:
-        server = ws.connect_to_server()
-        to_server.append(server)
-
-        def from_page(message: str | bytes) -> None:
-            if released:
-                server.send(message)
-            else:
-                held.append(message)  # sent on below, once the pod exists
-        ws.on_message(from_page)
-
-    page.route_web_socket(re.compile(r"/agents/prod/watch$"), hold_the_watches)
+    messages = HeldMessages(page, lambda message: True)
     sim.add_pod("default", "web-1", state="Running")
     page.goto("/agents/prod/cluster?namespace=default")
     expect(row(page, "pods", "web-1")).to_be_visible()
-    deadline = time.monotonic() + 5
-    while not any(isinstance(m, str) and '"pods"' in m for m in held) \
-            and time.monotonic() < deadline:
-        page.wait_for_timeout(50)  # lets Playwright deliver the page's messages to the route
+    messages.wait_for(lambda held: any(isinstance(m, str) and '"pods"' in m for m in held))
     sim.add_pod("default", "web-2", state="Running")  # after the render, before the watch
-    released.append(True)
-    for message in held:
-        to_server[-1].send(message)
+    messages.release()
     expect(row(page, "pods", "web-2")).to_be_visible(timeout=SLOW)
     assert names(page, "pods") == ["web-1", "web-2"]
 
@@ -253,33 +267,18 @@ def test_side_panel_shows_a_change_made_before_its_watch_started(cluster_page: P
     """The panel's watch lists the object after a change the panel's HTML predates: the
     change arrives as ADDED, not MODIFIED, and the status YAML must still catch up."""
     page = cluster_page
-    held: list[str] = []
-    to_server: list[WebSocketRoute] = []
-
-    def hold_the_panels_watch(ws: WebSocketRoute) -> None:
-        server = ws.connect_to_server()
-        to_server.append(server)
-
-        def from_page(message: str | bytes) -> None:
-            if isinstance(message, str) and '"metadata.name=' in message:
-                held.append(message)  # the panel's object watch: sent on below
-            else:
-                server.send(message)
-        ws.on_message(from_page)
-
-    page.route_web_socket(re.compile(r"/agents/prod/watch$"), hold_the_panels_watch)
+    # The panel's object watch is held; the page's own pass.
+    messages = HeldMessages(page, lambda m: isinstance(m, str) and '"metadata.name=' in m)
     sim.add_pod("default", "web-1", state="Running")
     open_cluster(page, "?namespace=default")
     row(page, "pods", "web-1").locator("a.object-link").click()
     panel = page.locator("#object-panel")
     expect(panel.locator('pre[data-yaml="manifest"]')).to_contain_text("phase: Running")
-    deadline = time.monotonic() + 5
-    while not held and time.monotonic() < deadline:
-        page.wait_for_timeout(50)  # lets Playwright deliver the page's messages to the route
-    assert len(held) == 1, "the panel's object watch was not sent"
+    messages.wait_for(bool)
+    assert len(messages.held) == 1, "the panel's object watch was not sent"
 
     sim.set_pod_state("default", "web-1", "CrashLoopBackOff", restarts=3)
-    to_server[-1].send(held.pop())
+    messages.release()
     expect(panel.locator('dl.panel-summary dd[data-col="status"]')).to_have_text(
         "CrashLoopBackOff", timeout=LIVE)
     expect(panel.locator('pre[data-yaml="manifest"]')).to_contain_text("CrashLoopBackOff",
