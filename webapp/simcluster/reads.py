@@ -65,9 +65,7 @@ class Reads(Exchange):
                 raise ApiError(400, "continue key is not valid: incorrect encoded start "
                                     "resourceVersion (version meta.k8s.io/v1)") from None
         if at is not None and query.get("resourceVersionMatch") == "Exact":
-            rv, items = at, store.list_at(rt, at, route.namespace, pred)
-            if start_key is not None:
-                items = [s for s in items if (s.namespace, s.obj["metadata"]["name"]) > start_key]
+            rv, items = at, store.list_at(rt, at, route.namespace, pred, start_key)
         else:
             rv, items = store.list_objects(rt, route.namespace, pred, start_key)
         meta.setdefault("resourceVersion", str(rv))

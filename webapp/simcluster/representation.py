@@ -12,12 +12,16 @@ from .store import WatchEvent
 from .util import JSON, dumps
 
 
-def table(rt: ResourceType, rep: Representation, meta: JSON, objs: list[JSON],
-           columns: bool = True) -> JSON:
-    """A meta.k8s.io Table of ``objs`` (a watch event's has its columns only once)."""
+def _table_head(rt: ResourceType, rep: Representation, meta: JSON, columns: bool) -> JSON:
     return {"kind": "Table", "apiVersion": f"meta.k8s.io/{rep.table_version}",
             "metadata": meta,
-            "columnDefinitions": printers.column_definitions(rt) if columns else None,
+            "columnDefinitions": printers.column_definitions(rt) if columns else None}
+
+
+def table(rt: ResourceType, rep: Representation, meta: JSON, objs: list[JSON],
+          columns: bool = True) -> JSON:
+    """A meta.k8s.io Table of ``objs`` (a watch event's has its columns only once)."""
+    return {**_table_head(rt, rep, meta, columns),
             "rows": [table_row(rt, rep, o) for o in objs]}
 
 
@@ -25,7 +29,7 @@ def table_bytes(rt: ResourceType, rep: Representation, meta: JSON, objs: list[JS
     """``dumps(table(...))``, each row encoded as soon as it is printed: a page's 500 rows
     are never all objects at once (in a process holding thousands of pods, that many
     short-lived objects set off the garbage collector's full collections)."""
-    head = dumps({k: v for k, v in table(rt, rep, meta, []).items() if k != "rows"})
+    head = dumps(_table_head(rt, rep, meta, True))
     rows = b",".join(dumps(table_row(rt, rep, o)) for o in objs)
     return head[:-1] + b',"rows":[' + rows + b"]}"
 

@@ -124,6 +124,19 @@ class Cursor:
 Listener = Callable[[WatchEvent], None]
 
 
+def _in_order(objects: dict[tuple[str, str], Stored], namespace: str | None,
+              after: tuple[str, str] | None) -> list[Stored]:
+    """The objects of `namespace` (None: all) sorted by namespace and name, those past
+    `after` only, as etcd reads a page from its key on: a LIST's tenth page costs what its
+    first does. The keys sorted are the objects' own (namespace, name) tuples: no new object
+    per item (thousands of them per page woke the garbage collector)."""
+    keys = [key for key in objects if not namespace or key[0] == namespace]
+    keys.sort()
+    if after is not None:
+        del keys[:bisect_right(keys, after)]
+    return [objects[key] for key in keys]
+
+
 class Store:
     def __init__(self, history_size: int = 1000, start_rv: int = 1) -> None:
         self.cond = threading.Condition(threading.Lock())
@@ -232,24 +245,17 @@ class Store:
         pred: Callable[[JSON], bool] | None = None, after: tuple[str, str] | None = None,
     ) -> tuple[int, list[Stored]]:
         """(resourceVersion, items sorted by namespace/name) as one consistent snapshot;
-        with `after` (a continue token's namespace and name) only the items past it, as
-        etcd reads a page from its key on: a LIST's tenth page costs what its first does."""
+        with `after` (a continue token's namespace and name) only the items past it."""
         with self.cond:
             rv = self._rv
-            objects = self._objects[rt.plural]
-            # The keys are the objects' own (namespace, name) tuples: sorting them makes no
-            # new object per item (thousands of them per page woke the garbage collector).
-            keys = [key for key in objects if not namespace or key[0] == namespace]
-            keys.sort()
-            if after is not None:
-                del keys[:bisect_right(keys, after)]
-            chosen = [objects[key] for key in keys]
+            chosen = _in_order(self._objects[rt.plural], namespace, after)
         if pred is not None:
             chosen = [s for s in chosen if pred(s.obj)]
         return rv, chosen
 
     def list_at(self, rt: ResourceType, rv: int, namespace: str | None = None,
-                pred: Callable[[JSON], bool] | None = None) -> list[Stored]:
+                pred: Callable[[JSON], bool] | None = None,
+                after: tuple[str, str] | None = None) -> list[Stored]:
         """The items as they were at ``rv`` (an Exact LIST), undoing later events from
         history; 410 when history no longer reaches back that far."""
         with self.cond:
@@ -267,8 +273,7 @@ class Store:
                     state.pop(key, None)
                 else:
                     state[key] = ev.old
-        chosen = [s for (ns, _), s in state.items() if not namespace or ns == namespace]
-        chosen.sort(key=lambda s: (s.namespace, s.obj["metadata"]["name"]))
+        chosen = _in_order(state, namespace, after)
         if pred is not None:
             chosen = [s for s in chosen if pred(s.obj)]
         return chosen

@@ -124,9 +124,13 @@ def table_rows(doc: JSON) -> tuple[list[JSON], list[JSON] | None]:
     if doc.get("kind") != "Table":
         return [table_row({"object": item, "cells": []}) for item in doc.get("items") or []
                 if isinstance(item, dict)], ([] if "items" in doc else None)
-    columns = doc.get("columnDefinitions")
     return [table_row(row) for row in doc.get("rows") or []], \
-        [c for c in columns if isinstance(c, dict)] if isinstance(columns, list) else None
+        _printed_columns(doc.get("columnDefinitions"))
+
+
+def _printed_columns(columns: Any) -> list[JSON] | None:
+    """A Table's column definitions, those that are objects; None if it has none."""
+    return [c for c in columns if isinstance(c, dict)] if isinstance(columns, list) else None
 
 
 Page = TypeVar("Page")
@@ -287,7 +291,7 @@ class ClusterClient:
                 else:
                     meta, printed, raw_rows = page
                     rows = _readable_rows(raw_rows)
-                    columns = [c for c in printed if isinstance(c, dict)]
+                    columns = _printed_columns(printed)
             except (ValueError, IndexError, AttributeError) as exc:
                 raise KubeError(0, "BadResponse", f"unreadable LIST response: {exc}") from None
             resource_version = resource_version or str(meta.get("resourceVersion", ""))

@@ -46,7 +46,7 @@ class Row:
     """A row whose HTML, sort values and text are known when it is made (hub.RenderedRow):
     an overview's row."""
 
-    __slots__ = ("attention", "html", "key", "order", "sort", "text")
+    __slots__ = ("attention", "html", "key", "sort", "text")
 
     def __init__(self, html: str, sort: dict[str, str] | None = None, text: str = "",
                  attention: bool = False) -> None:
@@ -55,7 +55,10 @@ class Row:
         self.text = text  # the cells' texts, lowercased, for the filter
         self.attention = attention  # failing, unavailable, not ready: the summary counts
         self.key = (self.sort.get("namespace", ""), self.sort.get("name", ""))
-        self.order = (self.key[0], natural(self.key[1]))
+
+    @property
+    def order(self) -> tuple[str, str]:
+        return (self.key[0], natural(self.key[1]))
 
 
 class TableRow:
