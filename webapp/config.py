@@ -87,12 +87,29 @@ DEFAULTS: dict[str, Any] = {
     "WEBHOOK_SENDER": "process",
     # The live relay's limits per user and server process (docs/security.md, "Limits"):
     # open WebSockets, open long-lived streams (watch fallback, log follow), distinct
-    # upstream watches. Long-lived connections together leave RESERVED_THREADS of each
-    # worker's threads to agents and pages.
+    # upstream watches (a page render's too).
     "MAX_SOCKETS_PER_USER": 8,
     "MAX_STREAMS_PER_USER": 8,  # a page in fallback uses up to 3, logs one each
     "MAX_WATCHES_PER_USER": 64,
-    "RESERVED_THREADS": 8,
+    # An agent's open tunnels per server process (its replicas each hold one or two).
+    "MAX_TUNNELS_PER_AGENT": 8,
+    # Long-lived connections (WebSockets, tunnels, streams) of all users and agents per
+    # server process: each holds a thread of its own, outside the request pool.
+    "MAX_LIVE_CONNECTIONS": 1000,
+    # The server model (serving/worker.py; docs/security.md, "Server model"). Each worker
+    # reads a request whole before a thread takes it: its head within REQUEST_HEAD_SECONDS,
+    # all of it within REQUEST_SECONDS, the head at most MAX_REQUEST_HEAD_BYTES. One client
+    # address may have MAX_READING_PER_ADDRESS requests and MAX_BUFFERED_BYTES_PER_ADDRESS
+    # bytes being read at once. A thread's blocking write (or read) waits at most
+    # SOCKET_TIMEOUT_SECONDS for a client. A worker holds at most MAX_CONNECTIONS
+    # connections; at the limit its oldest idle or half-sent ones make room.
+    "REQUEST_HEAD_SECONDS": 10,
+    "REQUEST_SECONDS": 30,
+    "MAX_REQUEST_HEAD_BYTES": 65536,
+    "MAX_READING_PER_ADDRESS": 32,
+    "MAX_BUFFERED_BYTES_PER_ADDRESS": 32 * 1024 * 1024,
+    "SOCKET_TIMEOUT_SECONDS": 30,
+    "MAX_CONNECTIONS": 4096,
     # An open WebSocket or stream re-checks its user's sign-in and access this often.
     "RECHECK_SECONDS": 5,
     # Where the other server processes (workers, replicas) reach this one's tunnel
@@ -115,6 +132,10 @@ _INT_KEYS = {
     "WEBHOOK_POLL_SECONDS",
     "LOGIN_MAX_FAILURES", "LOGIN_MAX_FAILURES_PER_ADDRESS", "LOGIN_LOCKOUT_SECONDS",
     "LOGIN_LOCKOUT_MAX_SECONDS", "TUNNEL_PEER_PORT",
+    "MAX_SOCKETS_PER_USER", "MAX_STREAMS_PER_USER", "MAX_WATCHES_PER_USER",
+    "MAX_TUNNELS_PER_AGENT", "MAX_LIVE_CONNECTIONS", "REQUEST_HEAD_SECONDS", "REQUEST_SECONDS",
+    "MAX_REQUEST_HEAD_BYTES", "MAX_READING_PER_ADDRESS", "MAX_BUFFERED_BYTES_PER_ADDRESS",
+    "SOCKET_TIMEOUT_SECONDS", "MAX_CONNECTIONS",
 }
 # Environment variables that take one of a few words.
 _CHOICE_KEYS = {"SMTP_SECURITY": ("none", "starttls", "ssl"),

@@ -1,8 +1,10 @@
-"""`agentwatch serve`: gunicorn with gthread workers, each building its own app."""
+"""`agentwatch serve`: gunicorn with our gthread workers (serving/worker.py), each building
+its own app."""
 
 from __future__ import annotations
 
 import logging
+import resource
 import sys
 from typing import IO, Any
 
@@ -34,12 +36,11 @@ def configure_logging(stream: IO[str] | None = None) -> None:
         logger.propagate = False  # once, here: not again through a handler on the root
 
 
-def build_app(threads: int | None = None) -> Flask:
-    """The app as a server process runs it: our logs on stderr, its scheduler started, and
-    knowing its thread pool (long-lived connections leave some of it to agents and pages).
+def build_app() -> Flask:
+    """The app as a server process runs it: our logs on stderr, its scheduler started.
     Every served process builds it once (each gunicorn worker, or wsgi.py)."""
     configure_logging()
-    app = create_app({"SERVER_THREADS": threads} if threads else None)
+    app = create_app()
     compile_templates(app)
     jobs.start_scheduler(app)
     return app
@@ -67,7 +68,7 @@ class _Server(BaseApplication):
 
     def load(self) -> Any:
         # Runs in each worker after the fork: its own engine, scheduler and watches.
-        return build_app(int(self.options["threads"]))
+        return build_app()
 
 
 def run(host: str, port: int, workers: int, threads: int) -> None:
@@ -75,15 +76,27 @@ def run(host: str, port: int, workers: int, threads: int) -> None:
     app = create_app({"AUTO_MIGRATE": False})
     migrate.upgrade(app.extensions["db_engine"])
     app.extensions["db_engine"].dispose()
+    connections = int(app.config["MAX_CONNECTIONS"])
+    _allow_descriptors(connections + int(app.config["MAX_LIVE_CONNECTIONS"]) + 256)
     print(f"agentwatch listening on http://{host}:{port}/", flush=True)
     _Server({
         "bind": f"{host}:{port}",
         "workers": workers,
-        "worker_class": "gthread",
+        "worker_class": "webapp.serving.worker.GuardedWorker",
         "threads": threads,
+        "worker_connections": connections,
         "timeout": 60,
         "graceful_timeout": 10,
         "keepalive": 5,
         "errorlog": "-",
         "loglevel": "info",
     }).run()
+
+
+def _allow_descriptors(wanted: int) -> None:
+    """Every connection is a file descriptor: raise the soft limit towards what the
+    connection limits need (never past the hard limit the system sets)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))

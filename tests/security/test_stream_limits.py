@@ -49,23 +49,35 @@ def test_a_viewers_streams_leave_threads_for_agents(live: Live,
     live.user("vera", "viewer")
     live.agent("prod")
     viewer, agent = live.token("vera"), _agent_token(live)
-    # 8 threads, 4 kept from long-lived connections; vera's own cap out of the way.
-    server = serve(threads=8, RESERVED_THREADS=4, MAX_STREAMS_PER_USER=8)
+    # Twice as many open streams as the worker has request threads: each leaves the pool.
+    server = serve(threads=4, MAX_STREAMS_PER_USER=8)
     streams = [_open(server, viewer) for _ in range(8)]
     try:
-        answered = [s for s in streams if s.status == 200]
-        refused = [s for s in streams if s.status != 200]
-        assert len(answered) == 4
-        for stream in refused:
-            assert stream.status == 429
-            assert int(stream.response.getheader("Retry-After", "0")) > 0
-            body = json.loads(stream.response.read())
-            assert body["error"]["code"] == "too_many_streams"
-        for stream in answered:
+        assert [s.status for s in streams] == [200] * 8
+        for stream in streams:
             assert stream.until(lambda m: m.data["type"] == "synced")
         # The agent still gets through while the streams are open.
         assert _heartbeat(server, agent) == 204
         assert _heartbeat(server, agent) == 204
+    finally:
+        for stream in streams:
+            stream.close()
+
+
+def test_live_connections_of_a_process_are_capped(live: Live,
+                                                  serve: Callable[..., Served]) -> None:
+    live.user("vera", "viewer")
+    live.agent("prod")
+    viewer = live.token("vera")
+    server = serve(threads=4, MAX_LIVE_CONNECTIONS=3, MAX_STREAMS_PER_USER=8)
+    streams = [_open(server, viewer) for _ in range(5)]
+    try:
+        assert [s.status for s in streams] == [200, 200, 200, 429, 429]
+        for stream in streams[3:]:
+            assert int(stream.response.getheader("Retry-After", "0")) > 0
+            body = json.loads(stream.response.read())
+            assert body["error"]["code"] == "too_many_streams"
+            assert "as many live connections" in body["error"]["message"]
     finally:
         for stream in streams:
             stream.close()
@@ -76,7 +88,7 @@ def test_a_user_has_at_most_so_many_streams(live: Live, serve: Callable[..., Ser
     live.user("walt", "viewer")
     live.agent("prod")
     vera, walt = live.token("vera"), live.token("walt")
-    server = serve(threads=16, RESERVED_THREADS=4, MAX_STREAMS_PER_USER=2)
+    server = serve(threads=16, MAX_STREAMS_PER_USER=2)
     streams = [_open(server, vera) for _ in range(3)] + [_open(server, walt)]
     try:
         assert [s.status for s in streams] == [200, 200, 429, 200]  # per user

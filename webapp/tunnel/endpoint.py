@@ -15,6 +15,7 @@ from flask import Flask, current_app, request
 
 from .. import tokens
 from ..errors import AppError
+from ..watch import limits
 from . import connections
 from .frames import SUBPROTOCOL
 from .mux import Mux
@@ -23,7 +24,7 @@ from .wsserver import ServerSocket, claims
 
 log = logging.getLogger(__name__)
 RECHECK_SECONDS = 2.0
-CLOSE_UNAUTHORIZED, CLOSE_FORBIDDEN, CLOSE_PROTOCOL = 4401, 4403, 4400
+CLOSE_UNAUTHORIZED, CLOSE_FORBIDDEN, CLOSE_PROTOCOL, CLOSE_TOO_MANY = 4401, 4403, 4400, 4429
 
 
 def tunnel_socket(ws: Any) -> None:
@@ -44,14 +45,32 @@ def tunnel_socket(ws: Any) -> None:
             raise _Refused(CLOSE_PROTOCOL, f"offer the subprotocol {SUBPROTOCOL} "
                                            "(and no extension)")
         name, agent_id = agent.name, agent.id
-        app.extensions["db_session"].remove()  # its read ends before the write below
-        connection_id = connections.opened(cred, app.extensions["tunnel_proxy"].address())
+        # Counted against the agent's tunnels and the process's live connections; once
+        # admitted, the tunnel's thread leaves the request pool.
+        lease = limits.current().open_tunnel(name)
     except AppError as exc:
         _close(ws, CLOSE_UNAUTHORIZED, exc.message)
         return
     except _Refused as refusal:
         _close(ws, refusal.code, refusal.reason)
         return
+    except limits.LimitReached as exc:
+        log.warning("agent tunnel refused: %s", exc.message)
+        _close(ws, CLOSE_TOO_MANY, exc.message)
+        return
+    finally:
+        app.extensions["db_session"].remove()
+    try:
+        _serve(app, ws, raw, cred, name, agent_id)
+    finally:
+        lease.release()
+
+
+def _serve(app: Flask, ws: Any, raw: str | None, cred: tokens.Credential, name: str,
+           agent_id: int) -> None:
+    """The admitted connection, on record while it is open."""
+    try:
+        connection_id = connections.opened(cred, app.extensions["tunnel_proxy"].address())
     finally:
         app.extensions["db_session"].remove()
 

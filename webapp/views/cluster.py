@@ -27,7 +27,17 @@ from ..api.errors import json_error
 from ..auth import login_required
 from ..errors import Invalid
 from ..models import Agent
-from ..watch import access, actions, listing, names, object_events, relations, rows, table_rows
+from ..watch import (
+    access,
+    actions,
+    limits,
+    listing,
+    names,
+    object_events,
+    relations,
+    rows,
+    table_rows,
+)
 from ..watch.cells import Column
 from ..watch.discovery import Kind, Served
 from ..watch.kube import KubeError
@@ -135,11 +145,12 @@ def _table(kind: Kind, state: ListState, watches: list[WatchParams], snaps: list
 
 def _snapshots(agent: Agent, identity: Identity,
                params: list[WatchParams], objects: bool = True) -> list[Snapshot]:
-    """Every table's first state at once: a slow cluster costs one timeout, not five."""
+    """Every table's first state at once: a slow cluster costs one timeout, not five. The
+    watches count against the signed-in user until the page subscribes (or they stop)."""
     hub = current_app.extensions["watch_hub"]
     snaps: list[Snapshot] = hub.snapshots(
         agent.name, identity, [(one, objects or one == NAMESPACES) for one in params],
-        timeout=SNAPSHOT_TIMEOUT)
+        timeout=SNAPSHOT_TIMEOUT, owner=limits.current().owner(g.user.id))
     return snaps
 
 
@@ -437,10 +448,11 @@ def _relations(agent: Agent, identity: Identity, params: WatchParams, kind: Kind
                obj: dict[str, Any]) -> tuple[relations.Tree, relations.SnapshotWorld]:
     app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]
     hub = app.extensions["watch_hub"]
+    owner = limits.current().owner(g.user.id)
 
     def take(one: WatchParams) -> Snapshot:
         snap: Snapshot = hub.snapshot(agent.name, identity, one,
-                                      timeout=RELATIONS_SNAPSHOT_TIMEOUT)
+                                      timeout=RELATIONS_SNAPSHOT_TIMEOUT, owner=owner)
         return snap
 
     world = relations.SnapshotWorld(take, _served_kind(_served(agent)))

@@ -10,8 +10,17 @@ from collections.abc import Callable
 
 from .faults import Reachability
 from .kube import ClusterClient, KubeError
+from .limits import LimitReached
 from .resources import Identity, WatchParams
-from .subscriptions import KindCheck, RowRenderer, Snapshot, Subscription, WatchKey, no_rows
+from .subscriptions import (
+    KindCheck,
+    Owner,
+    RowRenderer,
+    Snapshot,
+    Subscription,
+    WatchKey,
+    no_rows,
+)
 from .upstream import Timing, UpstreamWatch
 
 
@@ -62,17 +71,23 @@ class Hub:
             raise
 
     def snapshot(self, agent: str, identity: Identity, params: WatchParams,
-                 timeout: float = 10.0, objects: bool = True) -> Snapshot:
+                 timeout: float = 10.0, objects: bool = True,
+                 owner: Owner | None = None) -> Snapshot:
         """The current state through the shared watch (started if needed; it stops after
         the grace period unless the page's live connection subscribes meanwhile)."""
-        return self.snapshots(agent, identity, [(params, objects)], timeout)[0]
+        return self.snapshots(agent, identity, [(params, objects)], timeout, owner)[0]
 
     def snapshots(self, agent: str, identity: Identity,
-                  wanted: list[tuple[WatchParams, bool]], timeout: float = 10.0) -> list[Snapshot]:
+                  wanted: list[tuple[WatchParams, bool]], timeout: float = 10.0,
+                  owner: Owner | None = None) -> list[Snapshot]:
         """Several watches' state, as snapshot() (params, objects) each: every watch is
         started first, so that their LISTs run at once (each watch lists in its own
         thread), then each is waited for within one deadline: a slow cluster costs one
-        timeout, not one per watch. A watch the cluster refuses is a Snapshot of its error."""
+        timeout, not one per watch. A watch the cluster refuses is a Snapshot of its error.
+
+        With `owner` (the user whose page this is), each watch counts against the user's
+        watches until a page subscribes to it or it stops: one over the user's cap is a
+        Snapshot of a 429 error, and nothing is started for it."""
         # The agent's client is looked up once (a database read), not once per new watch.
         client_for = functools.cache(self._client_for)
         started: list[UpstreamWatch | KubeError] = []
@@ -80,19 +95,37 @@ class Hub:
             try:
                 if self._check is not None:
                     self._check(agent, params)
-                started.append(self._upstream(WatchKey(agent, identity, params), client_for))
+                key = WatchKey(agent, identity, params)
+                started.append(self._claimed(key, client_for, owner))
             except KubeError as exc:
                 started.append(exc)
         deadline = time.monotonic() + timeout
         taken: list[Snapshot] = []
-        for (_, objects), upstream in zip(wanted, started, strict=True):
-            if isinstance(upstream, KubeError):
-                taken.append(Snapshot([], upstream))
+        for (_, objects), one in zip(wanted, started, strict=True):
+            if isinstance(one, KubeError):
+                taken.append(Snapshot([], one))
                 continue
-            taken.append(upstream.snapshot(max(0.0, deadline - time.monotonic()), objects))
-            if not upstream.subscriber_count:
-                upstream.unsubscribe_idle()
+            taken.append(one.snapshot(max(0.0, deadline - time.monotonic()), objects))
+            if not one.subscriber_count:
+                one.unsubscribe_idle()
         return taken
+
+    def _claimed(self, key: WatchKey, client_for: Callable[[str], ClusterClient],
+                 owner: Owner | None) -> UpstreamWatch:
+        """The shared watch of `key`, held for `owner`'s page (see snapshots)."""
+        if owner is None:
+            return self._upstream(key, client_for)
+        try:
+            owner.acquire(key)
+        except LimitReached as exc:
+            raise KubeError(429, "TooManyWatches", exc.message) from None
+        try:
+            upstream = self._upstream(key, client_for)
+        except BaseException:
+            owner.release(key)
+            raise
+        upstream.claim(owner)
+        return upstream
 
     def _forget(self, upstream: UpstreamWatch) -> None:
         with self._lock:
@@ -108,3 +141,4 @@ class Hub:
             upstream.stop()
         for upstream in self.watches():
             upstream.join(5)
+

@@ -1,12 +1,11 @@
-"""What one user may hold open in a server process: WebSockets, long-lived HTTP streams
-(the watch fallback, log follow) and distinct upstream watches; and how many threads all
-long-lived connections together may take.
+"""What one user or agent may hold open in a server process: a user's WebSockets,
+long-lived HTTP streams (the watch fallback, log follow) and distinct upstream watches, an
+agent's tunnels; and how many long-lived connections everyone's together may hold.
 
-gunicorn's gthread worker gives every request a thread from a fixed pool, and a WebSocket
-or an event stream keeps its thread for as long as it is open. So long-lived connections,
-everyone's together, may take at most the pool's size minus RESERVED_THREADS: the rest stay
-free for agents' calls and pages. Counts are per process (each worker has its own pool and
-its own watches). docs/security.md, "Limits".
+A long-lived connection keeps its thread for as long as it is open; once admitted here,
+its thread leaves the worker's request pool (serving/pool.py), so pages and agents' calls
+always find a thread. Counts are per process (each worker has its own pool and its own
+watches). docs/security.md, "Limits" and "Server model".
 """
 
 from __future__ import annotations
@@ -14,10 +13,11 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Hashable
-from dataclasses import dataclass, field
 from typing import Any
 
 from flask import Flask, Response, current_app, jsonify
+
+from ..serving import pool
 
 
 class LimitReached(Exception):
@@ -29,20 +29,13 @@ class LimitReached(Exception):
         self.retry_after = retry_after
 
 
-@dataclass
-class _UserUse:
-    sockets: int = 0
-    streams: int = 0
-    watches: Counter[Hashable] = field(default_factory=Counter)  # key -> subscriptions
-
-
 class Lease:
-    """A socket's or stream's place, given back once (by `release`, idempotent)."""
+    """A long-lived connection's place, given back once (by `release`, idempotent)."""
 
-    def __init__(self, limits: Limits, user_id: int, kind: str) -> None:
+    def __init__(self, limits: Limits, counts: Counter[str], key: str) -> None:
         self._limits = limits
-        self.user_id = user_id
-        self._kind = kind
+        self._counts = counts
+        self._key = key
         self._held = True
 
     def release(self) -> None:
@@ -50,9 +43,10 @@ class Lease:
             if not self._held:
                 return
             self._held = False
-            use = self._limits.use(self.user_id)
-            setattr(use, self._kind, getattr(use, self._kind) - 1)
-            self._limits.long_lived -= 1
+            self._counts[self._key] -= 1
+            if self._counts[self._key] <= 0:
+                del self._counts[self._key]
+            self._limits.live -= 1
 
 
 class WatchOwner:
@@ -66,7 +60,7 @@ class WatchOwner:
     def acquire(self, key: Hashable) -> None:
         limits = self._limits
         with limits.lock:
-            watches = limits.use(self.user_id).watches
+            watches = limits.watches_of(self.user_id)
             if key not in watches and len(watches) >= limits.max_watches:
                 raise LimitReached(f"at most {limits.max_watches} different watches per "
                                    "user at a time: close a page or unwatch something")
@@ -74,7 +68,7 @@ class WatchOwner:
 
     def release(self, key: Hashable) -> None:
         with self._limits.lock:
-            watches = self._limits.use(self.user_id).watches
+            watches = self._limits.watches_of(self.user_id)
             watches[key] -= 1
             if watches[key] <= 0:
                 del watches[key]
@@ -82,51 +76,71 @@ class WatchOwner:
 
 class Limits:
     def __init__(self, max_sockets: int, max_streams: int, max_watches: int,
-                 max_long_lived: int | None) -> None:
+                 max_live: int, max_tunnels: int = 8) -> None:
         self.max_sockets = max_sockets
         self.max_streams = max_streams
         self.max_watches = max_watches
-        self.max_long_lived = max_long_lived  # None: no thread pool to protect
+        self.max_live = max_live
+        self.max_tunnels = max_tunnels
         self.lock = threading.Lock()
-        self.long_lived = 0
-        self._users: dict[int, _UserUse] = {}
+        self.live = 0  # long-lived connections of this process, everyone's
+        self._sockets: Counter[str] = Counter()  # user id -> open WebSockets
+        self._streams: Counter[str] = Counter()  # user id -> open streams
+        self._tunnels: Counter[str] = Counter()  # agent name -> open tunnels
+        self._watches: dict[int, Counter[Hashable]] = {}  # user id -> key -> holders
 
     @classmethod
     def from_config(cls, config: Any) -> Limits:
-        threads = config.get("SERVER_THREADS")
-        long_lived = None if not threads else \
-            max(1, int(threads) - int(config["RESERVED_THREADS"]))
         return cls(int(config["MAX_SOCKETS_PER_USER"]), int(config["MAX_STREAMS_PER_USER"]),
-                   int(config["MAX_WATCHES_PER_USER"]), long_lived)
+                   int(config["MAX_WATCHES_PER_USER"]), int(config["MAX_LIVE_CONNECTIONS"]),
+                   int(config["MAX_TUNNELS_PER_AGENT"]))
 
-    def use(self, user_id: int) -> _UserUse:
-        """The user's counts (caller holds `lock`)."""
-        use = self._users.get(user_id)
-        if use is None:
-            use = self._users[user_id] = _UserUse()
-        return use
+    def watches_of(self, user_id: int) -> Counter[Hashable]:
+        """The user's upstream watches (caller holds `lock`)."""
+        watches = self._watches.get(user_id)
+        if watches is None:
+            watches = self._watches[user_id] = Counter()
+        return watches
 
     def open_socket(self, user_id: int) -> Lease:
-        return self._open(user_id, "sockets", self.max_sockets, "WebSockets")
+        return self._open(self._sockets, str(user_id), self.max_sockets,
+                          f"at most {self.max_sockets} WebSockets per user at a time: "
+                          "close another tab first")
 
     def open_stream(self, user_id: int) -> Lease:
-        return self._open(user_id, "streams", self.max_streams, "open streams")
+        return self._open(self._streams, str(user_id), self.max_streams,
+                          f"at most {self.max_streams} open streams per user at a time: "
+                          "close another tab or stream first")
+
+    def open_tunnel(self, agent: str) -> Lease:
+        return self._open(self._tunnels, agent, self.max_tunnels,
+                          f"at most {self.max_tunnels} tunnels per agent at a time: "
+                          "fewer replicas, or raise AGENTWATCH_MAX_TUNNELS_PER_AGENT")
 
     def owner(self, user_id: int) -> WatchOwner:
         return WatchOwner(self, user_id)
 
-    def _open(self, user_id: int, kind: str, cap: int, what: str) -> Lease:
+    def open_counts(self) -> dict[str, int]:
+        """What is open now, for the process's health and tests."""
         with self.lock:
-            use = self.use(user_id)
-            if getattr(use, kind) >= cap:
-                raise LimitReached(f"at most {cap} {what} per user at a time: "
-                                   "close another tab or stream first")
-            if self.max_long_lived is not None and self.long_lived >= self.max_long_lived:
+            return {"live": self.live, "sockets": sum(self._sockets.values()),
+                    "streams": sum(self._streams.values()),
+                    "tunnels": sum(self._tunnels.values()),
+                    "watches": sum(len(w) for w in self._watches.values())}
+
+    def _open(self, counts: Counter[str], key: str, cap: int, refusal: str) -> Lease:
+        with self.lock:
+            if counts[key] >= cap:
+                raise LimitReached(refusal)
+            if self.live >= self.max_live:
                 raise LimitReached("the server holds as many live connections as it "
                                    "may: try again shortly", retry_after=30)
-            setattr(use, kind, getattr(use, kind) + 1)
-            self.long_lived += 1
-        return Lease(self, user_id, kind)
+            counts[key] += 1
+            self.live += 1
+        # Admitted: the connection stays open for long, so its thread leaves the request
+        # pool's count and another takes its place for pages and agents' calls.
+        pool.detach()
+        return Lease(self, counts, key)
 
 
 def refusal(exc: LimitReached, code: str = "too_many_streams") -> Response:

@@ -35,6 +35,7 @@ from .faults import (
 from .kube import ClusterClient, KubeError, WatchStream
 from .subscriptions import (
     JSON,
+    Owner,
     RenderedRow,
     RowRenderer,
     Snapshot,
@@ -129,6 +130,10 @@ class UpstreamWatch:
         self._stream: WatchStream | None = None
         self._stopping = threading.Event()
         self._idle_timer: threading.Timer | None = None
+        # Users whose page render started or read this watch before any page subscribed:
+        # it counts against each of them (limits.WatchOwner) until a page subscribes or
+        # it stops, so renders cannot start watches nobody pays for.
+        self._claims: list[Owner] = []
         self.lists = 0  # observability for tests and benchmarks
         self._thread = threading.Thread(target=self._run, daemon=True,
                                         name=f"watch-{key.agent}-{key.params.resource}")
@@ -155,6 +160,7 @@ class UpstreamWatch:
                 self._idle_timer = None
             subscription.upstream = self
             self._subscribers.append(subscription)
+            self._release_claims()
             if self._synced and resume_from is not None and self._replay(subscription,
                                                                            resume_from):
                 pass
@@ -199,6 +205,20 @@ class UpstreamWatch:
                 self._idle_timer.daemon = True
                 self._idle_timer.start()
 
+    def claim(self, owner: Owner) -> None:
+        """A page render's hold on this watch, which `owner` has acquired for its key:
+        given back once a page subscribes, or when the watch stops (after its grace)."""
+        with self._lock:
+            if not self._subscribers and not self._stopping.is_set():
+                self._claims.append(owner)
+                return
+        owner.release(self.key)
+
+    def _release_claims(self) -> None:
+        claims, self._claims = self._claims, []
+        for owner in claims:
+            owner.release(self.key)
+
     @property
     def is_synced(self) -> bool:
         return self._synced
@@ -218,6 +238,7 @@ class UpstreamWatch:
             self._stopping.set()
             if self._idle_timer is not None:
                 self._idle_timer.cancel()
+            self._release_claims()
             stream = self._stream
         if stream is not None:
             stream.close()
@@ -332,6 +353,8 @@ class UpstreamWatch:
                 backoff = self._pause(KubeError(0, "InternalError",
                                                 f"unexpected error: {type(exc).__name__}"),
                                       backoff)
+        with self._lock:
+            self._release_claims()
         self._on_stopped(self)
 
     def _went_back(self) -> bool:
