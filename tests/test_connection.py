@@ -102,3 +102,17 @@ def test_concurrent_first_calls_record_one_connection(app, h):
         assert set(pool.map(call, range(16))) == {204}
     assert types(h).count("agent_connected") == 1
     assert types(h).count("token_first_used") == 1
+
+
+def test_the_header_badge_follows_the_agent_on_every_tab(client, h, app, clock):
+    token = h.agent_with_token()
+    h.user("val", "viewer")
+    h.login(client, "val")
+    page = client.get("/agents/prod/cluster").text
+    # Tabs other than Activity ask for the badge themselves, saying what they show.
+    assert 'hx-get="/agents/prod/status?status=never.-"' in page
+    assert client.get("/agents/prod/status?status=never.-").status_code == 204
+    heartbeat(client, token)
+    changed = client.get("/agents/prod/status?status=never.-")
+    assert changed.status_code == 200 and "Connected" in changed.text
+    assert 'hx-get="/agents/prod/status?status=connected.' in changed.text

@@ -72,3 +72,41 @@ def test_viewers_see_settings_but_cannot_change_them(client, h, app):
     assert page.status_code == 200 and "disabled" in page.text
     response = save_config(client, h, "user_access: {access_as: user}\n")
     assert response.status_code == 403
+
+
+def test_a_tunneled_agent_keeps_its_tunnel_when_settings_are_saved(client, h, app):
+    h.user("mia", "maintainer")
+    with app.app_context():
+        agents.create("edge", tunnel=True)
+    h.login(client, "mia")
+    page = client.get("/agents/edge/settings").text
+    assert 'value="tunnel" checked' in page
+    # The form as the page shows it, saved: nothing changes.
+    csrf = h.csrf(client, "/agents/edge/settings")
+    response = client.post("/agents/edge/settings/connection", data={
+        "connection": "tunnel", "kubeconfig": "", "context": "", "csrf_token": csrf})
+    assert response.status_code == 302
+    with app.app_context():
+        assert agents.connection_kind(agents.get("edge")) == "tunnel"
+
+
+def test_a_form_that_names_no_connection_changes_nothing(client, h, app):
+    h.user("mia", "maintainer")
+    with app.app_context():
+        agents.create("edge", tunnel=True)
+    h.login(client, "mia")
+    csrf = h.csrf(client, "/agents/edge/settings")
+    for choice in ({}, {"connection": "sideways"}):
+        response = client.post("/agents/edge/settings/connection",
+                               data={"csrf_token": csrf, **choice})
+        assert response.status_code == 422
+        assert "Choose how agentwatch reaches the cluster" in response.text
+    with app.app_context():
+        assert agents.connection_kind(agents.get("edge")) == "tunnel"
+
+
+def test_a_kubeconfig_needs_its_path(maintainer, h, app):
+    csrf = h.csrf(maintainer, "/agents/prod/settings")
+    response = maintainer.post("/agents/prod/settings/connection", data={
+        "connection": "kubeconfig", "kubeconfig": "", "csrf_token": csrf})
+    assert response.status_code == 422 and "kubeconfig&#39;s path" in response.text

@@ -66,6 +66,35 @@ def create(name: str, kubeconfig_path: str | None = None, kube_context: str | No
     return agent
 
 
+# How the server reaches an agent's cluster: the choices the forms offer.
+CONNECTION_KINDS = ("tunnel", "none", "kubeconfig", "in-cluster")
+
+
+def connection_kind(agent: Agent) -> str:
+    """The connection in force, as one of CONNECTION_KINDS."""
+    if agent.tunnel:
+        return "tunnel"
+    if agent.in_cluster:
+        return "in-cluster"
+    return "kubeconfig" if agent.kubeconfig_path else "none"
+
+
+def choose_connection(agent: Agent, kind: str | None, kubeconfig_path: str,
+                      kube_context: str) -> None:
+    """The connection a person chose in a form: `kind` must be one of CONNECTION_KINDS
+    (a form that names none changes nothing: it is refused, never read as "none"); the
+    path and context count only for a kubeconfig."""
+    if kind not in CONNECTION_KINDS:
+        raise Invalid("Choose how agentwatch reaches the cluster: "
+                      + ", ".join(CONNECTION_KINDS), field="connection")
+    kubeconfig = kind == "kubeconfig"
+    if kubeconfig and not kubeconfig_path:
+        raise Invalid("Give the kubeconfig's path on the server", field="kubeconfig")
+    set_connection(agent, kubeconfig_path if kubeconfig else None,
+                   kube_context if kubeconfig else None,
+                   in_cluster=kind == "in-cluster", tunnel=kind == "tunnel")
+
+
 def set_connection(agent: Agent, kubeconfig_path: str | None, kube_context: str | None,
                    in_cluster: bool = False, tunnel: bool = False) -> None:
     if in_cluster and kubeconfig_path:

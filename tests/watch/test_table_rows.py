@@ -75,3 +75,16 @@ def test_integer_columns_sort_as_numbers_and_are_headed_as_such():
 def test_values_are_escaped_in_the_html():
     row = table_row(PODS, pod("x", "1/1", "<script>alert(1)</script>", "0"), POD_COLUMNS)
     assert "<script>" not in row.html and "&lt;script&gt;" in row.html
+
+
+def test_a_suspended_objects_name_is_a_link_with_its_pill_beside_it():
+    kustomizations = WatchParams("kustomize.toolkit.fluxcd.io", "v1", "kustomizations",
+                                 "flux-system", table=True)
+    columns = [{"name": "Name", "type": "string", "format": "name"},
+               {"name": "Ready", "type": "string"}, {"name": "Age", "type": "string"}]
+    obj = {"metadata": {"name": "monitoring", "namespace": "flux-system", "uid": "u1"},
+           "cells": ["monitoring", "True", "1d"], "suspend": True}
+    html = table_row(kustomizations, obj, columns).html
+    assert ('<a class="object-link" href="#" data-open>monitoring</a> '
+            '<span class="pill pill-suspended">Suspended</span></td>') in html
+    assert "&lt;/a&gt;" not in html

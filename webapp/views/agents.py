@@ -9,6 +9,7 @@ from .. import agents, clock, histogram
 from ..auth import login_required, role_required
 from ..errors import AppError
 from . import tokens
+from .activity import status_key
 from .charts import sparkline
 
 bp = Blueprint("agents", __name__)
@@ -47,3 +48,17 @@ def new() -> Response | str | tuple[str, int]:
         # names the Tokens tab in the address bar, so a reload cannot post the form again).
         return tokens.welcome(agent)
     return render_template("agents/new.html", form=form, error=None, user=g.user)
+
+
+@bp.get("/agents/<name>/status")
+@login_required
+def status_badge(name: str) -> Response | str:
+    """The header's connection badge, for the tabs without Activity's live poll: 204 while
+    it shows what it showed (`status`), so the header never contradicts the page under it."""
+    agent = agents.get(name)
+    status = agents.status(agent)
+    key = status_key(status)
+    if key == request.args.get("status"):
+        return Response(status=204)
+    return render_template("agents/_status.html", agent=agent, status=status, status_key=key,
+                           oob=False, poll=True)

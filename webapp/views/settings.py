@@ -27,6 +27,7 @@ def render_page(name: str, error: str | None = None, status: int = 200,
     state = agents.status(agent)
     return render_template("settings/page.html", tab="settings", agent=agent, status=state,
                            status_key=status_key(state), access=for_agent(agent),
+                           connection_kind=agents.connection_kind(agent),
                            error=error,
                            config=editor_context(agent, config_text, config_problems)), status
 
@@ -41,13 +42,10 @@ def page(name: str) -> tuple[str, int]:
 @role_required("maintainer")
 def connection(name: str) -> Response | tuple[str, int]:
     agent = agents.get(name)
-    kind = request.form.get("connection", "none")
     try:
-        agents.set_connection(
-            agent,
-            request.form.get("kubeconfig", "").strip() if kind == "kubeconfig" else None,
-            request.form.get("context", "").strip() if kind == "kubeconfig" else None,
-            in_cluster=kind == "in-cluster")
+        agents.choose_connection(agent, request.form.get("connection"),
+                                 request.form.get("kubeconfig", "").strip(),
+                                 request.form.get("context", "").strip())
     except AppError as exc:
         return render_page(name, exc.message, exc.status)
     flash("Cluster connection saved.")

@@ -128,9 +128,13 @@ def cell(key: str, content: str | Markup, sort: Any = None) -> Markup:
     return fmt('<td data-col="{}" data-sort="{}">{}</td>', key, sort, content)
 
 
-def name_cell(name: str) -> Markup:
+def name_cell(name: str, badge: Markup | None = None) -> Markup:
+    """The name, a link that opens the side panel; `badge` (markup) beside it."""
+    if badge is None:
+        return fmt('<td data-col="name" data-sort="{}"><a class="object-link" href="#" '
+                   'data-open>{}</a></td>', name, name)
     return fmt('<td data-col="name" data-sort="{}"><a class="object-link" href="#" '
-               'data-open>{}</a></td>', name, name)
+               'data-open>{}</a> {}</td>', name, name, badge)
 
 
 def pill(text: str, tone: str) -> Markup:

@@ -389,10 +389,9 @@ def _row_html(params: WatchParams, obj: JSON, columns: list[JSON] | None,
     now = now or datetime.now(UTC)
     facts = _facts(obj, columns)
     cells = [_cell_html(one, facts.created, now) for one in facts.cells]
-    if facts.suspended:  # a suspended Flux object: said beside its name
-        cells[0] = Markup(cells[0].replace("</a></td>", '</a> ' + pill("Suspended",
-                                                                         "suspended")
-                                           + "</td>", 1))
+    if facts.suspended and facts.cells and facts.cells[0].how == "name":
+        # A suspended Flux object: said beside its name, in the name's own cell.
+        cells[0] = name_cell(facts.cells[0].text, pill("Suspended", "suspended"))
     if facts.namespace:
         cells.insert(0, cell("namespace", facts.namespace))
     key = object_key(obj)
