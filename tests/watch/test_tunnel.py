@@ -113,6 +113,14 @@ def test_the_connection_is_the_agents_status(live: Live, tunneled: RunningAgent,
         ["agent_disconnected"]
 
 
+def test_the_token_of_a_tunnel_counts_as_used(live: Live, tunneled: RunningAgent) -> None:
+    """Its "last used" on the Tokens tab follows the connection, not only API calls."""
+    assert [e.type for e in live.events("prod", "token_first_used")] == ["token_first_used"]
+    page = live.browser("alice").http.get(f"{live.base_url}/agents/prod/tokens", timeout=WAIT)
+    assert "in-cluster" in page.text
+    assert '<span class="muted">never</span>' not in page.text
+
+
 def test_a_revoked_token_closes_the_connection_at_once(live: Live, tunneled: Any) -> None:
     with live.app.app_context():
         tokens.revoke(agents.get("prod"), "in-cluster", "alice")

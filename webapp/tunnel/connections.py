@@ -2,7 +2,9 @@
 process (agent_connections, one row per open connection).
 
 An agent is connected while at least one of its connections is open. The first one to
-open after it was not connected records `agent_connected`; closing the last one stamps
+open after it was not connected records `agent_connected`; the token that opened it counts
+as used while it is open (its "last used", and `token_first_used` the first time); closing
+the last one stamps
 the agent's last contact with the moment of the close, so the `disconnects` job records
 `agent_disconnected` once the threshold has passed since then (not since some earlier
 call). A row whose process died is recognised by its old `seen_at` and removed.
@@ -15,9 +17,10 @@ import socket
 from datetime import datetime, timedelta
 
 from sqlalchemy import delete, func, select, update
+from sqlalchemy.orm import Session
 
 from .. import clock, db
-from ..models import Agent, AgentConnection
+from ..models import Agent, AgentConnection, AgentToken
 from ..recorder import NewEvent, record_one
 from ..tokens import Credential
 
@@ -38,6 +41,7 @@ def opened(cred: Credential, address: str | None) -> int:
                               process=process_name(), address=address, opened_at=now,
                               seen_at=now)
         session.add(row)
+        _token_used(session, cred, now)
         connected = db.rowcount(session.execute(
             update(Agent).where(Agent.id == cred.agent_id,
                                 Agent.connection_state != "connected")
@@ -53,13 +57,25 @@ def opened(cred: Credential, address: str | None) -> int:
         return row.id
 
 
-def still_open(connection_id: int, agent_id: int) -> None:
-    """Refresh the row (and the agent's last contact) of a connection that is open."""
+def still_open(connection_id: int, agent_id: int, token_id: int | None = None) -> None:
+    """Refresh the row of a connection that is open, the agent's last contact and its
+    token's last use."""
     now = clock.now()
     with db.write_transaction() as session:
         session.execute(update(AgentConnection).where(AgentConnection.id == connection_id)
                         .values(seen_at=now))
         session.execute(update(Agent).where(Agent.id == agent_id).values(last_contact_at=now))
+        if token_id is not None:
+            session.execute(update(AgentToken).where(AgentToken.id == token_id)
+                            .values(last_used_at=now))
+
+
+def _token_used(session: Session, cred: Credential, now: datetime) -> None:
+    session.execute(update(AgentToken).where(AgentToken.id == cred.token_id)
+                    .values(last_used_at=now))
+    if cred.last_used_at is None:
+        record_one(session, cred.agent_id, NewEvent(
+            "token_first_used", now, token_id=cred.token_id, token_name=cred.token_name), now)
 
 
 def closed(connection_id: int, agent_id: int) -> None:

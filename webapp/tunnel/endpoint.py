@@ -79,7 +79,8 @@ def _serve(app: Flask, ws: Any, raw: str | None, cred: tokens.Credential, name: 
     open_now = tunnels.add(name, mux)
     log.info("agent %s connected from %s (%d connection(s) open here)", name,
              request.remote_addr, open_now)
-    keeper = threading.Thread(target=_keep, args=(app, mux, raw, connection_id, agent_id),
+    keeper = threading.Thread(target=_keep, args=(app, mux, raw, connection_id, agent_id,
+                                                   cred.token_id),
                               daemon=True, name=f"tunnel-keeper-{name}")
     keeper.start()
     try:
@@ -97,7 +98,8 @@ def _serve(app: Flask, ws: Any, raw: str | None, cred: tokens.Credential, name: 
         _close(ws, code, mux.close_reason[:120])
 
 
-def _keep(app: Flask, mux: Mux, raw: str | None, connection_id: int, agent_id: int) -> None:
+def _keep(app: Flask, mux: Mux, raw: str | None, connection_id: int, agent_id: int,
+          token_id: int) -> None:
     """Re-check the token often, and refresh the connection's record now and then."""
     since_refresh = 0.0
     while not mux.closed.wait(RECHECK_SECONDS):
@@ -112,7 +114,7 @@ def _keep(app: Flask, mux: Mux, raw: str | None, connection_id: int, agent_id: i
                     return
                 if since_refresh >= connections.REFRESH_SECONDS:
                     since_refresh = 0.0
-                    connections.still_open(connection_id, agent_id)
+                    connections.still_open(connection_id, agent_id, token_id)
             except Exception:  # a database hiccup must not end the agent's connection
                 log.exception("tunnel: checking a connection failed")
             finally:
