@@ -275,6 +275,26 @@ def test_panel_details_part_is_only_the_details(app: Flask, signed_in: FlaskClie
     assert "panel-events" not in html and "panel-head" not in html
 
 
+def test_a_crashing_pods_overview_says_why_it_last_stopped(
+        app: Flask, signed_in: FlaskClient, sim: SimCluster, tmp_path: Path) -> None:
+    sim.add_pod("default", "worker-1", [{"name": "worker", "image": "shop/worker:1.4",
+                                          "resources": {"requests": {"memory": "64Mi"},
+                                                        "limits": {"memory": "128Mi"}}}],
+                state="Running")
+    sim.restart_container("default", "worker-1", reason="OOMKilled", exit_code=137)
+    add_agent(app, sim, tmp_path)
+    html = signed_in.get(panel_url("worker-1") + "&part=details").text
+    row = html[html.index('<tr data-container="worker" class="crashing">'):]
+    row = row[:row.index("</tr>")]
+    assert "shop/worker:1.4" in row and "CrashLoopBackOff" in row
+    assert '<strong class="termination">OOMKilled: memory limit 128Mi</strong>' in row
+    assert "memory 64Mi" in row and "memory 128Mi" in row
+    assert "<dt>Node</dt><dd>sim-worker</dd>" in html
+    relations = signed_in.get(panel_url("worker-1") + "&part=relations").text
+    assert ("CrashLoopBackOff — OOMKilled: memory limit 128Mi (container worker, 1 restart)"
+            in relations)
+
+
 def test_flux_panel_offers_reconcile_and_the_right_toggle(
         app: Flask, signed_in: FlaskClient, sim: SimCluster, tmp_path: Path) -> None:
     sim.add_helmrelease("apps", "redis", suspend=True)

@@ -90,6 +90,27 @@ def pod(name: str, owner: JSON | None = None, owner_kind: str = "ReplicaSet",
                                        "status": "True" if state == "running" else "False"}]}}
 
 
+def oom_killed(name: str) -> JSON:
+    """A pod whose container keeps being killed for memory, as the kubelet reports it."""
+    obj = pod(name, state="crash")
+    obj["spec"]["containers"][0]["resources"] = {"limits": {"memory": "128Mi"}}
+    obj["status"]["containerStatuses"][0]["lastState"] = {"terminated": {
+        "reason": "OOMKilled", "exitCode": 137, "finishedAt": "2026-12-04T10:00:00Z"}}
+    return obj
+
+
+def test_a_crashing_pod_says_why_it_last_stopped() -> None:
+    crash = relations.health("Pod", oom_killed("web-1"))
+    assert crash.state == FAILED
+    assert crash.reason == \
+        "CrashLoopBackOff — OOMKilled: memory limit 128Mi (container app, 5 restarts)"
+    erring = oom_killed("web-2")
+    erring["status"]["containerStatuses"][0]["lastState"]["terminated"] = {
+        "reason": "Error", "exitCode": 1}
+    assert relations.health("Pod", erring).reason == \
+        "CrashLoopBackOff — Error: exit code 1 (container app, 5 restarts)"
+
+
 def kustomization(name: str, entries: list[str], ready: str = "True",
                   message: str = "Applied revision: main@sha1:abc", **spec: Any) -> JSON:
     return {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
@@ -130,7 +151,7 @@ def test_what_is_not_an_inventory_id_is_skipped(entry_id: str) -> None:
 def test_health_reads_status_as_kubectl_and_flux_do() -> None:
     assert relations.health("Pod", pod("a")).state == HEALTHY
     crash = relations.health("Pod", pod("b", state="crash"))
-    assert (crash.state, crash.reason) == (FAILED, "CrashLoopBackOff")
+    assert (crash.state, crash.reason) == (FAILED, "CrashLoopBackOff (container app, 5 restarts)")
     assert relations.health("Pod", pod("c", state="creating")).state == PROGRESSING
     assert relations.health("Deployment", deployment("web")).reason == "2/2 available"
     assert relations.health("Deployment", deployment("web", available=1)).state == PROGRESSING

@@ -34,11 +34,12 @@ from ..watch import (
     listing,
     names,
     object_events,
+    pod_facts,
     relations,
     rows,
     table_rows,
 )
-from ..watch.cells import Column
+from ..watch.cells import Column, time_cell
 from ..watch.discovery import Kind, Served
 from ..watch.kube import KubeError
 from ..watch.listing import ListState
@@ -459,6 +460,11 @@ def _relations(agent: Agent, identity: Identity, params: WatchParams, kind: Kind
     return relations.tree(params.group, kind.kind, obj, world), world
 
 
+def _age(when: datetime) -> Markup:
+    """A time as the lists show it ("5m"), kept current by the page script."""
+    return time_cell(when, datetime.now(UTC))
+
+
 @bp.get("/agents/<name>/cluster/object")
 @login_required
 def object_panel(name: str) -> tuple[str, int] | Response:
@@ -485,7 +491,9 @@ def object_panel(name: str) -> tuple[str, int] | Response:
         return render_template("cluster/_panel_error.html", error=exc, params=params,
                                name=object_name, kind=kind), status
     meta = obj["metadata"]
-    details = {"obj": obj, "meta": meta, "manifest_yaml": _yaml(_manifest(params, obj))}
+    details = {"obj": obj, "meta": meta, "manifest_yaml": _yaml(_manifest(params, obj)),
+               "pod": pod_facts.read(obj) if (params.group, params.resource) == ("", "pods")
+               else None, "age": _age}
     if part == "details":
         return render_template("cluster/_panel_details.html", with_manifest=True,
                                **details), 200

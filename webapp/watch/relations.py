@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from . import pod_facts
 from .resources import WatchParams
 from .rows import normalize, pod_columns, status_tone
 
@@ -301,7 +302,10 @@ def _pod_health(obj: JSON) -> Health:
     if tone == "done":
         return Health(HEALTHY, pod.status)
     if tone == "error":
-        return Health(FAILED, pod.status)
+        # Why it keeps failing, where the kubelet says so ("OOMKilled: memory limit 128Mi").
+        crash = pod_facts.crash_reason(obj)
+        return Health(FAILED, f"{pod.status} — {crash}" if crash and
+                      not crash.startswith(pod.status) else crash or pod.status)
     if tone == "ok" and pod.ready < pod.total:
         return Health(PROGRESSING, f"{pod.status}, {pod.ready}/{pod.total} ready")
     if tone == "ok":
