@@ -68,6 +68,7 @@
       this.startButton = section.querySelector(".logs-start");
       this.downloadButton = section.querySelector(".logs-download");
       this.search = section.querySelector('input[name="search"]');
+      this.only = section.querySelector('input[name="only"]');
       this.matchesLabel = section.querySelector(".logs-matches");
       this.prevButton = section.querySelector(".logs-prev");
       this.nextButton = section.querySelector(".logs-next");
@@ -108,6 +109,12 @@
       });
       this.prevButton.addEventListener("click", () => this.step(-1));
       this.nextButton.addEventListener("click", () => this.step(1));
+      this.only.addEventListener("change", () => { this.redraw(); this.showMatches(); });
+    }
+
+    // Whether a line is drawn: with "Only matching lines", those holding the search.
+    shown(line) {
+      return !(this.only.checked && this.query) || line.text.toLowerCase().includes(this.query);
     }
 
     settings() {
@@ -249,7 +256,7 @@
       this.frame = 0;
       const follow = this.atBottom();
       const fragment = document.createDocumentFragment();
-      for (const line of this.pending) fragment.append(this.lineElement(line));
+      for (const line of this.pending) if (this.shown(line)) fragment.append(this.lineElement(line));
       this.pending = [];
       this.pre.append(fragment);
       let extra = this.pre.childNodes.length - LOG_LIMIT;
@@ -295,7 +302,7 @@
       this.paused = paused;
       this.pauseButton.textContent = paused ? "Resume" : "Pause";
       this.pauseButton.setAttribute("aria-pressed", String(paused));
-      if (!paused && this.pre.childNodes.length !== Math.min(this.lines.length, LOG_LIMIT)) {
+      if (!paused && this.pre.childNodes.length !== Math.min(this.lines.filter((l) => this.shown(l)).length, LOG_LIMIT)) {
         // Catch up with everything read meanwhile (the buffer kept the last LOG_LIMIT).
         this.redraw();
         this.pre.scrollTop = this.pre.scrollHeight;

@@ -521,6 +521,8 @@ def object_panel(name: str) -> tuple[str, int] | Response:
         if printed.error is None and printed.entries else ()
     summary_row = Markup(printed.entries[0].html) if summary_columns else Markup("")
     containers = _containers(obj) if params.resource == "pods" else []
+    # A crashing container's log opens on its previous run, the one that says why.
+    crashed = pod_facts.restarted(obj) if containers else None
     tabs = [t for t in PANEL_TABS if t != "logs" or containers]
     return render_template(
         "cluster/_panel.html", params=params, kind=kind,
@@ -533,6 +535,6 @@ def object_panel(name: str) -> tuple[str, int] | Response:
         activity_url=_panel_url(agent, params, meta["name"], part="activity"),
         events_columns=rows.columns(events), event_rows=event_rows, events_error=snap.error,
         actions=_actions(params, served_kind, obj) if access.can_act(g.user, agent) else [],
-        target=_target(served_kind, meta), containers=containers,
+        target=_target(served_kind, meta), containers=containers, crashed=crashed,
         download_name=f"{kind.lower()}-{meta['namespace'] + '-' if meta['namespace'] else ''}"
                       f"{meta['name']}.yaml", **details, **context), 200

@@ -104,6 +104,12 @@ def crash_reason(obj: JSON) -> str | None:
     return None
 
 
+def restarted(obj: JSON) -> str | None:
+    """The container whose last run is the one to read first: one that crashes (its
+    current run has barely started, so its previous log says why), else None."""
+    return next((c.name for c in read(obj).containers if c.crashing and c.restarts), None)
+
+
 def _container(spec: JSON, statuses: dict[str, JSON], init: bool) -> Container:
     name = str(spec.get("name") or "")
     status = statuses.get(name, {})

@@ -1,0 +1,165 @@
+"""What a new team meets in its first hour, in a real browser: nothing that contradicts
+itself or quietly undoes a choice, and a crashing pod that says why in a few clicks."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+from playwright.sync_api import Page, expect
+
+from webapp import agents, tokens
+from webapp.simcluster import SimCluster
+from webapp.tunnel.agent import Agent, Settings
+from webapp.watch.kube import Connection
+
+from . import test_cluster_live as cluster_live
+from .signin import sign_in
+from .test_cluster_live import SLOW, open_cluster, row
+
+pytestmark = pytest.mark.browser
+
+app_config = cluster_live.app_config
+sim = cluster_live.sim
+app = cluster_live.app
+agent = cluster_live.agent
+cluster_page = cluster_live.cluster_page
+PANEL = "#object-panel"
+
+
+def _tunnel_agent(app: Flask, name: str = "edge") -> str:
+    """An agent reached through its own connection; its token."""
+    with app.app_context():
+        created = agents.create(name, tunnel=True)
+        _, raw = tokens.create(created, "in-cluster", "alice")
+    return raw
+
+
+def test_saving_settings_keeps_an_agents_tunnel(cluster_page: Page, app: Flask) -> None:
+    page = cluster_page
+    _tunnel_agent(app)
+    page.goto("/agents/edge/settings")
+    choice = page.get_by_label("Through its agent")
+    expect(choice).to_be_checked()  # the connection in force, not "None"
+    page.get_by_role("button", name="Save connection").click()
+    expect(page.get_by_text("Cluster connection saved.")).to_be_visible()
+    expect(page.get_by_label("Through its agent")).to_be_checked()
+    with app.app_context():
+        assert agents.connection_kind(agents.get("edge")) == "tunnel"
+    page.goto("/agents/edge/tokens")
+    expect(page.get_by_role("button", name="Install the agent…")).to_be_visible()
+
+
+def test_a_suspended_flux_objects_name_is_a_link_not_markup(cluster_page: Page,
+                                                            sim: SimCluster) -> None:
+    page = cluster_page
+    sim.add_kustomization("flux-system", "monitoring", path="./monitoring", suspend=True)
+    for query in ("", "?kind=kustomizations.kustomize.toolkit.fluxcd.io"):
+        open_cluster(page, query)
+        name = row(page, "kustomizations", "monitoring").locator('td[data-col="name"]')
+        expect(name).to_have_text(re.compile(r"^\s*monitoring\s+Suspended\s*$"))
+        expect(name.locator("a.object-link")).to_have_text("monitoring")
+        expect(name.locator(".pill-suspended")).to_have_text("Suspended")
+    row(page, "kustomizations", "monitoring").locator("a.object-link").click()
+    expect(page.locator(f"{PANEL} h2")).to_have_text("monitoring")
+
+
+def test_the_header_never_says_connected_while_the_agent_is_not(
+        cluster_page: Page, app: Flask, sim: SimCluster, live_server: str,
+        tmp_path: Path) -> None:
+    page = cluster_page
+    token = _tunnel_agent(app)
+    kubeconfig = sim.write_kubeconfig(tmp_path / "edge.kubeconfig", context="sim")
+    running = Agent(Settings(live_server, token,
+                             Connection(kubeconfig=str(kubeconfig), context="sim"),
+                             backoff_initial=0.05, backoff_max=0.5))
+    thread = threading.Thread(target=running.run, daemon=True)
+    thread.start()
+    try:
+        assert running.connected.wait(SLOW / 1000)
+        page.goto("/agents/edge/cluster")
+        badge = page.locator("#agent-status")
+        expect(badge).to_contain_text("Connected")
+        running.stop()  # the agent goes: the header follows, no reload needed
+        expect(page.locator("#agent-status")).to_contain_text("Not connected", timeout=SLOW)
+    finally:
+        running.stop()
+        thread.join(SLOW / 1000)
+
+
+def _crashing(sim: SimCluster) -> None:
+    """A Deployment's pod killed for memory, as the kubelet reports it."""
+    sim.add_pod("shop", "worker-7d9f-x2x", [{
+        "name": "worker", "image": "shop/worker:1.4",
+        "resources": {"requests": {"memory": "64Mi"}, "limits": {"memory": "128Mi"}}}],
+        state="Running", logs=["loading the catalogue", "catalogue: 2,000,000 items"])
+    sim.restart_container("shop", "worker-7d9f-x2x", reason="OOMKilled", exit_code=137)
+
+
+def test_a_crashing_pod_says_why_within_four_clicks(page: Page, h: Any, agent: str,
+                                                    sim: SimCluster) -> None:
+    _crashing(sim)
+    h.user("alice", "admin")
+    sign_in(page)
+    clicks = 0
+
+    def click(target: Any) -> None:
+        nonlocal clicks
+        clicks += 1
+        target.click()
+
+    click(page.get_by_role("link", name="prod", exact=True))
+    click(page.get_by_role("link", name="Cluster", exact=True))
+    click(row(page, "pods", "worker-7d9f-x2x").locator("a.object-link"))
+    panel = page.locator(PANEL)
+    expect(panel.locator(".relations-health")).to_contain_text(
+        "OOMKilled: memory limit 128Mi", timeout=SLOW)
+    container = panel.locator('tr[data-container="worker"]')
+    expect(container).to_contain_text("shop/worker:1.4")
+    expect(container.locator(".termination")).to_have_text("OOMKilled: memory limit 128Mi")
+    assert clicks <= 4
+
+    # Its log opens on the run that crashed, not followed.
+    click(panel.get_by_role("tab", name="Logs"))
+    expect(panel.get_by_role("checkbox", name="Previous")).to_be_checked()
+    expect(panel.get_by_label("Follow")).not_to_be_checked()
+    expect(panel.locator("pre.logs")).to_contain_text("catalogue: 2,000,000 items")
+    expect(panel.locator(".logs-status")).to_have_text("End of the log.")
+
+
+def test_a_log_can_show_only_the_lines_that_match(cluster_page: Page,
+                                                  sim: SimCluster) -> None:
+    page = cluster_page
+    sim.add_pod("default", "web-1", state="Running",
+                logs=["GET /healthz 200", "GET /cart 500", "GET /healthz 200"])
+    open_cluster(page, "?namespace=default")
+    row(page, "pods", "web-1").click()
+    panel = page.locator(PANEL)
+    panel.get_by_role("tab", name="Logs").click()
+    logs = panel.locator("pre.logs")
+    expect(logs).to_contain_text("GET /cart 500")
+    panel.get_by_label("Search the log").fill("500")
+    expect(panel.locator(".logs-matches")).to_have_text("1 of 1 match")
+    panel.get_by_label("Only matching lines").check()
+    expect(logs.locator(".line")).to_have_count(1)
+    expect(logs).to_have_text("GET /cart 500\n")
+    panel.get_by_label("Only matching lines").uncheck()
+    expect(logs.locator(".line")).to_have_count(3)
+
+
+def test_the_status_endpoint_is_what_the_header_polls(page: Page, h: Any, agent: str,
+                                                      tmp_path: Path) -> None:
+    """The header of a tab without Activity's poll names its own endpoint (an unchanged
+    badge costs a 204)."""
+    h.user("alice", "admin")
+    sign_in(page)
+    page.goto("/agents/prod/settings")
+    url = page.locator("#agent-status").get_attribute("hx-get") or ""
+    assert url.startswith("/agents/prod/status?status=")
+    answer = page.request.get(url)
+    assert answer.status == 204, json.dumps({"status": answer.status})
