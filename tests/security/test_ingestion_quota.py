@@ -225,14 +225,21 @@ def test_concurrent_batches_of_one_token_never_exceed_it(app, h):
     assert stored(app) == 50
 
 
-@pytest.mark.parametrize("setting", ["TOKEN_EVENTS_PER_MINUTE", "TOKEN_BYTES_PER_DAY"])
-def test_zero_turns_a_quota_off(app, client, h, setting):
-    app.config.update(TOKEN_EVENTS_PER_MINUTE=0, TOKEN_BYTES_PER_DAY=0)
-    app.config[setting] = 0
+@pytest.mark.parametrize(("setting", "quota"), [("TOKEN_EVENTS_PER_MINUTE", "events_per_minute"),
+                                               ("TOKEN_BYTES_PER_DAY", "bytes_per_day")])
+def test_zero_turns_a_quota_off(app, client, h, setting, quota):
+    app.config.update(TOKEN_EVENTS_PER_MINUTE=5000, TOKEN_BYTES_PER_DAY=64 * 1024)
+    app.config[setting] = 5 if quota == "events_per_minute" else 4096
     token = h.agent_with_token()
-    for n in range(3):
-        assert post(client, token, flood_batch(1000, f"{n}-")).status_code == 201
-    assert stored(app) == 3000
+
+    def failures(n: int, tag: str) -> dict[str, Any]:  # about 600 bytes each
+        return {"events": [{"type": "gitops_sync_failed", "message": f"{tag}{i} " + "y" * 600}
+                           for i in range(n)]}
+
+    assert post(client, token, failures(5, "a")).status_code == 201
+    assert_refused(post(client, token, failures(2, "b")), quota)
+    app.config[setting] = 0
+    assert post(client, token, failures(2, "b")).status_code == 201
 
 
 def test_the_reporter_prints_the_429(app, h, clock):
