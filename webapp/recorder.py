@@ -63,7 +63,9 @@ def record(session: Session, agent_id: int, new_events: list[NewEvent],
     """Insert events in the caller's transaction; commit-scoped repeats are not stored twice.
 
     Webhook deliveries of the newly stored events (never of duplicates) are written in the
-    same transaction, so an event and its deliveries commit or vanish together.
+    same transaction, so an event and its deliveries commit or vanish together; so is the
+    agent's count of notifications (an important event past its limit is folded into a
+    flood's one notification, notify/flood.py).
     Returns, per input event, its id and whether it was a duplicate of an earlier one.
     """
     results: list[Recorded | None] = [None] * len(new_events)
