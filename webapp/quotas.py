@@ -204,9 +204,8 @@ def _refuse_early(cred: Credential, new_events: list[NewEvent], now: datetime,
         row = session.execute(select(QUOTAS.c.events_used, QUOTAS.c.bytes_used,
                                      QUOTAS.c.updated_at)
                               .where(QUOTAS.c.token_id == cred.token_id)).first()
-        if row is None:
-            return
-        used = Usage.drained(row.events_used, row.bytes_used, row.updated_at, now, quotas)
+        used = Usage() if row is None else \
+            Usage.drained(row.events_used, row.bytes_used, row.updated_at, now, quotas)
         if refusal(cred.token_name, used, Cost.of(new_events), quotas) is None:
             return
         # Not if every event were new: count only those that would be (repeats are free).
