@@ -82,6 +82,13 @@ def test_real_responses_match_the_document(client, h, app, spec, clock):
     validate(spec, "/api/v1/agent/events", "post", 415, r.get_json())
     r = client.post("/api/v1/agent/heartbeat")
     validate(spec, "/api/v1/agent/heartbeat", "post", 401, r.get_json())
+    app.config["TOKEN_EVENTS_PER_MINUTE"] = 2  # spent by the events above
+    r = client.post("/api/v1/agent/events", json={"type": "config_invalid", "commit": "f" * 40},
+                    headers=bearer(token))
+    assert r.status_code == 429 and int(r.headers["Retry-After"]) >= 1
+    validate(spec, "/api/v1/agent/events", "post", 429, r.get_json())
+    assert "Retry-After" in spec["components"]["responses"]["QuotaExceeded"]["headers"]
+    app.config["TOKEN_EVENTS_PER_MINUTE"] = 1000
 
     r = client.get("/api/v1/agents", headers=bearer(personal))
     validate(spec, "/api/v1/agents", "get", 200, r.get_json())

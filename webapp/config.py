@@ -42,10 +42,27 @@ DEFAULTS: dict[str, Any] = {
     "LOGIN_MAX_FAILURES_PER_ADDRESS": 20,
     "LOGIN_LOCKOUT_SECONDS": 30,
     "LOGIN_LOCKOUT_MAX_SECONDS": 900,
+    # Ingestion quotas per agent token (webapp/quotas.py, docs/security.md "Ingestion
+    # quotas"); 0 turns one off. Events per minute: a whole batch (MAX_BATCH_EVENTS) must
+    # fit at once, and a fleet of pods costs no more than one pod (repeats are free), so a
+    # real agent or a busy pipeline (a few events per commit, each step, each sync) stays far
+    # below 1000 a minute; a flood of eight full batches in a second gets one through.
+    # Bytes per day: a busy agent stores a few MB of events a day (a few hundred bytes
+    # each); 64 MiB is ten times that and sixteen full 4 MiB bodies, and bounds what one
+    # token can make the database hold over the retention to 7 x 64 MiB, where a flood
+    # unlimited wrote 190 GB an hour.
+    "TOKEN_EVENTS_PER_MINUTE": 1000,
+    "TOKEN_BYTES_PER_DAY": 64 * 1024 * 1024,
     # Notifications (webapp/notify): the nav's unread count polls this often; agents'
     # rules of importance are cached this long per process.
     "NOTIFY_POLL_SECONDS": 5,
     "NOTIFY_RULES_CACHE_SECONDS": 10,
+    # At most NOTIFY_MAX_PER_AGENT important events of one agent become notifications of
+    # their own within NOTIFY_WINDOW_SECONDS; the rest of that window is one folded
+    # notification ("and 97 more from prod"): a flood is one item, one line of a mail and
+    # one browser notification, not a hundred. 0: no limit.
+    "NOTIFY_MAX_PER_AGENT": 10,
+    "NOTIFY_WINDOW_SECONDS": 600,
     # Email of important events; no SMTP_HOST: no email. SMTP_PORT 0: 25, 587 or 465 by
     # SMTP_SECURITY (none / starttls / ssl). SMTP_CA_FILE: trust a private relay's CA.
     "SMTP_HOST": "",
@@ -136,6 +153,8 @@ _INT_KEYS = {
     "MAX_TUNNELS_PER_AGENT", "MAX_LIVE_CONNECTIONS", "REQUEST_HEAD_SECONDS", "REQUEST_SECONDS",
     "MAX_REQUEST_HEAD_BYTES", "MAX_READING_PER_ADDRESS", "MAX_BUFFERED_BYTES_PER_ADDRESS",
     "SOCKET_TIMEOUT_SECONDS", "MAX_CONNECTIONS",
+    "TOKEN_EVENTS_PER_MINUTE", "TOKEN_BYTES_PER_DAY", "NOTIFY_MAX_PER_AGENT",
+    "NOTIFY_WINDOW_SECONDS",
 }
 # Environment variables that take one of a few words.
 _CHOICE_KEYS = {"SMTP_SECURITY": ("none", "starttls", "ssl"),

@@ -108,10 +108,11 @@ def _seed_agent() -> None:
     _, raw = tokens.create(agent, "demo-token", by_user="admin")
     now = clock.now()
     with db.write_transaction() as session:
-        # One at a time: ids then follow the order things happened in, as when recorded live
-        # (notifications are listed in recorded order).
+        # One at a time, each recorded when it happened: ids then follow the order things
+        # happened in, as when recorded live (notifications are listed in recorded order),
+        # and a week is not one flood of notifications (notify/flood.py), only its incidents.
         for event in week_of_activity(now, random.Random(7)):
-            record(session, agent.id, [event], now)
+            record(session, agent.id, [event], event.happened_at)
     # One call with the token, as an agent would make: connected now, and the server's
     # disconnects job reports it silent ten minutes later, live on the page.
     tokens.record_contact(tokens.authenticate(raw))

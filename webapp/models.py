@@ -5,7 +5,18 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, ForeignKey, Index, Integer, String, Text, false, text
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    false,
+    text,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 # SQLite only makes INTEGER PRIMARY KEY an alias of the rowid (fast, auto-assigned).
@@ -136,6 +147,20 @@ class AgentToken(Base):
     revoked_by: Mapped[str | None] = mapped_column(String(64))
 
 
+class TokenQuota(Base):
+    """What an agent token has used of its ingestion quotas (webapp/quotas.py): in the
+    database, so that every worker and replica counts against the same numbers."""
+
+    __tablename__ = "token_quotas"
+
+    token_id: Mapped[int] = mapped_column(
+        ForeignKey("agent_tokens.id", ondelete="CASCADE"), primary_key=True)
+    # Each as of updated_at; they drain at the quota's rate.
+    events_used: Mapped[float] = mapped_column(Float)
+    bytes_used: Mapped[float] = mapped_column(Float)
+    updated_at: Mapped[datetime]
+
+
 class Event(Base):
     __tablename__ = "events"
     __table_args__ = (
@@ -147,6 +172,10 @@ class Event(Base):
         Index("uq_events_dedupe", "agent_id", "dedupe_key", unique=True),
         # Pruning walks the oldest rows.
         Index("ix_events_happened_at", "happened_at"),
+        # A flood's folded notification counts its events; only flooded rows are in it.
+        Index("ix_events_folded_into", "folded_into",
+              sqlite_where=text("folded_into IS NOT NULL"),
+              postgresql_where=text("folded_into IS NOT NULL")),
         # Ids never reused, even after deleting the newest rows: live polls rely on it.
         {"sqlite_autoincrement": True},
     )
@@ -167,6 +196,9 @@ class Event(Base):
     link: Mapped[str | None] = mapped_column(Text)
     details: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     dedupe_key: Mapped[str | None] = mapped_column(String(400))
+    # Set on an important event past its agent's notification limit (notify/flood.py): the
+    # id of the event whose one notification stands for it. None: its own notification.
+    folded_into: Mapped[int | None] = mapped_column(BigInteger)
 
 
 class EventCount(Base):

@@ -63,7 +63,9 @@ def record(session: Session, agent_id: int, new_events: list[NewEvent],
     """Insert events in the caller's transaction; commit-scoped repeats are not stored twice.
 
     Webhook deliveries of the newly stored events (never of duplicates) are written in the
-    same transaction, so an event and its deliveries commit or vanish together.
+    same transaction, so an event and its deliveries commit or vanish together; so is the
+    agent's count of notifications (an important event past its limit is folded into a
+    flood's one notification, notify/flood.py).
     Returns, per input event, its id and whether it was a duplicate of an earlier one.
     """
     results: list[Recorded | None] = [None] * len(new_events)
@@ -109,8 +111,25 @@ def record(session: Session, agent_id: int, new_events: list[NewEvent],
                 _resolve(results, item, found[item.key], duplicate=True)
 
     histogram.count_recorded(session, [row for _, row in fresh])
+    _fold_floods(session, agent_id, fresh, now)
     enqueue_deliveries(session, agent_id, fresh, now)
     return [r for r in results if r is not None]
+
+
+def unrecorded(session: Session, agent_id: int, new_events: list[NewEvent]) -> list[NewEvent]:
+    """The events record() would store now, read without writing: every one without a
+    dedupe key, and the first of each key not stored yet (a concurrent writer may still
+    store one of them first)."""
+    plain: list[NewEvent] = []
+    keyed: dict[str, NewEvent] = {}
+    for new in new_events:
+        key = events.dedupe_key(new.type, new.commit_sha, new.project, new.dedupe_extra)
+        if key is None:
+            plain.append(new)
+        else:
+            keyed.setdefault(key, new)
+    stored = {key for key, _ in _existing(session, agent_id, list(keyed))} if keyed else set()
+    return plain + [new for key, new in keyed.items() if key not in stored]
 
 
 def record_one(session: Session, agent_id: int, new: NewEvent, now: datetime) -> Recorded:
@@ -143,6 +162,14 @@ def _resolve(results: list[Recorded | None], item: _Pending, event_id: int,
     results[item.index] = Recorded(event_id, duplicate)
     for index in item.same_as:
         results[index] = Recorded(event_id, True)
+
+
+def _fold_floods(session: Session, agent_id: int, fresh: list[tuple[int, dict[str, Any]]],
+                 now: datetime) -> None:
+    # Imported here: which events are important comes from the agents' configuration,
+    # whose module records its events through this one.
+    from .notify import flood
+    flood.fold(session, agent_id, [(event_id, row["type"]) for event_id, row in fresh], now)
 
 
 def _existing(session: Session, agent_id: int, keys: list[str]) -> list[tuple[str, int]]:

@@ -25,9 +25,13 @@ def report(url: str, token: str, event: dict[str, Any], timeout: float = 30) -> 
     except urllib.error.HTTPError as exc:
         with exc:
             raw = exc.read()
+        # A 429 (the token's quota) says when the server takes events again.
+        retry = exc.headers.get("Retry-After", "")
+        later = f" (retry in {retry} s)" if retry.isdigit() else ""
         try:
             error = json.loads(raw)["error"]
-            raise ReportError(f"{exc.code} {error['code']}: {error['message']}") from None
+            raise ReportError(f"{exc.code} {error['code']}: {error['message']}{later}") \
+                from None
         except (ValueError, KeyError, TypeError):
             text = raw[:200].decode(errors="replace")
             raise ReportError(f"{exc.code} {exc.reason}: {text}") from None

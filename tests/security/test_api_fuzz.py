@@ -43,6 +43,14 @@ def _runs() -> list[tuple[str, GenerationMode]]:
     return runs
 
 
+@pytest.fixture
+def app_config(app_config: dict[str, Any]) -> dict[str, Any]:
+    """Quotas off: on the fake clock a token's quota never drains, so the generated batches
+    would soon get only 429s, and the rest of the run would test the quota instead of what
+    each generated input should get (tests/security/test_ingestion_quota.py tests it)."""
+    return {**app_config, "TOKEN_EVENTS_PER_MINUTE": 0, "TOKEN_BYTES_PER_DAY": 0}
+
+
 def _personal_token(app: Flask) -> str:
     from webapp import users
     with app.app_context():

@@ -420,10 +420,13 @@ def corpus(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     else:
         url = request.getfixturevalue("postgres_database")
         _truncate_postgres(url)
+    # Quotas off: the clock never moves here, so the refusals a corpus records (invalid
+    # configurations are events) would add up to a 429 instead of the answer each case tests.
     app = create_app({"TESTING": True, "INSTANCE_PATH": str(folder / "instance"),
                       "DATABASE_URL": url, "SECRET_KEY": "test-secret",
                       "SCHEDULER_ENABLED": False, "AUTO_MIGRATE": False,
-                      "CLOCK": FakeClock(START)})
+                      "CLOCK": FakeClock(START), "TOKEN_EVENTS_PER_MINUTE": 0,
+                      "TOKEN_BYTES_PER_DAY": 0})
     with app.app_context():
         user = users.create("alice", "admin", "correct horse")
         user_token = users.issue_token(user)

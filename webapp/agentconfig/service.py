@@ -31,6 +31,8 @@ from .validate import MAX_BYTES, Checked, Problem, characters_problem, check
 SOURCES = ("ui", "cli", "api")
 
 GitopsTarget = tuple[str, str, str, str, str | None]
+# Spends the submitter's ingestion quota (webapp/quotas.py) in the storing transaction.
+Charge = Callable[[Session], None]
 
 
 class ConfigInvalid(Invalid):
@@ -89,15 +91,18 @@ class Accepted:
 # --- new versions ------------------------------------------------------------------------
 
 def submit(agent: Agent, text: str, *, source: str, by: str | None = None,
-           commit: str | None = None, token: AgentToken | None = None) -> Accepted:
+           commit: str | None = None, token: AgentToken | None = None,
+           charge: Charge | None = None) -> Accepted:
     """Validate and store a configuration text; record its events.
 
     Raises ConfigInvalid when the text is refused (after recording `config_invalid`,
-    except for a save in the UI); the version in force then stays as it was.
+    except for a save in the UI); the version in force then stays as it was. `charge` is
+    called in the transaction that stores something new (a version, or the refusal's
+    event), never for a repeat; raising there stores nothing.
     """
     _check_size(text)
     return _submit(agent, lambda _current, _access: text, source=source, by=by, commit=commit,
-                   token=token)
+                   token=token, charge=charge)
 
 
 def check_commit(value: str) -> str:
@@ -128,7 +133,8 @@ def _check_size(text: str) -> None:
 
 def _submit(agent: Agent, make_text: Callable[[ConfigVersion | None, ClusterAccess], str], *,
             source: str,
-            by: str | None, commit: str | None, token: AgentToken | None) -> Accepted:
+            by: str | None, commit: str | None, token: AgentToken | None,
+            charge: Charge | None = None) -> Accepted:
     if source not in SOURCES:
         raise ValueError(f"unknown source {source!r}")
     if commit is not None:
@@ -152,10 +158,12 @@ def _submit(agent: Agent, make_text: Callable[[ConfigVersion | None, ClusterAcce
             # A commit the agent (or a script) pushed and that was refused is activity; a
             # person's refused save in the editor is not: they see why there, nothing changed.
             if source != "ui":
-                record(session, agent.id, _by([NewEvent(
+                recorded = record(session, agent.id, _by([NewEvent(
                     "config_invalid", now, commit_sha=key, message=checked.message,
                     details={"errors": [p.to_json() for p in checked.problems],
                              "digest": checked.digest, "source": source})], by, token), now)
+                if charge is not None and not recorded[0].duplicate:
+                    charge(session)
         else:
             same = _same_version(session, agent.id, current, checked.digest, commit)
             if same is not None:
@@ -167,6 +175,8 @@ def _submit(agent: Agent, make_text: Callable[[ConfigVersion | None, ClusterAcce
                                 access_kept=access_kept)
                 record(session, agent.id,
                        _by(_accepted_events(result, checked, key), by, token), now)
+                if charge is not None:
+                    charge(session)
     if result is None:
         raise (AccessChangeRefused if refused else ConfigInvalid)(checked.problems)
     if not result.duplicate:

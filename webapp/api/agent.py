@@ -8,11 +8,10 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, g, jsonify, request
 
-from .. import agents, clock, db, tokens
+from .. import agents, clock, quotas, tokens
 from ..agentconfig import api as config_api
 from ..agentconfig import service as configuration
 from ..clock import isoformat
-from ..recorder import record
 from .payload import EventRules, json_body, parse_events
 
 bp = Blueprint("agent_api", __name__, url_prefix="/api/v1/agent")
@@ -63,8 +62,7 @@ def post_events() -> tuple[Response, int]:
     cred = g.credential
     for new in new_events:
         new.token_id, new.token_name = cred.token_id, cred.token_name
-    with db.write_transaction() as session:
-        results = record(session, cred.agent_id, new_events, now)
+    results = quotas.record_events(cred, new_events, now)
     body = [{"id": r.id, "duplicate": r.duplicate} for r in results]
     status = 200 if all(r.duplicate for r in results) else 201
     return jsonify({"events": body} if is_batch else body[0]), status
@@ -76,6 +74,9 @@ def put_config() -> Response:
     """A configuration version from the agent; 422 (recorded as config_invalid) if refused."""
     text, commit = config_api.parse_put(json_body())
     cred = g.credential
+    # A version (or a refusal recorded) stores its text: one event and its bytes of quota.
+    cost = quotas.Cost(1, len(text.encode("utf-8", "surrogatepass")))
     accepted = configuration.submit(cred.agent(), text, source="api", commit=commit,
-                                    token=cred.token())
+                                    token=cred.token(),
+                                    charge=quotas.charger(cred, cost, clock.now()))
     return jsonify(accepted.to_json())

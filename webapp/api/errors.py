@@ -36,7 +36,11 @@ def init_app(app: Flask) -> None:
     @app.errorhandler(AppError)
     def _app_error(exc: AppError) -> Any:
         if is_api_request():
-            return json_error(exc.status, exc.code, exc.message, **exc.extra)
+            response = json_error(exc.status, exc.code, exc.message, **exc.extra)
+            retry_after = getattr(exc, "retry_after", None)
+            if isinstance(retry_after, int):
+                response.headers["Retry-After"] = str(retry_after)
+            return response
         from ..views.errors import render_error
         return render_error(exc.status, exc.message)
 

@@ -88,7 +88,7 @@ def collect(app: Flask, settings: mailer.SmtpSettings) -> list[Batch]:
 def subject(pending: service.Pending) -> str:
     """One line (mailer.message cleans and cuts it again: an event's text may hold line
     breaks, which in a header would start another one)."""
-    if pending.total == 1:
+    if pending.events == 1:
         only = pending.items[0]
         return mailer.header_line(
             f"[agentwatch] {only.agent_name}: {events.describe(only.event)}")
@@ -97,8 +97,8 @@ def subject(pending: service.Pending) -> str:
              for level in ("error", "warning", "success", "info") if levels[level]]
     agents = sorted({n.agent_name for n in pending.items})
     shown = ", ".join(agents[:3]) + (f" and {len(agents) - 3} more" if len(agents) > 3 else "")
-    listed = "" if pending.total > len(pending.items) else f": {', '.join(parts)}"
-    return f"[agentwatch] {pending.total} important events{listed} ({shown})"
+    listed = "" if pending.events > len(pending.items) else f": {', '.join(parts)}"
+    return f"[agentwatch] {pending.events} important events{listed} ({shown})"
 
 
 def compose(app: Flask, settings: mailer.SmtpSettings, to: str, user_name: str,

@@ -34,6 +34,20 @@ class NotificationSettings(Base):
     updated_at: Mapped[datetime]
 
 
+class NotificationWindow(Base):
+    """An agent's current window of notifications (notify/flood.py): how many of its
+    important events became notifications of their own since it opened, and the event
+    whose notification stands for the rest. One row per agent, reused window after window."""
+
+    __tablename__ = "notification_windows"
+
+    agent_id: Mapped[int] = mapped_column(
+        ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True)
+    opened_at: Mapped[datetime]
+    notified: Mapped[int]
+    fold_event_id: Mapped[int | None] = mapped_column(BigInteger)
+
+
 class NotificationMute(Base):
     """A user does not want to hear about this agent."""
 

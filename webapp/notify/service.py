@@ -1,8 +1,9 @@
 """A user's notifications, computed from the events table; their settings, mutes and reads.
 
-A notification is an important event (see important.py) of an agent the user does not mute.
-It is unread when its id is above the user's ``read_up_to`` and it was not marked read on
-its own. Nothing is written when an event is recorded.
+A notification is an important event (see important.py) of an agent the user does not mute,
+unless it was folded into a flood's notification (flood.py): that one stands for it. It is
+unread when its id is above the user's ``read_up_to`` and it was not marked read on its own.
+Nothing is written per user when an event is recorded.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -140,9 +141,10 @@ def _read_one(user_id: int) -> ColumnElement[bool]:
 
 
 def _notifications(user_id: int, active: Rules, *columns: Any) -> Select[Any]:
-    """Important events of agents the user does not mute."""
+    """Important events of agents the user does not mute, a flood's folded ones left out."""
     muted = select(NotificationMute.agent_id).where(NotificationMute.user_id == user_id)
-    return select(*columns).where(active.predicate(), Event.agent_id.not_in(muted))
+    return select(*columns).where(active.predicate(), Event.agent_id.not_in(muted),
+                                  Event.folded_into.is_(None))
 
 
 def _unread(user_id: int, active: Rules, *columns: Any) -> Select[Any]:
@@ -214,11 +216,28 @@ class Notification:
     event: Event
     agent_name: str
     read: bool
+    # A flood's notification (flood.py): how many events it stands for, its own included
+    # ("and 97 more from prod"); 0: it stands for its event alone.
+    flood: int = 0
 
 
 def _rows(stmt: Select[Any]) -> list[Notification]:
-    return [Notification(readable(event), name, bool(read))
-            for event, name, read in db.session().execute(stmt)]
+    found = [(readable(event), name, bool(read))
+             for event, name, read in db.session().execute(stmt)]
+    folded = _folded_counts([event.id for event, _, _ in found])
+    return [Notification(event, name, read, folded[event.id] + 1 if event.id in folded else 0)
+            for event, name, read in found]
+
+
+def _folded_counts(event_ids: list[int]) -> dict[int, int]:
+    """How many events were folded into each of these (only floods' notifications have
+    any): one query over the index of folded events alone."""
+    if not event_ids:
+        return {}
+    rows = db.session().execute(
+        select(Event.folded_into, func.count()).where(Event.folded_into.in_(event_ids))
+        .group_by(Event.folded_into))
+    return {fold: int(count) for fold, count in rows if fold is not None}
 
 
 _EVENT_COLUMNS = tuple(column.key for column in Event.__table__.columns)
@@ -293,7 +312,7 @@ def mark_read(user: User, event_id: int) -> Notification:
                 _insert(session, NotificationRead)
                 .values(user_id=user.id, event_id=event_id, read_at=clock.now())
                 .on_conflict_do_nothing(index_elements=["user_id", "event_id"]))
-    return Notification(notification.event, notification.agent_name, True)
+    return replace(notification, read=True)
 
 
 def mark_read_many(user: User, event_ids: list[int]) -> list[Notification]:
@@ -309,14 +328,20 @@ def mark_read_many(user: User, event_ids: list[int]) -> list[Notification]:
                     _insert(session, NotificationRead)
                     .values(user_id=user.id, event_id=event_id, read_at=now)
                     .on_conflict_do_nothing(index_elements=["user_id", "event_id"]))
-    return [Notification(n.event, n.agent_name, True) for n in found]
+    return [replace(n, read=True) for n in found]
 
 
 def folded(items: list[Notification]) -> list[folding.Fold]:
     """Identical notifications of one agent within the fold window, as one item (see
     webapp/folding.py); a fold is unread while any of its notifications is."""
-    return folding.fold(items, key=lambda n: f"{n.agent_name}:{folding.fold_key(n.event)}",
-                        when=lambda n: n.event.happened_at)
+    return folding.fold(items, key=_fold_key, when=lambda n: n.event.happened_at)
+
+
+def _fold_key(n: Notification) -> str:
+    # A flood's notification already stands for many: it never joins identical ones.
+    if n.flood:
+        return f"flood:{n.event.id}"
+    return f"{n.agent_name}:{folding.fold_key(n.event)}"
 
 
 def mark_all_read(user: User) -> None:
@@ -351,7 +376,12 @@ class Pending:
     """What one user's next mail would hold: the oldest pending first."""
 
     items: list[Notification]
-    total: int
+    total: int  # notifications, a flood's counting once
+
+    @property
+    def events(self) -> int:
+        """The events they stand for: a flood's notification counts all of its own."""
+        return self.total + sum(n.flood - 1 for n in self.items if n.flood)
 
 
 def pending_mail(settings: NotificationSettings, active: Rules, up_to: int,

@@ -22,7 +22,7 @@ import yaml
 from flask import Blueprint, Flask, Response, current_app, g, render_template, request, url_for
 from markupsafe import Markup
 
-from .. import agents
+from .. import agents, users
 from ..api.errors import json_error
 from ..auth import login_required
 from ..errors import Invalid
@@ -82,6 +82,12 @@ class Outage:
     message: str
     retry_in_seconds: float | None
     since: str | None
+    reason: str = ""
+
+
+# The agent's kubeconfig cannot be used: its path (a file on the server) helps, but only
+# those who may see server paths get it (errors themselves never carry one).
+_KUBECONFIG_REASONS = ("BadKubeconfig", "ExecRefused")
 
 
 # Text of the libraries under the relay: never shown as is (the relay cleans messages too).
@@ -108,7 +114,14 @@ def _outage(error: KubeError) -> Outage:
     since = fields.get("since")
     return Outage(_readable(str(fields.get("message") or "")),
                   float(retry) if isinstance(retry, int | float) else None,
-                  str(since) if since else None)
+                  str(since) if since else None, error.reason)
+
+
+def _kubeconfig_shown(agent: Agent, outage: Outage | None) -> str | None:
+    """The kubeconfig's path beside an outage it caused, for maintainers and admins."""
+    if outage is None or outage.reason not in _KUBECONFIG_REASONS:
+        return None
+    return agent.kubeconfig_path if users.has_role(g.user, "maintainer") else None
 
 
 def _merged(snaps: list[Snapshot]) -> tuple[list[RenderedRow], list[dict[str, Any]] | None,
@@ -231,6 +244,7 @@ def page(name: str) -> str:
         namespaces_error=_readable(namespace_snap.error.message) if namespace_snap.error
         else None, tables=tables, live=live, outage=outage, no_connection=no_connection,
         served=served, summary=summary, page_size=listing.PAGE_SIZE,
+        kubeconfig_path=_kubeconfig_shown(agent, outage),
         rows_url=url_for("cluster.list_rows", name=agent.name),
         can_act=access.can_act(g.user, agent), **context)
 

@@ -19,7 +19,7 @@ import kubernetes
 import urllib3
 from urllib3 import HTTPHeaderDict
 
-from . import kubeconfig, names, rawjson, redact
+from . import kubeconfig, names, rawjson, redact, serverpaths
 from .redact import LAST_APPLIED
 from .resources import Identity, WatchParams
 
@@ -189,6 +189,14 @@ class ClusterClient:
     def close(self) -> None:
         self.api.close()
 
+    def _files(self) -> list[str]:
+        """The server's files this client reads per connection (TLS material): a transport
+        error may name them, and viewers see those errors."""
+        configuration = getattr(self.api, "configuration", None)
+        found = [getattr(configuration, name, None)
+                 for name in ("ssl_ca_cert", "cert_file", "key_file")]
+        return [path for path in found if isinstance(path, str)]
+
     # --- transport ----------------------------------------------------------------------
 
     def request(self, method: str, path: str, identity: Identity,
@@ -212,7 +220,8 @@ class ClusterClient:
             response = self.api.call_api(method, url, header_params=all_headers, body=body,
                                          _request_timeout=timeout).response
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise KubeError(0, "Unreachable", f"Cannot reach the cluster: {exc}") from None
+            text = serverpaths.without_files(str(exc), self._files())
+            raise KubeError(0, "Unreachable", f"Cannot reach the cluster: {text}") from None
         except kubernetes.client.ApiException as exc:
             raise KubeError(exc.status or 0, "Unreachable", str(exc.reason)) from None
         if not 200 <= response.status < 300:

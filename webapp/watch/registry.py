@@ -8,6 +8,7 @@ import threading
 from flask import current_app
 
 from ..models import Agent
+from . import serverpaths
 from .kube import ClusterClient, Connection, KubeError
 
 
@@ -45,8 +46,11 @@ class Clusters:
         except KubeError:
             raise
         except Exception as exc:  # unreadable kubeconfig, unknown context, ...
+            # The client's text quotes files on the server: seen by viewers, it must not.
+            reason = serverpaths.without_paths(str(exc), connection.kubeconfig)
             raise KubeError(0, "BadKubeconfig",
-                            f"Cannot load the cluster connection of {agent.name}: {exc}") from None
+                            f"Cannot load the cluster connection of {agent.name}: {reason}"
+                            ) from None
         with self._lock:
             self._clients[agent.name] = (stamp, client)
         return client

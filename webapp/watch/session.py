@@ -7,6 +7,7 @@ from typing import Any
 
 from ..errors import AppError
 from .hub import Hub
+from .kube import KubeError
 from .limits import LimitReached
 from .resources import Identity, WatchParams
 from .subscriptions import Owner, Sink, Subscription, message
@@ -86,6 +87,8 @@ class WatchSession:
             self._error(watch_id, 429, "TooManyWatches", exc.message)
         except AppError as exc:  # a kind the cluster does not serve (discovery)
             self._error(watch_id, 400, "BadRequest", exc.message)
+        except KubeError as exc:  # no client for this cluster (a kubeconfig that won't load)
+            self._error(watch_id, exc.code, exc.reason, exc.message)
 
     def unwatch(self, watch_id: str) -> None:
         subscription = self.subscriptions.pop(watch_id, None)

@@ -27,8 +27,10 @@ from urllib.parse import parse_qsl, quote
 from flask import Response, current_app, request
 
 from .. import agents, auth, credentials
+from ..api.errors import json_error
 from ..errors import Invalid
 from . import access, limits
+from .kube import KubeError
 from .limits import LimitReached
 from .outbox import Outbox
 from .recheck import FORBIDDEN, GONE, SIGNED_OUT, Recheck
@@ -92,6 +94,9 @@ def watch_stream(name: str) -> Response:
     except LimitReached as exc:
         release()
         return limits.refusal(exc, "too_many_watches")
+    except KubeError as exc:  # no client for this cluster (e.g. a kubeconfig that won't load)
+        release()
+        return json_error(502, "cluster_unavailable", exc.message)
     except BaseException:
         release()  # no watch left behind a failed request
         raise
