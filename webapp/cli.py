@@ -312,8 +312,9 @@ def agent_command(ctx: click.Context, url: str | None, token: str | None,
 @click.option("--replicas", type=click.IntRange(1, 10), default=2, show_default=True)
 @click.option("--image", default="agentwatch:latest", show_default=True)
 @click.option("--impersonate-prefix", default=None,
-              help="Let the agent impersonate users and groups whose names begin with this "
-                   "(agentwatch: for access_as: user), and grant it impersonate.")
+              help="Let the agent impersonate users and groups whose names begin with this, "
+                   "and grant it impersonate (default: agentwatch: when the agent's "
+                   "configuration says access_as: user, else no one; '' for no one).")
 @with_appcontext
 def agent_manifest(name: str, url: str, namespace: str, replicas: int, image: str,
                    impersonate_prefix: str | None) -> None:
@@ -322,16 +323,18 @@ def agent_manifest(name: str, url: str, namespace: str, replicas: int, image: st
 
     from .tunnel import impersonation, manifest
     from .tunnel.agent import tunnel_url
-    from .watch import names
+    from .watch import access, names
     try:
         tunnel_url(url)
         names.namespace(namespace, "--namespace")
-        if impersonate_prefix is not None:
+        if impersonate_prefix:
             impersonation.prefix(impersonate_prefix)
         agent = agents.get(name)
         if not agent.tunnel:
             raise click.ClickException(f"agent {name} does not use a tunnel; create it with "
                                        f"agentwatch agents create {name} --tunnel")
+        if impersonate_prefix is None:
+            impersonate_prefix = access.impersonate_prefix(agent)
         token_name = "agent-" + datetime.now(UTC).strftime("%Y%m%d%H%M%S")
         _, raw = tokens.create(agent, token_name, "cli")
     except AppError as exc:
@@ -339,4 +342,5 @@ def agent_manifest(name: str, url: str, namespace: str, replicas: int, image: st
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(manifest.render(name, url, raw, namespace=namespace, replicas=replicas,
-                               image=image, impersonate_prefix=impersonate_prefix), nl=False)
+                               image=image, impersonate_prefix=impersonate_prefix or None),
+               nl=False)

@@ -99,3 +99,9 @@ def identity(user: User, agent: Agent) -> Identity:
     if for_agent(agent).access_as == "agent":
         return AGENT
     return Identity(f"{PREFIX}{user.name}", (f"{PREFIX}{user.role}", f"{PREFIX}users"))
+
+
+def impersonate_prefix(agent: Agent) -> str | None:
+    """What the agent's install manifest allows it to impersonate: agentwatch's names when
+    its configuration asks for `access_as: user`, else no one (tunnel/impersonation.py)."""
+    return PREFIX if for_agent(agent).access_as == "user" else None
