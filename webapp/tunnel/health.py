@@ -39,28 +39,35 @@ class HealthServer:
         self._selector.register(self._listener, selectors.EVENT_READ)
         self._pending: dict[socket.socket, _Pending] = {}  # oldest first
         self._stopping = threading.Event()
+        self._stopped = threading.Event()
 
     @property
     def port(self) -> int:
         return int(self._listener.getsockname()[1])
 
     def serve_forever(self) -> None:
-        while not self._stopping.is_set():
-            for key, _ in self._selector.select(timeout=self._wait()):
-                if key.fileobj is self._listener:
-                    self._accept()
-                elif (pending := self._pending.get(key.fileobj)) is not None:  # type: ignore[call-overload]
-                    self._read(pending)
-            now = time.monotonic()
-            for pending in [p for p in self._pending.values() if p.deadline <= now]:
+        """Serve until close(); then let every connection and the port go."""
+        try:
+            while not self._stopping.is_set():
+                for key, _ in self._selector.select(timeout=self._wait()):
+                    if key.fileobj is self._listener:
+                        self._accept()
+                    elif (pending := self._pending.get(key.fileobj)) is not None:  # type: ignore[call-overload]
+                        self._read(pending)
+                now = time.monotonic()
+                for pending in [p for p in self._pending.values() if p.deadline <= now]:
+                    self._close(pending)
+        finally:
+            for pending in list(self._pending.values()):
                 self._close(pending)
+            self._selector.close()
+            self._listener.close()
+            self._stopped.set()
 
     def close(self) -> None:
+        """Stop serving (within half a second) and wait for it."""
         self._stopping.set()
-        for pending in list(self._pending.values()):
-            self._close(pending)
-        self._selector.close()
-        self._listener.close()
+        self._stopped.wait(2.0)
 
     def _wait(self) -> float:
         if not self._pending:
