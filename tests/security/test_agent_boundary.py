@@ -363,6 +363,16 @@ def test_no_query_gets_a_secrets_values_past_the_agent(
         assert not leaked(answer), (query, answer)
 
 
+def test_what_the_server_sends_cannot_forge_a_line_of_the_agents_log(
+        live: Live, server: CompromisedServer, caplog: pytest.LogCaptureFixture) -> None:
+    server.connect(live.kubeconfig)
+    forged = "\n2026-12-02 12:00:00 INFO agentwatch.agent: connected to wss://evil"
+    assert server.ask("GET", "/api/v1/pods" + forged).refused
+    assert server.ask("GET", "/api/v1/pods", "", [("Accept", "application/json" + forged)]).refused
+    refusals = [r.getMessage() for r in caplog.records if r.getMessage().startswith("refused")]
+    assert len(refusals) == 2 and not any("\n" in line for line in refusals), refusals
+
+
 class _OddCluster(BaseHTTPRequestHandler):
     """An API server (or something in front of one) answering Secrets in forms the agent
     cannot blank: protobuf, and a watch whose second event is not JSON."""

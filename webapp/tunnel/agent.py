@@ -150,7 +150,7 @@ class Agent:
 
     def _serve(self, stream: Stream) -> None:
         head = stream.head or {}
-        method, path = str(head.get("method"))[:16], str(head.get("path"))[:200]
+        method, path = _loggable(head.get("method"), 16), _loggable(head.get("path"), 200)
         try:
             request = boundary.screen(head, self.settings.impersonation)
             action = request.target.action
@@ -162,11 +162,11 @@ class Agent:
                                       request.headers, bodies.check(action, body),
                                       request.streaming)
         except (boundary.Refused, bodies.BodyRefused) as refusal:
-            log.warning("refused %s %s: %s", method, path, refusal)
+            log.warning("refused %s %s: %s", method, path, _loggable(refusal, 500))
             _answer(stream, 403, "Forbidden", f"refused by the agent: {refusal}")
             return
         except BodyTooLarge as exc:
-            log.warning("refused %s %s: %s", method, path, exc)
+            log.warning("refused %s %s: %s", method, path, _loggable(exc, 500))
             stream.reset(413, f"refused by the agent: {exc}")
             return
         except (urllib3.exceptions.HTTPError, OSError) as exc:
@@ -244,6 +244,13 @@ class Agent:
 
 class BodyTooLarge(Exception):
     pass
+
+
+def _loggable(value: object, limit: int) -> str:
+    """What the server sent, for one log line: control characters escaped (a path with a
+    newline must not forge a line of the agent's log)."""
+    text = str(value)[:limit]
+    return text if text.isprintable() else text.encode("unicode_escape").decode()
 
 
 def _read_body(stream: Stream, limit: int) -> bytes:
