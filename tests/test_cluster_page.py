@@ -153,14 +153,15 @@ def test_cluster_rbac_refusal_shows_in_its_table(app: Flask, signed_in: FlaskCli
                                                  sim: SimCluster, tmp_path: Path) -> None:
     seed(sim)
     # Impersonated as herself, alice may list services and Flux objects, not pods.
-    sim.rbac.allow(users=["alice"], verbs=["get", "list", "watch"],
+    sim.rbac.allow(users=["agentwatch:alice"], verbs=["get", "list", "watch"],
                    resources=["services", "namespaces", "kustomizations", "helmreleases"])
     add_agent(app, sim, tmp_path, cluster_access={"access_as": "user"})
     page = signed_in.get("/agents/prod/cluster")
     assert page.status_code == 200
     pods = section(page.text, "pods")
     assert visible(pods, "error-row") and not visible(pods, "empty-row")
-    assert 'pods is forbidden: User &#34;alice&#34; cannot list resource &#34;pods&#34;' in pods
+    assert ('pods is forbidden: User &#34;agentwatch:alice&#34; cannot list resource '
+            '&#34;pods&#34;') in pods
     assert row_names(section(page.text, "services")) != []
     assert not visible(section(page.text, "services"), "error-row")
 

@@ -50,7 +50,7 @@ def test_access_is_saved_and_decides_who_views_and_acts(maintainer, h, app):
         agent = agents.get("prod")
         assert access.can_view(viewer, agent) and not access.can_act(viewer, agent)
         assert not access.can_view(other, agent)
-        assert access.identity(viewer, agent).user == "val"
+        assert access.identity(viewer, agent).user == "agentwatch:val"
         assert access.for_agent(agent).view.users == ("val",)
     page = maintainer.get("/agents/prod/settings").text
     assert "<strong>user</strong>: impersonates" in page

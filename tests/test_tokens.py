@@ -112,3 +112,28 @@ def test_an_agent_without_a_tunnel_gets_a_token_and_a_first_call(client, h, app)
     assert (f"curl -X POST http://localhost/api/v1/agent/heartbeat -H "
             f'"Authorization: Bearer {raw}"') in page
     assert "kubectl" not in page
+
+
+def test_the_install_manifest_lets_the_agent_impersonate_when_access_as_user(client, h, app):
+    """An agent configured for `access_as: user` refuses every request the server makes
+    for a person unless it was started with --impersonate-prefix: the Tokens tab's
+    manifest carries it then (and only then), with the right to impersonate."""
+    from webapp import db
+    h.user("mia", "maintainer")
+    with app.app_context():
+        agents.create("edge", tunnel=True)
+        agents.create("personal", tunnel=True).cluster_access = {"access_as": "user"}
+        db.session().commit()
+    h.login(client, "mia")
+
+    def installed(name: str) -> list[str]:
+        csrf = h.csrf(client, f"/agents/{name}/tokens")
+        page = client.post(f"/agents/{name}/tokens/install", data={"csrf_token": csrf})
+        assert page.status_code == 200
+        text = html.unescape(re.search(r"(apiVersion: v1\nkind: Namespace.*?)</",
+                                       page.text, re.S).group(1))
+        return list(yaml.safe_load_all(text))[-1]["spec"]["template"]["spec"][
+            "containers"][0]["args"]
+
+    assert installed("edge") == ["agent"]
+    assert installed("personal") == ["agent", "--impersonate-prefix", "agentwatch:"]

@@ -284,9 +284,14 @@ def demo_command(kubeconfig: str | None, context: str | None, tunnel: bool) -> N
 @click.option("--context", help="Context in that kubeconfig.")
 @click.option("--ca-file", type=click.Path(dir_okay=False, exists=True),
               help="CA certificates (PEM) that verify the server's TLS certificate.")
+@click.option("--impersonate-prefix", envvar="AGENTWATCH_AGENT_IMPERSONATE_PREFIX",
+              help="Let agentwatch impersonate users and groups whose names begin with this "
+                   "(e.g. agentwatch:, for access_as: user); by default it impersonates no "
+                   "one ($AGENTWATCH_AGENT_IMPERSONATE_PREFIX).")
 @click.pass_context
 def agent_command(ctx: click.Context, url: str | None, token: str | None,
-                  kubeconfig: str | None, context: str | None, ca_file: str | None) -> None:
+                  kubeconfig: str | None, context: str | None, ca_file: str | None,
+                  impersonate_prefix: str | None) -> None:
     """Run the agent: dial out to agentwatch and carry its requests to this cluster."""
     if ctx.invoked_subcommand is not None:
         return
@@ -295,7 +300,7 @@ def agent_command(ctx: click.Context, url: str | None, token: str | None,
                                "$AGENTWATCH_AGENT_TOKEN) are required")
     from .tunnel.run import run_agent
     try:
-        run_agent(url, token, kubeconfig, context, ca_file)
+        run_agent(url, token, kubeconfig, context, ca_file, impersonate_prefix or None)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -306,21 +311,30 @@ def agent_command(ctx: click.Context, url: str | None, token: str | None,
 @click.option("--namespace", default="agentwatch", show_default=True)
 @click.option("--replicas", type=click.IntRange(1, 10), default=2, show_default=True)
 @click.option("--image", default="agentwatch:latest", show_default=True)
+@click.option("--impersonate-prefix", default=None,
+              help="Let the agent impersonate users and groups whose names begin with this, "
+                   "and grant it impersonate (default: agentwatch: when the agent's "
+                   "configuration says access_as: user, else no one; '' for no one).")
 @with_appcontext
-def agent_manifest(name: str, url: str, namespace: str, replicas: int, image: str) -> None:
+def agent_manifest(name: str, url: str, namespace: str, replicas: int, image: str,
+                   impersonate_prefix: str | None) -> None:
     """Print the Kubernetes YAML that installs the agent NAME (with a new token)."""
     from datetime import UTC, datetime
 
-    from .tunnel import manifest
+    from .tunnel import impersonation, manifest
     from .tunnel.agent import tunnel_url
-    from .watch import names
+    from .watch import access, names
     try:
         tunnel_url(url)
         names.namespace(namespace, "--namespace")
+        if impersonate_prefix:
+            impersonation.prefix(impersonate_prefix)
         agent = agents.get(name)
         if not agent.tunnel:
             raise click.ClickException(f"agent {name} does not use a tunnel; create it with "
                                        f"agentwatch agents create {name} --tunnel")
+        if impersonate_prefix is None:
+            impersonate_prefix = access.impersonate_prefix(agent)
         token_name = "agent-" + datetime.now(UTC).strftime("%Y%m%d%H%M%S")
         _, raw = tokens.create(agent, token_name, "cli")
     except AppError as exc:
@@ -328,4 +342,5 @@ def agent_manifest(name: str, url: str, namespace: str, replicas: int, image: st
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(manifest.render(name, url, raw, namespace=namespace, replicas=replicas,
-                               image=image), nl=False)
+                               image=image, impersonate_prefix=impersonate_prefix or None),
+               nl=False)

@@ -5,6 +5,7 @@ what the agent's allowlist needs and nothing else (checked with SubjectAccessRev
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import kubernetes
@@ -39,25 +40,37 @@ def _apply(api: kubernetes.client.ApiClient, doc: dict[str, Any], dry_run: bool)
 def test_every_document_passes_a_server_side_dry_run(admin_api: Any) -> None:
     docs = manifest.documents("prod", "https://agentwatch.example.com", "awa_token")
     _apply(admin_api, docs[0], dry_run=False)  # the Namespace, for the namespaced ones
-    for doc in docs:
+    for doc in docs + manifest.documents("prod", "https://agentwatch.example.com", "awa_token",
+                                         impersonate_prefix="agentwatch:"):
         response = _apply(admin_api, doc, dry_run=True)
         assert response.status in (200, 201), (doc["kind"], response.data[:500])
 
 
-def test_the_role_grants_what_the_agent_does_and_nothing_more(admin_api: Any) -> None:
-    docs = manifest.documents("prod", "https://agentwatch.example.com", "awa_token",
-                              namespace="agentwatch-rbac")
+def _install(admin_api: Any, agent: str, namespace: str,
+             **options: Any) -> Callable[..., bool]:
+    """Namespace, ServiceAccount, ClusterRole and binding as applied (each agent's own: the
+    cluster-wide ones are named after it); whether the agent's ServiceAccount may `verb` a
+    resource, as the API server's RBAC judges it."""
+    docs = manifest.documents(agent, "https://agentwatch.example.com", "awa_token",
+                              namespace=namespace, **options)
     for doc in docs[:4]:  # Namespace, ServiceAccount, ClusterRole, binding
         assert _apply(admin_api, doc, dry_run=False).status in (200, 201)
-    user = "system:serviceaccount:agentwatch-rbac:agentwatch-agent-prod"
+    user = f"system:serviceaccount:{namespace}:agentwatch-agent-{agent}"
     authz = kubernetes.client.AuthorizationV1Api(admin_api)
 
-    def allowed(verb: str, resource: str, group: str = "", subresource: str = "") -> bool:
+    def allowed(verb: str, resource: str, group: str = "", subresource: str = "",
+                name: str = "") -> bool:
         review = kubernetes.client.V1SubjectAccessReview(spec={
             "user": user, "groups": ["system:serviceaccounts"],
             "resourceAttributes": {"verb": verb, "resource": resource, "group": group,
-                                   "subresource": subresource, "namespace": "default"}})
+                                   "subresource": subresource, "name": name,
+                                   "namespace": "" if verb == "impersonate" else "default"}})
         return bool(authz.create_subject_access_review(review).status.allowed)
+    return allowed
+
+
+def test_the_role_grants_what_the_agent_does_and_nothing_more(admin_api: Any) -> None:
+    allowed = _install(admin_api, "prod", "agentwatch-rbac")
 
     for verb in ("get", "list", "watch"):
         assert allowed(verb, "pods") and allowed(verb, "services")
@@ -91,4 +104,20 @@ def test_the_role_grants_what_the_agent_does_and_nothing_more(admin_api: Any) ->
         assert not allowed(verb, resource, group), (verb, resource)
     assert not allowed("create", "pods", subresource="exec")
     assert not allowed("get", "nodes", subresource="proxy")
-    yaml.safe_dump_all(docs)  # and it renders
+    assert not allowed("patch", "gitrepositories", "source.toolkit.fluxcd.io")
+    for resource in ("users", "groups", "serviceaccounts"):  # no one, by default
+        assert not allowed("impersonate", resource, name="agentwatch:alice")
+
+
+def test_with_a_prefix_the_agent_may_impersonate_users_and_groups_only(admin_api: Any) -> None:
+    """RBAC cannot grant by prefix: the agent keeps to it (tests/security/
+    test_agent_boundary.py); the role grants no uid, extra field or ServiceAccount."""
+    allowed = _install(admin_api, "personal", "agentwatch-rbac-as-user",
+                       impersonate_prefix="agentwatch:")
+    assert allowed("impersonate", "users", name="agentwatch:alice")
+    assert allowed("impersonate", "groups", name="agentwatch:viewer")
+    assert not allowed("impersonate", "serviceaccounts", name="default")
+    assert not allowed("impersonate", "uids", "authentication.k8s.io")
+    assert not allowed("impersonate", "userextras", "authentication.k8s.io", "scopes")
+    yaml.safe_dump_all(manifest.documents("prod", "https://x", "t",
+                                          impersonate_prefix="agentwatch:"))  # it renders

@@ -144,13 +144,14 @@ def test_the_servers_refusal_reaches_the_page_and_the_activity_log(
     live.user("alice", "admin")
     live.agent("prod", access=AS_USER)
     # alice may read here, not delete: agentwatch lets her act, the cluster does not.
-    rbac.create_namespaced_role_binding(namespace, reads_in_namespace("User", "alice"))
+    rbac.create_namespaced_role_binding(namespace,
+                                        reads_in_namespace("User", "agentwatch:alice"))
     v1.create_namespaced_pod(namespace, pod("web"))
 
     response = live.browser("alice").post(PATH, {"action": "delete",
                                                  **target("pods", namespace, "web")})
-    message = (f'pods "web" is forbidden: User "alice" cannot delete resource "pods" in API '
-               f'group "" in the namespace "{namespace}"')
+    message = (f'pods "web" is forbidden: User "agentwatch:alice" cannot delete resource '
+               f'"pods" in API group "" in the namespace "{namespace}"')
     assert response.status_code == 403
     assert response.json() == {"error": {"code": "action_failed", "message": message}}
     assert v1.read_namespaced_pod("web", namespace).metadata.deletion_timestamp is None
@@ -158,4 +159,5 @@ def test_the_servers_refusal_reaches_the_page_and_the_activity_log(
     assert (event.user_name, event.details["result"], event.details["outcome"]) == (
         "alice", "failed", message)
     [refused] = audit.requests(realkube, namespace, verb="delete")
-    assert (refused.user, refused.as_user, refused.code) == (AGENT.user, "alice", 403)
+    assert (refused.user, refused.as_user, refused.code) == (AGENT.user, "agentwatch:alice",
+                                                             403)

@@ -219,12 +219,12 @@ def test_a_user_the_cluster_refuses_reads_why_on_the_page(
 
     page = load()
     assert error_message(section(page, "pods")) == (
-        f'pods is forbidden: User "bob" cannot list resource "pods" in API group "" in the '
-        f'namespace "{namespace}"')
+        f'pods is forbidden: User "agentwatch:bob" cannot list resource "pods" in API group '
+        f'"" in the namespace "{namespace}"')
     assert error_message(section(page, "kustomizations")) == (
-        f'kustomizations.kustomize.toolkit.fluxcd.io is forbidden: User "bob" cannot list '
-        f'resource "kustomizations" in API group "kustomize.toolkit.fluxcd.io" in the '
-        f'namespace "{namespace}"')
+        f'kustomizations.kustomize.toolkit.fluxcd.io is forbidden: User "agentwatch:bob" '
+        f'cannot list resource "kustomizations" in API group "kustomize.toolkit.fluxcd.io" '
+        f'in the namespace "{namespace}"')
     assert rows(section(page, "pods")) == []
 
     rbac.create_namespaced_role_binding(namespace, reads_in_namespace("Group", "agentwatch:viewer"))

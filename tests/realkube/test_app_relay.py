@@ -134,7 +134,8 @@ def test_watches_impersonate_the_signed_in_user_whose_rbac_then_decides(
     live.user("alice", "admin")
     live.user("bob", "viewer")
     live.agent("prod", access=AS_USER)
-    rbac.create_namespaced_role_binding(namespace, reads_in_namespace("User", "alice"))
+    rbac.create_namespaced_role_binding(namespace,
+                                        reads_in_namespace("User", "agentwatch:alice"))
     v1.create_namespaced_pod(namespace, pod("web-1"))
 
     alice = live.ws(token=live.token("alice"))
@@ -142,7 +143,7 @@ def test_watches_impersonate_the_signed_in_user_whose_rbac_then_decides(
     assert events_of(alice.synced("pods")) == [("ADDED", "web-1")]
     [listed] = audit.requests(realkube, namespace, verb="list")
     # The agent's credentials, impersonating alice with her role as a group.
-    assert (listed.user, listed.as_user) == (AGENT.user, "alice")
+    assert (listed.user, listed.as_user) == (AGENT.user, "agentwatch:alice")
     assert listed.as_groups == ("agentwatch:admin", "agentwatch:users", "system:authenticated")
 
     bob = live.ws(token=live.token("bob"))
@@ -150,8 +151,8 @@ def test_watches_impersonate_the_signed_in_user_whose_rbac_then_decides(
     error = bob.recv()
     assert (error["type"], error["error"]["code"]) == ("error", 403)
     assert error["error"]["message"] == (
-        f'pods is forbidden: User "bob" cannot list resource "pods" in API group "" in the '
-        f'namespace "{namespace}"')
+        f'pods is forbidden: User "agentwatch:bob" cannot list resource "pods" in API group '
+        f'"" in the namespace "{namespace}"')
     assert bob.connected
 
     # The cluster's admin lets viewers read here: bob's watch recovers by itself.
@@ -163,7 +164,7 @@ def test_watches_impersonate_the_signed_in_user_whose_rbac_then_decides(
     assert events_of(alice.events(1)) == [("ADDED", "web-2")]
     # Two identities, two upstream watches: never one user's view served to another.
     assert {(r.as_user, r.code) for r in audit.requests(realkube, namespace, verb="list")} >= {
-        ("alice", 200), ("bob", 403), ("bob", 200)}
+        ("agentwatch:alice", 200), ("agentwatch:bob", 403), ("agentwatch:bob", 200)}
 
 
 def test_the_http_stream_resumes_from_the_servers_resource_versions(

@@ -11,7 +11,8 @@ import kubernetes
 import pytest
 from watch.conftest import Browser, Live
 
-from webapp.watch.actions import INSTANTIATE, RESTARTED_AT
+from webapp.watch.actions import RESTARTED_AT
+from webapp.watch.cronjobs import INSTANTIATE
 
 PATH = "/agents/prod/cluster/actions"
 

@@ -140,11 +140,11 @@ def test_a_cluster_refusal_is_reported_and_recorded(live: Live) -> None:
     live.user("alice", "admin")
     live.agent("prod", access=AS_USER)
     sim.add_pod("default", "web-1", ["app"])
-    sim.rbac.allow(users=["alice"], verbs=["get", "list", "watch"])  # read-only for alice
+    sim.rbac.allow(users=["agentwatch:alice"], verbs=["get", "list", "watch"])  # read-only
     response = live.browser("alice").post(PATH, {"action": "delete", **POD, "name": "web-1"})
     assert response.status_code == 403
-    message = ('pods "web-1" is forbidden: User "alice" cannot delete resource "pods" in API '
-               'group "" in the namespace "default"')
+    message = ('pods "web-1" is forbidden: User "agentwatch:alice" cannot delete resource '
+               '"pods" in API group "" in the namespace "default"')
     assert response.json() == {"error": {"code": "action_failed", "message": message}}
     assert sim.find("pods", "web-1") is not None
     [event] = live.events()
@@ -152,7 +152,7 @@ def test_a_cluster_refusal_is_reported_and_recorded(live: Live) -> None:
     assert event.details["result"] == "failed"
     assert event.details["outcome"] == message
     assert [(r.user, r.verb) for r in list(sim.stats.requests) if r.verb == "delete"] == \
-        [("alice", "delete")]
+        [("agentwatch:alice", "delete")]
 
 
 def test_refusals_are_json_errors(live: Live, browser: Browser) -> None:

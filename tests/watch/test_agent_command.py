@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 from click.testing import CliRunner
 
-from webapp import agents, tokens
+from webapp import agents, db, tokens
 from webapp.cli import main
 
 from .conftest import WAIT, Live, events_of, eventually
@@ -51,6 +51,10 @@ def test_the_agent_refuses_to_start_without_what_it_needs() -> None:
     result = CliRunner().invoke(main, ["agent", "--url", "ftp://x", "--token", "t",
                                        "--kubeconfig", "/nonexistent"])
     assert result.exit_code == 1 and "must be the server's http(s) address" in result.output
+    for prefix in ("system:", "sys", "system:serviceaccounts:"):
+        result = CliRunner().invoke(main, ["agent", "--url", "https://x", "--token", "t",
+                                           "--impersonate-prefix", prefix])
+        assert result.exit_code == 1 and "system:" in result.output, prefix
 
 
 def test_the_manifest_installs_a_least_privilege_agent(app: Any, runner: Any) -> None:
@@ -77,6 +81,11 @@ def test_the_manifest_installs_a_least_privilege_agent(app: Any, runner: Any) ->
     assert ("apps", "deployments", "get") in granted and ("", "nodes", "list") in granted
     assert not any(r in ("pods/exec", "nodes/proxy", "*") for g, r, _ in granted if g == "")
     assert {v for _, r, v in granted if r == "services"} == {"get", "list", "watch"}
+    # Only the Flux objects the tab acts on are patched; nobody is impersonated.
+    assert {(g, r) for g, r, v in granted if v == "patch" and "fluxcd" in g} == {
+        ("kustomize.toolkit.fluxcd.io", "kustomizations"), ("helm.toolkit.fluxcd.io",
+                                                             "helmreleases")}
+    assert not {v for _, _, v in granted} & {"impersonate", "*"}
     # The token in the Secret is a working token of this agent.
     with app.app_context():
         assert tokens.authenticate(docs[4]["stringData"]["token"]).agent().name == "prod"
@@ -86,3 +95,33 @@ def test_the_manifest_installs_a_least_privilege_agent(app: Any, runner: Any) ->
     refused = runner.invoke(main, ["agent", "manifest", "prod", "--url", "https://x",
                                    "--namespace", "Bad_NS"])
     assert refused.exit_code == 1 and "--namespace" in refused.output
+
+
+def test_the_manifest_lets_the_agent_impersonate_only_when_asked(app: Any, runner: Any) -> None:
+    """--impersonate-prefix (or an agent configured for access_as: user) starts the agent
+    with the flag and grants it impersonate; the agent keeps to the prefix itself."""
+    with app.app_context():  # one manifest each: a manifest's token is named by the second
+        for name in ("prod", "flagged", "personal", "quiet"):
+            agents.create(name, tunnel=True)
+        for name in ("personal", "quiet"):
+            agents.get(name).cluster_access = {"access_as": "user"}
+        db.session().commit()
+
+    def installed(*args: str) -> tuple[list[str], set[tuple[str, str]]]:
+        result = runner.invoke(main, ["agent", "manifest", *args, "--url",
+                                      "https://agentwatch.example.com"],
+                               catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        docs = list(yaml.safe_load_all(result.stdout))
+        impersonates = {(g, r) for rule in docs[2]["rules"] if "impersonate" in rule["verbs"]
+                        for g in rule["apiGroups"] for r in rule["resources"]}
+        return docs[-1]["spec"]["template"]["spec"]["containers"][0]["args"], impersonates
+
+    assert installed("prod") == (["agent"], set())
+    flagged = (["agent", "--impersonate-prefix", "agentwatch:"], {("", "users"), ("", "groups")})
+    assert installed("flagged", "--impersonate-prefix", "agentwatch:") == flagged
+    assert installed("personal") == flagged  # its configuration asks for access_as: user
+    assert installed("quiet", "--impersonate-prefix", "") == (["agent"], set())
+    refused = runner.invoke(main, ["agent", "manifest", "prod", "--url", "https://x",
+                                   "--impersonate-prefix", "system:"])
+    assert refused.exit_code == 1 and "system:" in refused.output

@@ -36,6 +36,12 @@ def test_what_the_agent_does(method: str, path: str) -> None:
     ("PATCH", "/apis/apps/v1/namespaces/shop/replicasets/web-1"),
     ("POST", "/apis/batch/v1/namespaces/shop/jobs/run-1"),
     ("GET", "/metrics"), ("GET", "/api/v1/namespaces/shop/pods/web-1/log/x"),
+    # The API server's verb paths: a watch (of Secrets, say) or a proxy, not a resource.
+    ("GET", "/api/v1/watch/secrets"), ("GET", "/api/v1/watch/namespaces"),
+    ("GET", "/apis/apps/v1/watch/deployments"), ("GET", "/api/v1/proxy/nodes"),
+    ("GET", "/api/v1/namespaces/shop/watch"),
+    # Flux objects the tab does not act on are not patched.
+    ("PATCH", "/apis/source.toolkit.fluxcd.io/v1/namespaces/flux-system/gitrepositories/app"),
 ])
 def test_what_it_refuses(method: str, path: str) -> None:
     verdict = allowlist.check(method, path)

@@ -1,6 +1,7 @@
-"""`access_as: user`: the cluster sees the signed-in user (Impersonate-User, one
-Impersonate-Group header per group) and its RBAC decides; refusals reach the page as
-`error` messages with the Kubernetes message, and lifting them resumes the watch."""
+"""`access_as: user`: the cluster sees the signed-in user, prefixed (Impersonate-User
+`agentwatch:<name>`, one Impersonate-Group header per group) and its RBAC decides;
+refusals reach the page as `error` messages with the Kubernetes message, and lifting them
+resumes the watch."""
 
 from __future__ import annotations
 
@@ -29,10 +30,10 @@ def test_watches_impersonate_the_signed_in_user(live: Live) -> None:
     bob.synced("pods")
 
     for user, role in (("alice", "admin"), ("bob", "viewer")):
-        records = pod_requests(live, user)
+        records = pod_requests(live, f"agentwatch:{user}")
         assert {r.verb for r in records} >= {"list"}
         for record in records:
-            assert record.headers["impersonate-user"] == user
+            assert record.headers["impersonate-user"] == f"agentwatch:{user}"
             # Separate headers, as the API server requires (one group per header).
             assert record.groups == (f"agentwatch:{role}", "agentwatch:users",
                                      "system:authenticated")
@@ -47,8 +48,8 @@ def test_watches_impersonate_the_signed_in_user(live: Live) -> None:
     assert as_agent
     for record in as_agent:
         assert not {"impersonate-user", "impersonate-group"} & set(record.headers)
-    assert len(pod_requests(live)) == len(pod_requests(live, "alice")) + \
-        len(pod_requests(live, "bob")) + len(as_agent)
+    assert len(pod_requests(live)) == len(pod_requests(live, "agentwatch:alice")) + \
+        len(pod_requests(live, "agentwatch:bob")) + len(as_agent)
 
 
 def test_cluster_rbac_refusal_then_grant(live: Live) -> None:
@@ -63,12 +64,12 @@ def test_cluster_rbac_refusal_then_grant(live: Live) -> None:
     assert error["type"] == "error" and error["watchId"] == "pods"
     assert error["error"]["code"] == 403
     assert error["error"]["message"] == (
-        'pods is forbidden: User "alice" cannot list resource "pods" in API group "" '
-        'in the namespace "default"')
+        'pods is forbidden: User "agentwatch:alice" cannot list resource "pods" in API '
+        'group "" in the namespace "default"')
     assert ws.connected
 
     # The cluster admin grants it: the watch recovers by itself.
-    sim.rbac.allow(users=["alice"], verbs=["list", "watch"], resources=["pods"],
+    sim.rbac.allow(users=["agentwatch:alice"], verbs=["list", "watch"], resources=["pods"],
                    namespaces=["default"])
     recovered = [m for m in ws.synced("pods", timeout=15) if m["type"] != "error"]
     assert events_of(recovered) == [("ADDED", "web-1")]

@@ -1,10 +1,13 @@
 """A Secret's values are blanked from every shape of answer a secrets path gives, before
-anything else reads it: one object, a list, a Table, metadata only, a watch stream."""
+anything else reads it: one object, a list, a Table, metadata only, a watch stream; an
+answer that is none of these is refused, never passed on."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+
+import pytest
 
 from webapp.watch import redact
 
@@ -42,9 +45,33 @@ def test_a_watch_is_blanked_line_by_line_whatever_the_chunks() -> None:
     assert VALUE.encode() not in out
 
 
-def test_only_secrets_paths_are_touched_and_text_passes() -> None:
+def test_only_secrets_paths_are_touched() -> None:
     assert redact.is_secrets_path("/api/v1/secrets")
     assert redact.is_secrets_path("/api/v1/namespaces/shop/secrets/db")
+    assert redact.is_secrets_path("/api/v1/watch/namespaces/shop/secrets")
     assert not redact.is_secrets_path("/api/v1/namespaces/secrets/pods")  # a namespace named so
     assert not redact.is_secrets_path("/apis/example.com/v1/secrets")
-    assert redact.redact_bytes(b"upstream connect error") == b"upstream connect error"
+
+
+@pytest.mark.parametrize("answer", [
+    b"upstream connect error", b"k8s\x00\n\x0c\n\x02v1\x12\x06Secret" + VALUE.encode(),
+    b"[" + json.dumps(secret()).encode() + b"]",
+    json.dumps({"kind": "ConfigMap", "data": {"password": VALUE}}).encode(),
+    json.dumps({"type": "ADDED", "object": secret(), "data": {"password": VALUE}}).encode(),
+    json.dumps({"kind": "SecretList", "items": [[secret()]]}).encode(),
+    (json.dumps(secret()) + "\n" + json.dumps(secret())).encode(),  # a watch read as a get
+])
+def test_an_answer_it_cannot_read_is_refused_not_passed(answer: bytes) -> None:
+    """Not JSON, protobuf, another kind, another shape: it could hold a value unseen."""
+    with pytest.raises(redact.Unredactable):
+        redact.redact_bytes(answer)
+
+
+def test_a_watch_line_it_cannot_read_ends_the_stream() -> None:
+    good = json.dumps({"type": "ADDED", "object": secret()}).encode() + b"\n"
+    out = []
+    with pytest.raises(redact.Unredactable):
+        for part in redact.redact_stream(iter([good, b"not json " + VALUE.encode() + b"\n"]),
+                                         watch=True):
+            out.append(part)
+    assert VALUE.encode() not in b"".join(out)

@@ -152,7 +152,7 @@ def test_refused_for_a_while_then_relists_once(live: Live) -> None:
     error = ws.recv_until(lambda m: m["type"] == "error", timeout=WATCH_TIMEOUT + WAIT)[-1]
     assert error["error"]["code"] == 403
     # Refused on the next request: the watch, or the LIST that checks the cluster's version.
-    assert re.search(r'User "alice" cannot (watch|list) resource "pods"',
+    assert re.search(r'User "agentwatch:alice" cannot (watch|list) resource "pods"',
                      error["error"]["message"]), error
     sim.add_pod("default", "during", ["app"])
     refused_lists = relists(sim)

@@ -53,11 +53,16 @@ def tunneled(live: Live) -> Iterator[RunningAgent]:
     running.stop()
 
 
+def as_the_server(secret: str) -> dict[str, str]:
+    """The headers of the server's own client (the agent refuses others)."""
+    return {"Authorization": f"Bearer {secret}", "Accept": "application/json"}
+
+
 def proxy_get(live: Live, path: str) -> requests.Response:
     """A request as the server's own client makes it, through the tunnel."""
     base, secret = live.app.extensions["tunnel_proxy"].endpoint()
     return requests.get(f"{base}/agents/prod{path}", timeout=WAIT,
-                        headers={"Authorization": f"Bearer {secret}"})
+                        headers=as_the_server(secret))
 
 
 def test_a_page_watches_a_tunneled_cluster_like_any_other(live: Live, tunneled: Any) -> None:
@@ -145,7 +150,7 @@ def test_a_stalled_stream_never_delays_the_others(live: Live, tunneled: Any) -> 
     base, secret = live.app.extensions["tunnel_proxy"].endpoint()
     stalled = requests.get(
         f"{base}/agents/prod/api/v1/namespaces/default/pods/web-1/log?follow=true&container=app",
-        headers={"Authorization": f"Bearer {secret}"}, stream=True, timeout=WAIT)
+        headers=as_the_server(secret), stream=True, timeout=WAIT)
     try:
         assert stalled.status_code == 200
         stalled.raw.read(1000)  # it started; then nobody reads it
@@ -222,7 +227,7 @@ def test_a_list_cut_midway_fails_cleanly_never_half_read(live: Live,
         live.sim.add_pod("default", f"web-{i}", ["app"], labels={"pad": "x" * 2000})
     base, secret = live.app.extensions["tunnel_proxy"].endpoint()
     response = requests.get(f"{base}/agents/prod/api/v1/namespaces/default/pods",
-                            headers={"Authorization": f"Bearer {secret}"}, stream=True,
+                            headers=as_the_server(secret), stream=True,
                             timeout=WAIT)
     assert response.status_code == 200
     first = response.raw.read(100)
@@ -242,7 +247,7 @@ def test_an_agent_never_carries_another_agents_requests(live: Live, tunneled: An
     # Only prod's agent is connected: staging's requests have no way in.
     base, secret = live.app.extensions["tunnel_proxy"].endpoint()
     response = requests.get(f"{base}/agents/staging/api/v1/namespaces/default/pods",
-                            headers={"Authorization": f"Bearer {secret}"}, timeout=WAIT)
+                            headers=as_the_server(secret), timeout=WAIT)
     assert response.status_code == 503
     assert response.json()["message"] == "The agent of staging is not connected to agentwatch"
     # And nothing reaches the endpoint without the server's own secret.
@@ -256,7 +261,7 @@ def test_a_watch_closed_on_the_server_stops_in_the_cluster(live: Live, tunneled:
     base, secret = live.app.extensions["tunnel_proxy"].endpoint()
     watch = requests.get(f"{base}/agents/prod/api/v1/namespaces/default/pods?watch=true",
                          timeout=WAIT, stream=True,
-                         headers={"Authorization": f"Bearer {secret}"})
+                         headers=as_the_server(secret))
     assert watch.status_code == 200
     eventually(lambda: live.sim.stats.open_watches("pods") == 1)
     watch.close()

@@ -2,9 +2,11 @@
 
 The agent keeps one WebSocket to the server open, reconnecting with backoff and jitter
 forever. Each stream the server opens is one Kubernetes API request: the agent checks it
-against its allowlist (allowlist.py), performs it against its API server with its own
-credentials (the pod's service account, or a kubeconfig), and streams the answer back as
-it comes, within the stream's window. A stream the server resets stops the request here.
+whole (boundary.py: method, path, query, headers, impersonation; bodies.py: the body),
+performs it against its API server with its own credentials (the pod's service account,
+or a kubeconfig), and streams the answer back as it comes, within the stream's window,
+with any Secret's values blanked (watch/redact.py). A stream the server resets stops the
+request here.
 """
 
 from __future__ import annotations
@@ -27,15 +29,17 @@ import urllib3
 from urllib3 import HTTPHeaderDict
 
 from ..watch import redact
-from ..watch.kube import TABLE_ACCEPT, ClusterClient, Connection
-from . import allowlist
+from ..watch.cronjobs import manual_job
+from ..watch.kube import ClusterClient, Connection
+from . import bodies, boundary
+from .allowlist import Action
+from .boundary import Upstream
 from .frames import MAX_DATA, RECEIVE_BYTES, SUBPROTOCOL
+from .impersonation import Impersonation
 from .mux import Mux, Stream, StreamReset
 from .wsclient import ClientSocket
 
 log = logging.getLogger("agentwatch.agent")
-MAX_REQUEST_BODY = 1024 * 1024
-_PASSED = {"accept", "content-type", "impersonate-user", "impersonate-group"}
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,8 @@ class Settings:
     ca_file: str | None = None
     backoff_initial: float = 0.5
     backoff_max: float = 30.0
+    # Whom the server may have the agent impersonate (none unless the owner allows it).
+    impersonation: Impersonation = Impersonation()
 
 
 def tunnel_url(base: str) -> str:
@@ -144,21 +150,34 @@ class Agent:
 
     def _serve(self, stream: Stream) -> None:
         head = stream.head or {}
-        method = str(head.get("method") or "")
-        path = str(head.get("path") or "")
-        verdict = allowlist.check(method, path)
-        if not verdict.allowed:
-            log.warning("refused %s %s: %s", method, path[:200], verdict.reason)
-            _answer(stream, 403, "Forbidden", f"refused by the agent: {verdict.reason}")
-            return
-        body = _read_body(stream)
+        method, path = _loggable(head.get("method"), 16), _loggable(head.get("path"), 200)
         try:
-            response = self._perform(method, path, str(head.get("query") or ""),
-                                     head.get("headers") or [], body)
+            request = boundary.screen(head, self.settings.impersonation)
+            action = request.target.action
+            body = _read_body(stream, bodies.limit(action))
+            if action is Action.TRIGGER:
+                response = self._trigger(request, body)
+            else:
+                response = self._send(request.method, request.path, request.query,
+                                      request.headers, bodies.check(action, body),
+                                      request.streaming)
+        except (boundary.Refused, bodies.BodyRefused) as refusal:
+            log.warning("refused %s %s: %s", method, path, _loggable(refusal, 500))
+            _answer(stream, 403, "Forbidden", f"refused by the agent: {refusal}")
+            return
+        except BodyTooLarge as exc:
+            log.warning("refused %s %s: %s", method, path, _loggable(exc, 500))
+            stream.reset(413, f"refused by the agent: {exc}")
+            return
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             _answer(stream, 503, "ServiceUnavailable",
                     f"the agent cannot reach its cluster's API server: {exc}")
             return
+        if request.target.is_secrets:  # a Secret's values never enter the tunnel
+            response = redact.RedactedResponse(response, request.watch)
+        self._relay(stream, request, response)
+
+    def _relay(self, stream: Stream, request: Upstream, response: Any) -> None:
         stream.on_reset = lambda: _wake(response)
         whole = False
         try:
@@ -171,42 +190,77 @@ class Agent:
             whole = True
         except StreamReset:
             pass  # the server no longer wants it (a page closed): stopped here too
+        except redact.Unredactable as exc:
+            log.warning("refused the answer to %s %s: %s", request.method, request.path, exc)
+            stream.reset(502, f"refused by the agent: a Secret answer it cannot blank ({exc})")
         except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
             # Cut mid-answer: the server's client sees a cut, never a half answer as whole.
             stream.reset(502, f"the API server's answer broke off: {exc}")
         finally:
             _finish(response, whole)
 
-    def _perform(self, method: str, path: str, query: str, headers: list[Any],
-                 body: bytes) -> Any:
+    def _trigger(self, request: Upstream, body: bytes) -> Any:
+        """Create the Job of a CronJob trigger as the agent makes it from the CronJob
+        (read now, as the same identity), never as the server sent it: a Job that is not
+        the one the server would make of that CronJob is refused. A CronJob that cannot be
+        read answers as its read did (404, 403)."""
+        job = bodies.job_request(body, request.target.namespace)
+        reading = [(name, value) for name, value in request.headers
+                   if name.lower() != "content-type"]
+        path = (f"/apis/batch/v1/namespaces/{request.target.namespace}/cronjobs/"
+                f"{job.cronjob}")
+        answer = self._send("GET", path, "", reading, b"", streaming=False)
+        if answer.status != 200:
+            return answer
+        try:
+            cronjob = json.loads(answer.read())
+        except ValueError:
+            raise bodies.BodyRefused(f"cronjob {job.cronjob} could not be read") from None
+        finally:
+            _finish(answer, True)
+        made = manual_job(cronjob if isinstance(cronjob, dict) else {}, job.job_name)
+        if made != job.sent:
+            raise bodies.BodyRefused(f"the Job is not one made from cronjob {job.cronjob} as "
+                                     "it is now")
+        return self._send("POST", request.path, "", request.headers,
+                          json.dumps(made, separators=(",", ":")).encode(), streaming=False)
+
+    def _send(self, method: str, path: str, query: str, headers: list[tuple[str, str]],
+              body: bytes, streaming: bool) -> Any:
+        """A checked request, with the agent's own credentials; the open answer."""
         configuration = self.cluster.api.configuration
         sent = HTTPHeaderDict()
         for name, value in headers:
-            if str(name).lower() in _PASSED:
-                sent.add(str(name), str(value))
+            sent.add(name, value)
         for setting in configuration.auth_settings().values():  # refreshes a rotated token
             if setting.get("in") == "header" and setting.get("value"):
                 sent[setting["key"]] = setting["value"]
-        if redact.is_secrets_path(path):
-            # JSON only (never protobuf), so the values can be blanked before they leave.
-            asked = str(sent.get("Accept") or "")
-            sent["Accept"] = TABLE_ACCEPT if "as=Table" in asked else "application/json"
         url = configuration.host.rstrip("/") + path + (f"?{query}" if query else "")
-        streaming = "watch=true" in query or "follow=true" in query
-        response = self.cluster.api.rest_client.pool_manager.request(
+        return self.cluster.api.rest_client.pool_manager.request(
             method, url, headers=sent, body=body or None, preload_content=False,
             timeout=urllib3.Timeout(connect=10, read=None if streaming else 60),
             retries=False)
-        return redact.wrap(path, query, response)  # a Secret's values never enter the tunnel
 
 
-def _read_body(stream: Stream) -> bytes:
+class BodyTooLarge(Exception):
+    pass
+
+
+def _loggable(value: object, limit: int) -> str:
+    """What the server sent, for one log line: control characters escaped (a path with a
+    newline must not forge a line of the agent's log)."""
+    text = str(value)[:limit]
+    return text if text.isprintable() else text.encode("unicode_escape").decode()
+
+
+def _read_body(stream: Stream, limit: int) -> bytes:
     parts: list[bytes] = []
     size = 0
     while (data := stream.read(timeout=30)) is not None:
         size += len(data)
-        if size > MAX_REQUEST_BODY:
-            raise StreamReset(413, "request body too large")
+        if size > limit:
+            raise BodyTooLarge(f"a body over {limit} bytes" if limit else
+                               "a body where agentwatch sends none")
         parts.append(data)
     return b"".join(parts)
 

@@ -2,8 +2,10 @@
 
 Least privilege: the ClusterRole grants what allowlist.py lets the agent do — reads of the
 kinds the Cluster tab groups (discovery.BUILTIN: workloads, network, config, storage,
-cluster, Flux), pod logs, and the tab's actions (delete pods, patch Flux objects, restart
-and scale workloads, create Jobs from CronJobs) — and nothing else. Secrets are read for
+cluster, Flux), pod logs, and the tab's actions (delete pods, patch Kustomizations and
+HelmReleases, restart and scale workloads, create Jobs from CronJobs) — and nothing else.
+With `--impersonate-prefix` (for `access_as: user`) it may also impersonate users and
+groups, which the agent narrows to that prefix. Secrets are read for
 their names, types and keys: the agent blanks their values before any answer leaves it
 (watch/redact.py). Custom resources come through a second, aggregated ClusterRole: the
 rules every CRD's authors label `rbac.authorization.k8s.io/aggregate-to-view` (what the
@@ -18,14 +20,14 @@ from typing import Any
 import yaml
 
 from ..watch.discovery import BUILTIN
-from .allowlist import FLUX_GROUPS, RESTARTABLE, SCALABLE
+from .allowlist import FLUX_ACTED_ON, FLUX_GROUPS, RESTARTABLE, SCALABLE
 
 DEFAULT_IMAGE = "agentwatch:latest"
 HEALTH_PORT = 8080
 AGGREGATE_TO_VIEW = "rbac.authorization.k8s.io/aggregate-to-view"
 
 
-def _rules() -> list[dict[str, Any]]:
+def _rules(impersonate: bool) -> list[dict[str, Any]]:
     by_group: dict[str, set[str]] = {}
     for kind in BUILTIN:
         if kind.group not in FLUX_GROUPS:
@@ -38,22 +40,24 @@ def _rules() -> list[dict[str, Any]]:
                   "verbs": ["get", "list", "watch"]})
     rules.append({"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]})
     rules.append({"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]})
-    rules.append({"apiGroups": ["kustomize.toolkit.fluxcd.io"],
-                  "resources": ["kustomizations"], "verbs": ["patch"]})
-    rules.append({"apiGroups": ["helm.toolkit.fluxcd.io"], "resources": ["helmreleases"],
-                  "verbs": ["patch"]})
-    rules.append({"apiGroups": ["source.toolkit.fluxcd.io"], "resources": ["*"],
-                  "verbs": ["patch"]})
+    for group, resource in sorted(FLUX_ACTED_ON):
+        rules.append({"apiGroups": [group], "resources": [resource], "verbs": ["patch"]})
     rules.append({"apiGroups": ["apps"], "resources": sorted(r for _, r in RESTARTABLE),
                   "verbs": ["patch"]})
     rules.append({"apiGroups": ["apps"], "resources": sorted(f"{r}/scale" for _, r in SCALABLE),
                   "verbs": ["get", "patch"]})
     rules.append({"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create"]})
+    if impersonate:
+        # RBAC cannot grant by prefix: the agent itself keeps to its --impersonate-prefix
+        # (impersonation.py), never a system: name, a uid or extra fields.
+        rules.append({"apiGroups": [""], "resources": ["users", "groups"],
+                      "verbs": ["impersonate"]})
     return rules
 
 
 def documents(agent: str, url: str, token: str, *, namespace: str = "agentwatch",
-              replicas: int = 2, image: str = DEFAULT_IMAGE) -> list[dict[str, Any]]:
+              replicas: int = 2, image: str = DEFAULT_IMAGE,
+              impersonate_prefix: str | None = None) -> list[dict[str, Any]]:
     name = f"agentwatch-agent-{agent}"
     labels = {"app.kubernetes.io/name": "agentwatch-agent",
               "app.kubernetes.io/instance": agent}
@@ -62,7 +66,8 @@ def documents(agent: str, url: str, token: str, *, namespace: str = "agentwatch"
     container = {
         "name": "agent",
         "image": image,
-        "args": ["agent"],
+        "args": ["agent"] + (["--impersonate-prefix", impersonate_prefix]
+                             if impersonate_prefix else []),
         "env": [
             {"name": "AGENTWATCH_AGENT_URL", "value": url},
             {"name": "AGENTWATCH_AGENT_TOKEN",
@@ -80,7 +85,8 @@ def documents(agent: str, url: str, token: str, *, namespace: str = "agentwatch"
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-         "metadata": {"name": name, "labels": labels}, "rules": _rules()},
+         "metadata": {"name": name, "labels": labels},
+         "rules": _rules(bool(impersonate_prefix))},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
          "metadata": {"name": name, "labels": labels},
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",

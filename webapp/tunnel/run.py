@@ -7,42 +7,27 @@ import os
 import signal
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import FrameType
 
 from ..watch.kube import Connection, KubeError
+from . import impersonation
 from .agent import Agent, Settings, tunnel_url
+from .health import HealthServer
+from .impersonation import Impersonation
 from .manifest import HEALTH_PORT
 
 
-class _Health(BaseHTTPRequestHandler):
-    """/healthz: the process answers; /readyz: it is connected to agentwatch."""
-
-    agent: Agent
-
-    def do_GET(self) -> None:  # noqa: N802
-        ok = self.path == "/healthz" or (self.path == "/readyz" and
-                                         self.agent.connected.is_set())
-        body = b"ok\n" if ok else b"not connected\n"
-        self.send_response(200 if ok else 503)
-        self.send_header("Content-Type", "text/plain")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-        pass
-
-
-def serve_health(agent: Agent, port: int) -> None:
-    handler = type("Health", (_Health,), {"agent": agent})
-    server = ThreadingHTTPServer(("0.0.0.0", port), handler)  # noqa: S104 - probes
+def serve_health(agent: Agent, port: int) -> HealthServer:
+    server = HealthServer("0.0.0.0", port, agent.connected.is_set)  # noqa: S104 - probes
     threading.Thread(target=server.serve_forever, daemon=True, name="health").start()
+    return server
 
 
 def run_agent(url: str, token: str, kubeconfig: str | None, context: str | None,
-              ca_file: str | None) -> None:
+              ca_file: str | None, impersonate_prefix: str | None = None) -> None:
     tunnel_url(url)  # refuses a URL that is not http(s) before anything starts
+    if impersonate_prefix is not None:
+        impersonation.prefix(impersonate_prefix)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if kubeconfig:
@@ -52,7 +37,8 @@ def run_agent(url: str, token: str, kubeconfig: str | None, context: str | None,
     else:
         raise ValueError("not in a pod: give --kubeconfig (and --context)")
     try:
-        agent = Agent(Settings(url, token, cluster, ca_file))
+        agent = Agent(Settings(url, token, cluster, ca_file,
+                               impersonation=Impersonation(impersonate_prefix)))
     except KubeError as exc:
         raise ValueError(exc.message) from None
 
@@ -61,6 +47,9 @@ def run_agent(url: str, token: str, kubeconfig: str | None, context: str | None,
                                                    signal.Signals(signum).name)
         agent.stop()
 
+    logging.getLogger("agentwatch.agent").info(
+        "impersonation: %s", f"users and groups beginning with {impersonate_prefix!r}"
+        if impersonate_prefix else "none")
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     port = int(os.environ.get("AGENTWATCH_AGENT_HEALTH_PORT", str(HEALTH_PORT)))

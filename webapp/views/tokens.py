@@ -11,6 +11,7 @@ from ..auth import login_required, role_required
 from ..errors import AppError
 from ..models import Agent
 from ..tunnel import manifest
+from ..watch import access
 from .activity import FOLD_WINDOW_MICROS, status_key
 
 bp = Blueprint("tokens", __name__)
@@ -23,6 +24,11 @@ def _render(name: str, **extra: object) -> str:
     return render_template("tokens/page.html", tab="tokens", agent=agent,
                            tokens=tokens.for_agent(agent), status=status,
                            status_key=status_key(status), **extra)
+
+
+def _manifest(agent: Agent, url: str, raw_token: str) -> str:
+    return manifest.render(agent.name, url, raw_token,
+                           impersonate_prefix=access.impersonate_prefix(agent))
 
 
 def _stamped(prefix: str) -> str:
@@ -40,7 +46,7 @@ def welcome(agent: Agent) -> str:
     return render_template(
         "tokens/welcome.html", tab="tokens", agent=agent, status=status,
         status_key=status_key(status), raw_token=raw, token_name=token_name, url=url,
-        manifest=manifest.render(agent.name, url, raw) if agent.tunnel else None,
+        manifest=_manifest(agent, url, raw) if agent.tunnel else None,
         # The live list starts after the token's own event: what shows is the agent's.
         after=feed.latest_id(), filters=feed.Filters.parse([], []),
         fold_window_micros=FOLD_WINDOW_MICROS)
@@ -79,7 +85,7 @@ def install(name: str) -> str | tuple[str, int]:
         _, raw = tokens.create(agent, token_name, by_user=g.user.name)
     except AppError as exc:
         return _render(name, raw_token=None, new_name=None, error=exc.message), exc.status
-    text = manifest.render(name, request.url_root.rstrip("/"), raw)
+    text = _manifest(agent, request.url_root.rstrip("/"), raw)
     return _render(name, raw_token=None, new_name=token_name, error=None, manifest=text)
 
 

@@ -12,7 +12,10 @@ from ..models import Agent, User
 from .resources import AGENT, Identity
 
 ACCESS_AS = ("agent", "user")
-GROUP_PREFIX = "agentwatch:"
+# Before every name agentwatch impersonates, user and group alike (as the API server's
+# --oidc-username-prefix): the cluster tells agentwatch's people from its own users, and
+# an agent started with --impersonate-prefix agentwatch: impersonates nothing else.
+PREFIX = "agentwatch:"
 
 
 @dataclass(frozen=True)
@@ -90,8 +93,15 @@ def require_act(user: User, agent: Agent) -> None:
 
 
 def identity(user: User, agent: Agent) -> Identity:
-    """`access_as: user` impersonates the user with their role as a group: cluster RBAC
-    decides. `agent` uses agentwatch's credentials for everyone allowed to view."""
+    """`access_as: user` impersonates the user (`agentwatch:<name>`) with their role as a
+    group (`agentwatch:<role>`, `agentwatch:users`): cluster RBAC decides. `agent` uses
+    agentwatch's credentials for everyone allowed to view."""
     if for_agent(agent).access_as == "agent":
         return AGENT
-    return Identity(user.name, (f"{GROUP_PREFIX}{user.role}", f"{GROUP_PREFIX}users"))
+    return Identity(f"{PREFIX}{user.name}", (f"{PREFIX}{user.role}", f"{PREFIX}users"))
+
+
+def impersonate_prefix(agent: Agent) -> str | None:
+    """What the agent's install manifest allows it to impersonate: agentwatch's names when
+    its configuration asks for `access_as: user`, else no one (tunnel/impersonation.py)."""
+    return PREFIX if for_agent(agent).access_as == "user" else None

@@ -6,8 +6,6 @@ recorded as a `cluster_action` activity event, with its outcome."""
 
 from __future__ import annotations
 
-import secrets
-import string
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -19,6 +17,7 @@ from ..errors import Invalid
 from ..models import Agent, User
 from ..recorder import NewEvent, record_one
 from . import access, names
+from .cronjobs import manual_job, manual_job_name
 from .kube import ClusterClient, KubeError
 from .relations import KIND_OF_RESOURCE
 from .resources import Identity, WatchParams
@@ -41,7 +40,6 @@ ACTIONS = tuple(TARGETS)
 FIELDS = ("action", "group", "version", "resource", "namespace", "name", "replicas")
 REQUESTED_AT = "reconcile.fluxcd.io/requestedAt"
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"  # what `kubectl rollout restart` sets
-INSTANTIATE = "cronjob.kubernetes.io/instantiate"  # "manual": a Job made by hand
 MAX_REPLICAS = 10_000
 _VERBS = {"delete": "deleted", "reconcile": "requested a reconcile of",
           "suspend": "suspended", "resume": "resumed", "restart": "restarted",
@@ -185,36 +183,6 @@ def _scale(client: ClusterClient, identity: Identity, params: WatchParams, name:
                         content_type="application/merge-patch+json")
     return Outcome("done", f"scaled {target} from {before} to {replicas} "
                            f"replica{'' if replicas == 1 else 's'}")
-
-
-def manual_job(cronjob: dict[str, Any], job_name: str) -> dict[str, Any]:
-    """The Job `kubectl create job NAME --from=cronjob/CRONJOB` makes: the CronJob's job
-    template (its labels and annotations too), marked as instantiated by hand, and owned
-    by the CronJob (so it shows under it, and goes with it). As kubectl, the owner
-    reference is the controller but does not block the owner's deletion: that would need
-    the right to update cronjobs/finalizers where OwnerReferencesPermissionEnforcement runs."""
-    meta = cronjob.get("metadata") or {}
-    template = (cronjob.get("spec") or {}).get("jobTemplate") or {}
-    template_meta = template.get("metadata") or {}
-    return {
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {
-            "name": job_name, "namespace": meta.get("namespace"),
-            "labels": dict(template_meta.get("labels") or {}),
-            "annotations": {INSTANTIATE: "manual", **(template_meta.get("annotations") or {})},
-            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "CronJob",
-                                 "name": meta.get("name"), "uid": meta.get("uid"),
-                                 "controller": True}],
-        },
-        "spec": template.get("spec") or {},
-    }
-
-
-def manual_job_name(cronjob: str) -> str:
-    """`<cronjob>-manual-<5 random>`, within the 63 characters a Job's name may have (its
-    pods carry it in a label)."""
-    suffix = "".join(secrets.choice(string.ascii_lowercase + string.digits) for _ in range(5))
-    return f"{cronjob[:50].rstrip('-.')}-manual-{suffix}"
 
 
 def _trigger(client: ClusterClient, identity: Identity, params: WatchParams, name: str,

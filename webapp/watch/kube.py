@@ -229,13 +229,14 @@ class ClusterClient:
             response.release_conn()
             raise KubeError.from_response(response.status, body_bytes)
         # A Secret's values stop here, before the relay's cache or a page sees them.
-        return redact.wrap(path, "watch=true" if ("watch", "true") in (query or []) else "",
-                           response)
+        return redact.wrap(path, ("watch", "true") in (query or []), response)
 
     def request_json(self, method: str, path: str, identity: Identity, **kwargs: Any) -> JSON:
         response = self.request(method, path, identity, **kwargs)
         try:
             return json.loads(response.read())
+        except redact.Unredactable as exc:
+            raise KubeError(0, "BadResponse", f"unreadable Secret answer: {exc}") from None
         finally:
             response.release_conn()
 
@@ -249,6 +250,8 @@ class ClusterClient:
                                 accept=accept)
         try:
             text = response.read().decode()
+        except redact.Unredactable as exc:
+            raise KubeError(0, "BadResponse", f"unreadable Secret answer: {exc}") from None
         finally:
             response.release_conn()
         try:

@@ -7,7 +7,9 @@ agent before the answer enters the tunnel, in the direct client before the relay
 whole Secret, values included, into that annotation.
 
 Whatever the shape of the answer: one Secret, a list, a Table (its rows' objects), a
-PartialObjectMetadata, or a watch stream of any of these, one event per line.
+PartialObjectMetadata, a Status, or a watch stream of any of these, one event per line. An
+answer it cannot read as one of these (not JSON, protobuf, another kind, a line that does
+not parse) is refused (Unredactable), never passed on: it could hold a value unseen.
 """
 
 from __future__ import annotations
@@ -19,8 +21,17 @@ from typing import Any
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 _VALUES = ("data", "stringData")
-# /api/v1/secrets, /api/v1/namespaces/NS/secrets, ... /secrets/NAME (and anything under it)
-_SECRETS = re.compile(r"^/api/v1/(namespaces/[^/]+/)?secrets(/|$)")
+# /api/v1/secrets, /api/v1/namespaces/NS/secrets, ... /secrets/NAME (and anything under
+# it), and the same under the API server's legacy /api/v1/watch/ prefix.
+_SECRETS = re.compile(r"^/api/v1/(watch/)?(namespaces/[^/]+/)?secrets(/|$)")
+_KINDS = {"Secret", "SecretList", "Table", "PartialObjectMetadata", "PartialObjectMetadataList",
+          "Status"}
+_ITEM_KINDS = {None, "Secret", "PartialObjectMetadata"}
+MAX_LINE = 4 * 1024 * 1024  # a watch event: one Secret (at most about 1.5 MiB in etcd)
+
+
+class Unredactable(ValueError):
+    """An answer from a secrets path that cannot be blanked: it must not leave."""
 
 
 def is_secrets_path(path: str) -> bool:
@@ -43,34 +54,55 @@ def _object(obj: dict[str, Any]) -> None:
 
 
 def redact(doc: Any) -> Any:
-    """`doc` with every Secret value in it blanked (in place, and returned)."""
+    """`doc` with every Secret value in it blanked (in place, and returned), or
+    Unredactable when it is not one of the shapes above."""
     if not isinstance(doc, dict):
-        return doc
-    if "type" in doc and isinstance(doc.get("object"), dict):  # a watch event
+        raise Unredactable("not a JSON object")
+    if "object" in doc:  # a watch event: its type and its object, nothing beside
+        if set(doc) != {"type", "object"} or not isinstance(doc["object"], dict):
+            raise Unredactable("a watch event that is not a type and an object")
         redact(doc["object"])
         return doc
-    for item in doc.get("items") or []:  # a list
-        redact(item)
-    for row in doc.get("rows") or []:  # a Table
-        if isinstance(row, dict):
-            redact(row.get("object"))
+    if doc.get("kind") not in _KINDS:
+        raise Unredactable(f"an answer of kind {str(doc.get('kind'))[:64]!r}")
+    for item in _list(doc, "items"):
+        _item(item)
+    for row in _list(doc, "rows"):
+        if not isinstance(row, dict):
+            raise Unredactable("a Table row that is not an object")
+        if row.get("object") is not None:
+            _item(row["object"])
     _object(doc)
     return doc
 
 
+def _list(doc: dict[str, Any], field: str) -> list[Any]:
+    values = doc.get(field)
+    if values is None:
+        return []
+    if not isinstance(values, list):
+        raise Unredactable(f"{field} that is not a list")
+    return values
+
+
+def _item(item: Any) -> None:
+    if not isinstance(item, dict) or item.get("kind") not in _ITEM_KINDS:
+        raise Unredactable("a list item that is not a Secret")
+    _object(item)
+
+
 def redact_bytes(body: bytes) -> bytes:
-    """A whole JSON answer, blanked; an answer that is not JSON (an error page, a proxy's
-    text) carries no Secret and passes unchanged."""
+    """A whole JSON answer, blanked; Unredactable if it is not one."""
     try:
         doc = json.loads(body)
-    except ValueError:
-        return body
+    except (ValueError, RecursionError):
+        raise Unredactable("an answer that is not JSON") from None
     return json.dumps(redact(doc), separators=(",", ":")).encode()
 
 
 def redact_stream(chunks: Iterator[bytes], watch: bool) -> Iterator[bytes]:
     """A streamed answer, blanked: a watch line by line (as each event arrives), anything
-    else once whole."""
+    else once whole. Raises Unredactable at the first part that cannot be blanked."""
     if not watch:
         yield redact_bytes(b"".join(chunks))
         return
@@ -78,6 +110,8 @@ def redact_stream(chunks: Iterator[bytes], watch: bool) -> Iterator[bytes]:
     for chunk in chunks:
         pending += chunk
         if b"\n" not in chunk:
+            if len(pending) > MAX_LINE:
+                raise Unredactable(f"a watch event over {MAX_LINE} bytes")
             continue
         *lines, pending = pending.split(b"\n")
         out = b"".join(redact_bytes(line) + b"\n" for line in lines if line.strip())
@@ -106,8 +140,9 @@ class RedactedResponse:
                              self._watch)
 
 
-def wrap(path: str, query: str, response: Any) -> Any:
-    """`response` as is, or blanked when it answers a secrets path."""
+def wrap(path: str, watch: bool, response: Any) -> Any:
+    """`response` as is, or blanked when it answers a secrets path (`watch`: the request
+    asked for a watch, as the caller built it)."""
     if not is_secrets_path(path):
         return response
-    return RedactedResponse(response, "watch=true" in query or "watch=1" in query)
+    return RedactedResponse(response, watch)
