@@ -102,8 +102,9 @@ class Agent:
             code = ws.close_reason
             log.warning("disconnected from %s: %s%s", url, reason,
                         f" (code {code})" if code else "")
-            if code == 4401 or code == 4403:
-                # The token is not (or no longer) good: retrying at once would not help.
+            if code in (4401, 4403, 4429):
+                # The token is not (or no longer) good, or the agent holds as many tunnels
+                # as the server takes: retrying at once would not help.
                 backoff = self.settings.backoff_max
             elif not self.stopping.is_set():
                 backoff = self.settings.backoff_initial
