@@ -288,10 +288,14 @@ def demo_command(kubeconfig: str | None, context: str | None, tunnel: bool) -> N
               help="Let agentwatch impersonate users and groups whose names begin with this "
                    "(e.g. agentwatch:, for access_as: user); by default it impersonates no "
                    "one ($AGENTWATCH_AGENT_IMPERSONATE_PREFIX).")
+@click.option("--secrets", envvar="AGENTWATCH_AGENT_SECRETS", default="names",
+              show_default=True, type=click.Choice(["names", "keys", "none"]),
+              help="How much of Secrets the agent reads: names only (metadata, never a value), "
+                   "keys too (values blanked by the agent) or none ($AGENTWATCH_AGENT_SECRETS).")
 @click.pass_context
 def agent_command(ctx: click.Context, url: str | None, token: str | None,
                   kubeconfig: str | None, context: str | None, ca_file: str | None,
-                  impersonate_prefix: str | None) -> None:
+                  impersonate_prefix: str | None, secrets: str) -> None:
     """Run the agent: dial out to agentwatch and carry its requests to this cluster."""
     if ctx.invoked_subcommand is not None:
         return
@@ -299,33 +303,45 @@ def agent_command(ctx: click.Context, url: str | None, token: str | None,
         raise click.UsageError("--url and --token (or $AGENTWATCH_AGENT_URL and "
                                "$AGENTWATCH_AGENT_TOKEN) are required")
     from .tunnel.run import run_agent
+    from .tunnel.secret_reads import SecretReads
     try:
-        run_agent(url, token, kubeconfig, context, ca_file, impersonate_prefix or None)
+        run_agent(url, token, kubeconfig, context, ca_file, impersonate_prefix or None,
+                  SecretReads(secrets))
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
 
 
 @agent_command.command("manifest")
 @click.argument("name")
-@click.option("--url", required=True, help="The address the agent dials (agentwatch's URL).")
+@click.option("--url", help="The address the agent dials: agentwatch's public URL "
+                            "(default: AGENTWATCH_BASE_URL).")
 @click.option("--namespace", default="agentwatch", show_default=True)
 @click.option("--replicas", type=click.IntRange(1, 10), default=2, show_default=True)
-@click.option("--image", default="agentwatch:latest", show_default=True)
+@click.option("--image", help="The agent's image, pulled by the cluster "
+                              "(default: AGENTWATCH_AGENT_IMAGE).")
+@click.option("--secrets", default="names", show_default=True,
+              type=click.Choice(["names", "keys", "none"]),
+              help="How much of Secrets the agent reads (and its ClusterRole grants).")
 @click.option("--impersonate-prefix", default=None,
               help="Let the agent impersonate users and groups whose names begin with this, "
                    "and grant it impersonate (default: agentwatch: when the agent's "
                    "configuration says access_as: user, else no one; '' for no one).")
 @with_appcontext
-def agent_manifest(name: str, url: str, namespace: str, replicas: int, image: str,
-                   impersonate_prefix: str | None) -> None:
+def agent_manifest(name: str, url: str | None, namespace: str, replicas: int,
+                   image: str | None, secrets: str, impersonate_prefix: str | None) -> None:
     """Print the Kubernetes YAML that installs the agent NAME (with a new token)."""
     from datetime import UTC, datetime
 
     from .tunnel import impersonation, manifest
     from .tunnel.agent import tunnel_url
+    from .tunnel.secret_reads import SecretReads
     from .watch import access, names
+    url = url or str(current_app.config["BASE_URL"]).rstrip("/")
+    image = image or manifest.image_of(current_app.config)
     try:
         tunnel_url(url)
+        for warning in manifest.warnings(url, image):
+            click.echo(f"warning: {warning}", err=True)
         names.namespace(namespace, "--namespace")
         if impersonate_prefix:
             impersonation.prefix(impersonate_prefix)
@@ -342,5 +358,6 @@ def agent_manifest(name: str, url: str, namespace: str, replicas: int, image: st
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(manifest.render(name, url, raw, namespace=namespace, replicas=replicas,
-                               image=image, impersonate_prefix=impersonate_prefix or None),
+                               image=image, impersonate_prefix=impersonate_prefix or None,
+                               secrets=SecretReads(secrets)),
                nl=False)

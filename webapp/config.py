@@ -76,8 +76,13 @@ DEFAULTS: dict[str, Any] = {
     # A user's mail waits until their oldest unmailed event is this old: a burst is one mail.
     "EMAIL_BATCH_SECONDS": 60,
     "EMAIL_MAX_EVENTS": 50,
-    # Where people open agentwatch: the links in mails.
+    # Where people open agentwatch: the links in mails, and the address the agent's manifest
+    # dials (the page warns while it is one a pod cannot reach).
     "BASE_URL": "http://localhost:8000",
+    # The agent's image in the manifests agentwatch generates: built from this repository's
+    # Dockerfile and pushed where the clusters pull from (docs/agent.md, "The image"); the
+    # page warns while it names no registry.
+    "AGENT_IMAGE": "",
     # Webhooks (webapp/hooks). Private, loopback and link-local targets are refused unless
     # listed here: CIDRs or host names ("*.corp.example" for a whole domain), comma or
     # space separated, e.g. "127.0.0.1/32, hooks.internal".

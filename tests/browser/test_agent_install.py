@@ -3,6 +3,7 @@ token, shown this once) and another copies it."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,7 +25,7 @@ def test_a_maintainer_gets_the_manifest_and_copies_it(page: Page, h: Any, app: A
     sign_in(page, path="/agents/prod/tokens")
     page.get_by_role("button", name="Install the agent…").click()
 
-    shown = page.locator("#agent-manifest")
+    shown = page.locator("#install-manifest")
     expect(shown).to_contain_text("kind: Deployment")
     page.bring_to_front()  # the clipboard answers the focused page only
     page.get_by_role("button", name="Copy").click()
@@ -34,11 +35,49 @@ def test_a_maintainer_gets_the_manifest_and_copies_it(page: Page, h: Any, app: A
     assert docs[-1]["kind"] == "Deployment"
     env = {e["name"]: e.get("value") for e in docs[-1]["spec"]["template"]["spec"]
            ["containers"][0]["env"]}
-    assert env["AGENTWATCH_AGENT_URL"] == page.url.split("/agents/")[0]
+    assert env["AGENTWATCH_AGENT_URL"] == app.config["BASE_URL"]  # the public address
+    # ... which is this machine's own by default: the page says a pod cannot reach it.
+    expect(page.locator(".warning").first).to_contain_text("a pod in the cluster cannot reach")
     with app.app_context():  # the token in it works, and is listed as the agent's
         secret = next(d for d in docs if d["kind"] == "Secret")
         assert tokens.authenticate(secret["stringData"]["token"]).agent().name == "prod"
     expect(page.get_by_role("table")).to_contain_text("agent-")
+
+
+def _secrets_rule(manifest_text: str) -> list[str]:
+    """The verbs the generated ClusterRole grants on Secrets."""
+    role = next(d for d in yaml.safe_load_all(manifest_text) if d["kind"] == "ClusterRole")
+    return next((rule["verbs"] for rule in role["rules"]
+                 if rule["apiGroups"] == [""] and "secrets" in rule["resources"]), [])
+
+
+@pytest.mark.parametrize(("choice", "said", "verbs"), [
+    ("Names only", "names only", ["list", "watch"]),
+    ("Names and keys (values blanked by the agent)", "names, types and keys",
+     ["get", "list", "watch"]),
+    ("None", "no Secrets", []),
+])
+def test_the_install_page_says_what_the_manifest_grants(page: Page, h: Any, app: Any,
+                                                        choice: str, said: str,
+                                                        verbs: list[str]) -> None:
+    h.user("alice", "maintainer")
+    with app.app_context():
+        agents.create("prod", tunnel=True)
+    sign_in(page, path="/agents/prod/tokens")
+    page.get_by_label(choice, exact=True).check()
+    page.get_by_role("button", name="Install the agent…").click()
+    manifest_text = page.locator("#install-manifest").text_content() or ""
+    expect(page.locator(".install-says")).to_contain_text(said)
+    assert _secrets_rule(manifest_text) == verbs
+    assert "&id" not in manifest_text and "*id" not in manifest_text  # no YAML anchors
+    args = next(d for d in yaml.safe_load_all(manifest_text)
+                if d["kind"] == "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[:3] == ["agent", "--secrets", {"Names only": "names", "None": "none"}.get(
+        choice, "keys")]
+    with page.expect_download() as info:
+        page.get_by_role("button", name="Download").click()
+    assert info.value.suggested_filename == "agentwatch-agent-prod.yaml"
+    assert Path(info.value.path()).read_text() == manifest_text
 
 
 def test_an_agent_without_a_tunnel_offers_no_install(page: Page, h: Any) -> None:

@@ -52,7 +52,7 @@ def test_a_new_agent_shows_its_token_and_install_command_with_copy_buttons(
     deployment = documents[-1]
     env = {e["name"]: e.get("value")
            for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}
-    assert env["AGENTWATCH_AGENT_URL"] == page.url.split("/agents/")[0]
+    assert env["AGENTWATCH_AGENT_URL"] == app.config["BASE_URL"]
     with app.app_context():
         assert tokens.authenticate(shown).agent().name == "edge"
     # A reload shows the Tokens tab, where the token is listed but never shown again.

@@ -12,6 +12,7 @@ import kubernetes
 import yaml
 
 from webapp.tunnel import manifest
+from webapp.tunnel.secret_reads import SecretReads
 
 _PLURAL = {"Namespace": "namespaces", "ServiceAccount": "serviceaccounts",
            "ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings",
@@ -81,7 +82,9 @@ def test_the_role_grants_what_the_agent_does_and_nothing_more(admin_api: Any) ->
     for verb in ("get", "list", "watch"):  # every group of the Cluster tab
         assert allowed(verb, "deployments", "apps") and allowed(verb, "nodes")
         assert allowed(verb, "configmaps") and allowed(verb, "storageclasses", "storage.k8s.io")
-        assert allowed(verb, "secrets")  # names, types, keys: the agent blanks the values
+    # Secrets, by default names only: list and watch (the agent asks for metadata), no get.
+    assert allowed("list", "secrets") and allowed("watch", "secrets")
+    assert not allowed("get", "secrets")
     # The workload actions: restart, scale, trigger a CronJob.
     for resource in ("deployments", "statefulsets", "daemonsets"):
         assert allowed("patch", resource, "apps")
@@ -107,6 +110,21 @@ def test_the_role_grants_what_the_agent_does_and_nothing_more(admin_api: Any) ->
     assert not allowed("patch", "gitrepositories", "source.toolkit.fluxcd.io")
     for resource in ("users", "groups", "serviceaccounts"):  # no one, by default
         assert not allowed("impersonate", resource, name="agentwatch:alice")
+
+
+def test_the_secrets_choice_is_what_the_role_grants(admin_api: Any) -> None:
+    keys = _install(admin_api, "keys", "agentwatch-rbac-keys", secrets=SecretReads.KEYS)
+    assert all(keys(verb, "secrets") for verb in ("get", "list", "watch"))
+    none = _install(admin_api, "blind", "agentwatch-rbac-blind", secrets=SecretReads.NONE)
+    assert not any(none(verb, "secrets") for verb in ("get", "list", "watch"))
+    assert none("list", "configmaps")  # the rest unchanged
+
+
+def test_the_manifest_holds_no_yaml_anchors() -> None:
+    """Each value written out where it is used: a reader, kubectl and a diff see it there."""
+    text = manifest.render("prod", "https://agentwatch.example.com", "awa_token")
+    assert "&id" not in text and "*id" not in text
+    assert text.count("app.kubernetes.io/instance: prod") >= 4
 
 
 def test_with_a_prefix_the_agent_may_impersonate_users_and_groups_only(admin_api: Any) -> None:

@@ -43,8 +43,9 @@ from webapp.simcluster import SimCluster
 from webapp.tunnel import manifest, run
 from webapp.tunnel.agent import Agent, Settings
 from webapp.tunnel.mux import StreamReset
+from webapp.tunnel.secret_reads import SecretReads
 from webapp.watch.cronjobs import manual_job, manual_job_name
-from webapp.watch.kube import Connection
+from webapp.watch.kube import TABLE_ACCEPT, Connection
 
 app_config, database_url, live, sim, watch_timing = (  # fixtures
     relay.app_config, relay.database_url, relay.live, relay.sim, relay.watch_timing)
@@ -73,8 +74,10 @@ class RunningAgent:
     """`agentwatch agent` in a thread, as the process runs it."""
 
     def __init__(self, base_url: str, token: str, kubeconfig: Path,
-                 impersonate_prefix: str | None = None) -> None:
-        options: dict[str, Any] = {"backoff_initial": 0.05, "backoff_max": 0.5}
+                 impersonate_prefix: str | None = None,
+                 secrets: SecretReads = SecretReads.NAMES) -> None:
+        options: dict[str, Any] = {"backoff_initial": 0.05, "backoff_max": 0.5,
+                                   "secrets": secrets}
         if impersonate_prefix is not None:
             from webapp.tunnel.impersonation import Impersonation
             options["impersonation"] = Impersonation(impersonate_prefix)
@@ -109,7 +112,8 @@ class CompromisedServer:
     started: list[RunningAgent] = field(default_factory=list)
 
     def connect(self, kubeconfig: Path, impersonate_prefix: str | None = None,
-                access: dict[str, Any] | None = None) -> RunningAgent:
+                access: dict[str, Any] | None = None,
+                secrets: SecretReads = SecretReads.NAMES) -> RunningAgent:
         """Register the agent for a tunnel and start it with this cluster."""
         with self.live.app.app_context():
             agent = agents.create(self.agent, tunnel=True)
@@ -117,7 +121,7 @@ class CompromisedServer:
                 agent.cluster_access = access
                 db.session().commit()
             _, raw = tokens.create(agent, "in-cluster", None)
-        running = RunningAgent(self.live.base_url, raw, kubeconfig, impersonate_prefix)
+        running = RunningAgent(self.live.base_url, raw, kubeconfig, impersonate_prefix, secrets)
         self.started.append(running)
         assert running.agent.connected.wait(WAIT)
         eventually(lambda: self.live.app.extensions["tunnels"].count(self.agent) == 1)
@@ -344,7 +348,7 @@ def test_no_query_gets_a_secrets_values_past_the_agent(
         live: Live, server: CompromisedServer) -> None:
     live.sim.create(secret("default"))
     live.sim.create(secret("default", "cache"))  # a watch of two: two lines, not one JSON
-    server.connect(live.kubeconfig)
+    server.connect(live.kubeconfig, secrets=SecretReads.KEYS)  # whole Secrets, blanked
     secrets = "/api/v1/namespaces/default/secrets"
     # What the API server reads as a watch, though not as agentwatch writes one.
     for query in ("watch=True&timeoutSeconds=1", "watch=t&timeoutSeconds=1",
@@ -361,6 +365,32 @@ def test_no_query_gets_a_secrets_values_past_the_agent(
         answer = server.ask("GET", secrets, query, seconds=5)
         assert answer.status == 200 and b"password" in answer.body, (query, answer)
         assert not leaked(answer), (query, answer)
+
+
+def test_an_agent_installed_for_names_only_never_reads_a_secrets_keys(
+        live: Live, server: CompromisedServer) -> None:
+    live.sim.create(secret("default"))
+    server.connect(live.kubeconfig)  # the default: names only
+    secrets = "/api/v1/namespaces/default/secrets"
+    for path, query in ((secrets, "limit=500"), (f"{secrets}/db", ""),
+                        (secrets, "watch=true&timeoutSeconds=1")):
+        answer = server.ask("GET", path, query, seconds=5)
+        assert answer.refused and b"names only" in answer.body, (path, query, answer)
+    # The Cluster tab's list: the API server's Table, each row's metadata only.
+    table = [("Accept", TABLE_ACCEPT)]
+    listed = server.ask("GET", secrets, "limit=500&includeObject=Metadata", table)
+    assert listed.status == 200 and b'"db"' in listed.body, listed
+    assert b"password" not in listed.body and not leaked(listed)
+    assert server.ask("GET", secrets, "limit=500&includeObject=Object", table).refused
+
+
+def test_an_agent_installed_for_no_secrets_reads_none(live: Live,
+                                                      server: CompromisedServer) -> None:
+    live.sim.create(secret("default"))
+    server.connect(live.kubeconfig, secrets=SecretReads.NONE)
+    answer = server.ask("GET", "/api/v1/namespaces/default/secrets",
+                        "limit=500&includeObject=Metadata", [("Accept", TABLE_ACCEPT)])
+    assert answer.refused and b"reads no Secrets" in answer.body, answer
 
 
 def test_what_the_server_sends_cannot_forge_a_line_of_the_agents_log(
@@ -401,7 +431,7 @@ def test_a_secret_answer_the_agent_cannot_blank_is_cut_never_passed(
     threading.Thread(target=odd.serve_forever, daemon=True).start()
     try:
         server.connect(write_kubeconfig(tmp_path / "odd", f"http://127.0.0.1:{odd.server_port}",
-                                        "token"))
+                                        "token"), secrets=SecretReads.KEYS)
         one = server.ask("GET", "/api/v1/namespaces/default/secrets/db")
         assert not leaked(one) and one.reset and "cannot blank" in one.reset, one
         watch = server.ask("GET", "/api/v1/namespaces/default/secrets",
@@ -474,14 +504,15 @@ class Real:
     def admin(self) -> kubernetes.client.ApiClient:
         return self.cluster.api_client(ADMIN)
 
-    def installed(self, impersonate_prefix: str | None = None) -> Path:
+    def installed(self, impersonate_prefix: str | None = None,
+                  secrets: SecretReads = SecretReads.NAMES) -> Path:
         """A kubeconfig of the ServiceAccount `agentwatch agent manifest` installs, bound
         to its ClusterRoles (the Secret and the Deployment are left out: the agent runs
         here, with a token of that ServiceAccount)."""
         name = f"b{uuid.uuid4().hex[:8]}"
         options = {"impersonate_prefix": impersonate_prefix} if impersonate_prefix else {}
         docs = manifest.documents(name, "https://agentwatch.example.com", "unused",
-                                  namespace=f"aw-{name}", **options)
+                                  namespace=f"aw-{name}", secrets=secrets, **options)
         self.cluster.apply([d for d in docs if d["kind"] not in ("Secret", "Deployment")])
         service_account = next(d for d in docs if d["kind"] == "ServiceAccount")["metadata"]
         with self.admin() as api:
@@ -523,7 +554,8 @@ def test_on_a_real_cluster_no_path_or_query_gets_a_secrets_value_out(real: Real)
     ns = real.namespace
     with real.admin() as api:
         kubernetes.client.CoreV1Api(api).create_namespaced_secret(ns, secret(ns))
-    real.server.connect(real.installed())
+    keys = SecretReads.KEYS  # whole Secrets, blanked by the agent: the widest choice
+    real.server.connect(real.installed(secrets=keys), secrets=keys)
     collection = f"/api/v1/namespaces/{ns}/secrets"
     protobuf = [("Accept", "application/vnd.kubernetes.protobuf")]
     asked = [(f"/api/v1/watch/namespaces/{ns}/secrets", "timeoutSeconds=2", JSON),

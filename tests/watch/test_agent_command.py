@@ -71,13 +71,13 @@ def test_the_manifest_installs_a_least_privilege_agent(app: Any, runner: Any) ->
     deployment = docs[-1]
     assert deployment["spec"]["replicas"] == 2
     container = deployment["spec"]["template"]["spec"]["containers"][0]
-    assert container["args"] == ["agent"]
+    assert container["args"] == ["agent", "--secrets", "names"]
     rules = docs[2]["rules"]
     granted = {(g, r, v) for rule in rules for g in rule["apiGroups"]
                for r in rule["resources"] for v in rule["verbs"]}
     assert ("", "pods", "delete") in granted and ("", "pods/log", "get") in granted
-    # Secrets are read for names, types and keys (the agent blanks values); never written.
-    assert {v for _, r, v in granted if r == "secrets"} == {"get", "list", "watch"}
+    # Secrets: by default their list only (the agent asks for metadata); never written.
+    assert {v for _, r, v in granted if r == "secrets"} == {"list", "watch"}
     assert ("apps", "deployments", "get") in granted and ("", "nodes", "list") in granted
     assert not any(r in ("pods/exec", "nodes/proxy", "*") for g, r, _ in granted if g == "")
     assert {v for _, r, v in granted if r == "services"} == {"get", "list", "watch"}
@@ -95,6 +95,28 @@ def test_the_manifest_installs_a_least_privilege_agent(app: Any, runner: Any) ->
     refused = runner.invoke(main, ["agent", "manifest", "prod", "--url", "https://x",
                                    "--namespace", "Bad_NS"])
     assert refused.exit_code == 1 and "--namespace" in refused.output
+
+
+def test_the_manifest_dials_the_public_address_and_warns_where_it_cannot_work(
+        app: Any, runner: Any) -> None:
+    with app.app_context():  # one manifest each: a manifest's token is named by the second
+        agents.create("prod", tunnel=True)
+        agents.create("edge", tunnel=True)
+    result = runner.invoke(main, ["agent", "manifest", "prod"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    deployment = list(yaml.safe_load_all(result.stdout))[-1]
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert {e["name"]: e.get("value") for e in container["env"]}["AGENTWATCH_AGENT_URL"] == \
+        app.config["BASE_URL"]
+    assert container["image"].startswith("agentwatch:")
+    # Said on stderr, so the YAML on stdout still applies as it is.
+    assert "a pod in the cluster cannot reach it" in result.stderr
+    assert "names no registry" in result.stderr
+    quiet = runner.invoke(main, ["agent", "manifest", "edge", "--url",
+                                 "https://agentwatch.example.com", "--image",
+                                 "registry.example.com/platform/agentwatch:0.1.0"])
+    assert quiet.exit_code == 0 and quiet.stderr == ""
+    assert "&id" not in quiet.stdout  # no YAML anchors
 
 
 def test_the_manifest_lets_the_agent_impersonate_only_when_asked(app: Any, runner: Any) -> None:
@@ -117,11 +139,13 @@ def test_the_manifest_lets_the_agent_impersonate_only_when_asked(app: Any, runne
                         for g in rule["apiGroups"] for r in rule["resources"]}
         return docs[-1]["spec"]["template"]["spec"]["containers"][0]["args"], impersonates
 
-    assert installed("prod") == (["agent"], set())
-    flagged = (["agent", "--impersonate-prefix", "agentwatch:"], {("", "users"), ("", "groups")})
+    plain = ["agent", "--secrets", "names"]
+    assert installed("prod") == (plain, set())
+    flagged = ([*plain, "--impersonate-prefix", "agentwatch:"],
+               {("", "users"), ("", "groups")})
     assert installed("flagged", "--impersonate-prefix", "agentwatch:") == flagged
     assert installed("personal") == flagged  # its configuration asks for access_as: user
-    assert installed("quiet", "--impersonate-prefix", "") == (["agent"], set())
+    assert installed("quiet", "--impersonate-prefix", "") == (plain, set())
     refused = runner.invoke(main, ["agent", "manifest", "prod", "--url", "https://x",
                                    "--impersonate-prefix", "system:"])
     assert refused.exit_code == 1 and "system:" in refused.output

@@ -92,6 +92,21 @@
     else select();
   });
 
+  // <button data-download="#id" data-filename="x.yaml">: saves that element's text as a file.
+  document.addEventListener("click", (event) => {
+    const button = event.target instanceof Element ? event.target.closest("[data-download]") : null;
+    if (!button) return;
+    const source = document.querySelector(button.getAttribute("data-download"));
+    if (!source) return;
+    const link = document.createElement("a");
+    link.href = URL.createObjectURL(new Blob([source.textContent], { type: "application/yaml" }));
+    link.download = button.dataset.filename || "download.txt";
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(link.href), 1000);
+  });
+
   // <input data-filter="#container">: hides the container's [data-row] rows whose text does
   // not hold every word typed (lists filtered in the page; the Cluster tab filters its own
   // tables and gives its inputs an empty data-filter). Re-applied after a poll swaps rows.

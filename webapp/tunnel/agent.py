@@ -37,6 +37,7 @@ from .boundary import Upstream
 from .frames import MAX_DATA, RECEIVE_BYTES, SUBPROTOCOL
 from .impersonation import Impersonation
 from .mux import Mux, Stream, StreamReset
+from .secret_reads import SecretReads
 from .wsclient import ClientSocket
 
 log = logging.getLogger("agentwatch.agent")
@@ -52,6 +53,8 @@ class Settings:
     backoff_max: float = 30.0
     # Whom the server may have the agent impersonate (none unless the owner allows it).
     impersonation: Impersonation = Impersonation()
+    # How much of Secrets it reads (names only unless the owner chose otherwise).
+    secrets: SecretReads = SecretReads.NAMES
 
 
 def tunnel_url(base: str) -> str:
@@ -153,7 +156,7 @@ class Agent:
         head = stream.head or {}
         method, path = _loggable(head.get("method"), 16), _loggable(head.get("path"), 200)
         try:
-            request = boundary.screen(head, self.settings.impersonation)
+            request = boundary.screen(head, self.settings.impersonation, self.settings.secrets)
             action = request.target.action
             body = _read_body(stream, bodies.limit(action))
             if action is Action.TRIGGER:

@@ -1,6 +1,7 @@
 """The agent does not trust what the server asks: a stream's head is checked whole —
 method and path (allowlist.py), query (query.py), headers and impersonation
-(impersonation.py) — before anything reaches the API server, and what is sent upstream is
+(impersonation.py), how much of Secrets it reads (secret_reads.py) — before anything
+reaches the API server, and what is sent upstream is
 what was checked, rebuilt here, never the server's bytes. Bodies are checked once read
 (bodies.py).
 
@@ -20,6 +21,7 @@ from ..watch.kube import TABLE_ACCEPT
 from . import allowlist, bodies, query
 from .allowlist import Action, Target
 from .impersonation import Impersonation, ImpersonationRefused
+from .secret_reads import SecretReads
 
 JSON = "application/json"
 _IMPERSONATE_USER = "impersonate-user"
@@ -49,7 +51,8 @@ class Upstream:
         return self.target.path
 
 
-def screen(head: dict[str, Any], impersonation: Impersonation) -> Upstream:
+def screen(head: dict[str, Any], impersonation: Impersonation,
+           secrets: SecretReads = SecretReads.NAMES) -> Upstream:
     """The request a stream's OPEN asks for, or Refused saying why."""
     method, path, raw_query = head.get("method"), head.get("path"), head.get("query") or ""
     if not (isinstance(method, str) and isinstance(path, str) and isinstance(raw_query, str)):
@@ -64,6 +67,9 @@ def screen(head: dict[str, Any], impersonation: Impersonation) -> Upstream:
     except query.QueryRefused as exc:
         raise Refused(str(exc)) from None
     headers = _headers(head.get("headers"), target.action, impersonation)
+    refusal = secrets.refusal(target, headers[0][1], params)
+    if refusal is not None:
+        raise Refused(refusal)
     return Upstream(method, target, query.encode(params), headers, query.watches(params),
                     query.streams(params))
 

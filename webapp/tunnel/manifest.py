@@ -5,37 +5,60 @@ kinds the Cluster tab groups (discovery.BUILTIN: workloads, network, config, sto
 cluster, Flux), pod logs, and the tab's actions (delete pods, patch Kustomizations and
 HelmReleases, restart and scale workloads, create Jobs from CronJobs) — and nothing else.
 With `--impersonate-prefix` (for `access_as: user`) it may also impersonate users and
-groups, which the agent narrows to that prefix. Secrets are read for
-their names, types and keys: the agent blanks their values before any answer leaves it
-(watch/redact.py). Custom resources come through a second, aggregated ClusterRole: the
-rules every CRD's authors label `rbac.authorization.k8s.io/aggregate-to-view` (what the
-built-in `view` role collects), so a CRD installed later shows up without a new manifest.
-The last document is the Deployment.
+groups, which the agent narrows to that prefix. Secrets as `--secrets` chose
+(secret_reads.py): `names` (list and watch, which the agent reads as metadata only),
+`keys` (get too, values blanked by the agent) or `none` (no rule at all). Custom
+resources come through a second, aggregated ClusterRole: the rules every CRD's authors
+label `rbac.authorization.k8s.io/aggregate-to-view` (what the built-in `view` role
+collects), so a CRD installed later shows up without a new manifest. The last document is
+the Deployment. `warnings` says what would keep an agent installed as generated from
+reaching agentwatch (an address only this machine has, an image no registry serves).
 """
 
 from __future__ import annotations
 
+import ipaddress
+from importlib import metadata
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
 from ..watch.discovery import BUILTIN
 from .allowlist import FLUX_ACTED_ON, FLUX_GROUPS, RESTARTABLE, SCALABLE
+from .secret_reads import SecretReads
 
-DEFAULT_IMAGE = "agentwatch:latest"
+
+def _version() -> str:
+    try:
+        return metadata.version("agentwatch")
+    except metadata.PackageNotFoundError:  # a source tree that was never installed
+        return "latest"
+
+
+# The image `docker build` makes from the repository's Dockerfile, tagged with this version
+# (docs/agent.md, "The image"); a cluster pulls it from wherever it was pushed.
+DEFAULT_IMAGE = f"agentwatch:{_version()}"
 HEALTH_PORT = 8080
 AGGREGATE_TO_VIEW = "rbac.authorization.k8s.io/aggregate-to-view"
+_SECRETS = ("", "secrets")
+# What each choice of --secrets lets the agent's service account do with Secrets.
+_SECRET_VERBS = {SecretReads.NAMES: ["list", "watch"],
+                 SecretReads.KEYS: ["get", "list", "watch"], SecretReads.NONE: []}
 
 
-def _rules(impersonate: bool) -> list[dict[str, Any]]:
+def _rules(impersonate: bool, secrets: SecretReads) -> list[dict[str, Any]]:
     by_group: dict[str, set[str]] = {}
     for kind in BUILTIN:
-        if kind.group not in FLUX_GROUPS:
+        if kind.group not in FLUX_GROUPS and (kind.group, kind.resource) != _SECRETS:
             by_group.setdefault(kind.group, set()).add(kind.resource)
     rules: list[dict[str, Any]] = [
         {"apiGroups": [group], "resources": sorted(resources),
          "verbs": ["get", "list", "watch"]}
         for group, resources in sorted(by_group.items())]
+    if _SECRET_VERBS[secrets]:
+        rules.append({"apiGroups": [""], "resources": ["secrets"],
+                      "verbs": _SECRET_VERBS[secrets]})
     rules.append({"apiGroups": sorted(FLUX_GROUPS), "resources": ["*"],
                   "verbs": ["get", "list", "watch"]})
     rules.append({"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]})
@@ -55,9 +78,10 @@ def _rules(impersonate: bool) -> list[dict[str, Any]]:
     return rules
 
 
-def documents(agent: str, url: str, token: str, *, namespace: str = "agentwatch",
-              replicas: int = 2, image: str = DEFAULT_IMAGE,
-              impersonate_prefix: str | None = None) -> list[dict[str, Any]]:
+def documents(agent: str, url: str, token: str, *, image: str = DEFAULT_IMAGE,
+              namespace: str = "agentwatch", replicas: int = 2,
+              impersonate_prefix: str | None = None,
+              secrets: SecretReads = SecretReads.NAMES) -> list[dict[str, Any]]:
     name = f"agentwatch-agent-{agent}"
     labels = {"app.kubernetes.io/name": "agentwatch-agent",
               "app.kubernetes.io/instance": agent}
@@ -66,8 +90,8 @@ def documents(agent: str, url: str, token: str, *, namespace: str = "agentwatch"
     container = {
         "name": "agent",
         "image": image,
-        "args": ["agent"] + (["--impersonate-prefix", impersonate_prefix]
-                             if impersonate_prefix else []),
+        "args": ["agent", "--secrets", str(secrets)] + (
+            ["--impersonate-prefix", impersonate_prefix] if impersonate_prefix else []),
         "env": [
             {"name": "AGENTWATCH_AGENT_URL", "value": url},
             {"name": "AGENTWATCH_AGENT_TOKEN",
@@ -86,7 +110,7 @@ def documents(agent: str, url: str, token: str, *, namespace: str = "agentwatch"
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
          "metadata": {"name": name, "labels": labels},
-         "rules": _rules(bool(impersonate_prefix))},
+         "rules": _rules(bool(impersonate_prefix), secrets)},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
          "metadata": {"name": name, "labels": labels},
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
@@ -117,5 +141,48 @@ def documents(agent: str, url: str, token: str, *, namespace: str = "agentwatch"
     ]
 
 
+class _PlainDumper(yaml.SafeDumper):
+    """No anchors and aliases (`&id001`, `*id001`) where a value repeats: every document
+    stands alone, as kubectl, kustomize and a reader expect."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 def render(agent: str, url: str, token: str, **options: Any) -> str:
-    return yaml.safe_dump_all(documents(agent, url, token, **options), sort_keys=False)
+    return yaml.dump_all(documents(agent, url, token, **options), Dumper=_PlainDumper,
+                         sort_keys=False)
+
+
+def image_of(config: Any) -> str:
+    """The agent's image as the server's settings name it."""
+    return str(config.get("AGENT_IMAGE") or DEFAULT_IMAGE)
+
+
+def warnings(url: str, image: str) -> list[str]:
+    """What would keep the agent, installed as generated, from reaching agentwatch."""
+    said = []
+    host = (urlsplit(url).hostname or "").lower()
+    if _unreachable_from_a_pod(host):
+        said.append(f"{url} is an address of this machine only: a pod in the cluster cannot "
+                    "reach it. Set AGENTWATCH_BASE_URL (or --url) to the address the cluster "
+                    "reaches agentwatch at.")
+    elif urlsplit(url).scheme == "http":
+        said.append(f"{url} is plain HTTP: the agent's token and the cluster's answers "
+                    "cross the network unencrypted. Serve agentwatch over HTTPS.")
+    first = image.split("/", 1)[0]
+    if "/" not in image or not ("." in first or ":" in first or first == "localhost"):
+        said.append(f"the image {image} names no registry: the cluster must be able to pull "
+                    "it. Build and push it (docs/agent.md, 'The image') and set "
+                    "AGENTWATCH_AGENT_IMAGE (or --image).")
+    return said
+
+
+def _unreachable_from_a_pod(host: str) -> bool:
+    if host in ("", "localhost") or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_unspecified or address.is_link_local

@@ -15,6 +15,7 @@ from .agent import Agent, Settings, tunnel_url
 from .health import HealthServer
 from .impersonation import Impersonation
 from .manifest import HEALTH_PORT
+from .secret_reads import SecretReads
 
 
 def serve_health(agent: Agent, port: int) -> HealthServer:
@@ -24,7 +25,8 @@ def serve_health(agent: Agent, port: int) -> HealthServer:
 
 
 def run_agent(url: str, token: str, kubeconfig: str | None, context: str | None,
-              ca_file: str | None, impersonate_prefix: str | None = None) -> None:
+              ca_file: str | None, impersonate_prefix: str | None = None,
+              secrets: SecretReads = SecretReads.NAMES) -> None:
     tunnel_url(url)  # refuses a URL that is not http(s) before anything starts
     if impersonate_prefix is not None:
         impersonation.prefix(impersonate_prefix)
@@ -38,7 +40,8 @@ def run_agent(url: str, token: str, kubeconfig: str | None, context: str | None,
         raise ValueError("not in a pod: give --kubeconfig (and --context)")
     try:
         agent = Agent(Settings(url, token, cluster, ca_file,
-                               impersonation=Impersonation(impersonate_prefix)))
+                               impersonation=Impersonation(impersonate_prefix),
+                               secrets=secrets))
     except KubeError as exc:
         raise ValueError(exc.message) from None
 
@@ -50,6 +53,9 @@ def run_agent(url: str, token: str, kubeconfig: str | None, context: str | None,
     logging.getLogger("agentwatch.agent").info(
         "impersonation: %s", f"users and groups beginning with {impersonate_prefix!r}"
         if impersonate_prefix else "none")
+    logging.getLogger("agentwatch.agent").info("Secrets: %s", {
+        SecretReads.NAMES: "names only", SecretReads.KEYS: "names, types and keys (values "
+        "blanked)", SecretReads.NONE: "none"}[secrets])
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     port = int(os.environ.get("AGENTWATCH_AGENT_HEALTH_PORT", str(HEALTH_PORT)))

@@ -3,14 +3,24 @@ agent is created, with its first token and the command that installs or connects
 
 from __future__ import annotations
 
-from flask import Blueprint, flash, g, redirect, render_template, request, url_for
+from flask import (
+    Blueprint,
+    current_app,
+    flash,
+    g,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
 from werkzeug.wrappers import Response
 
 from .. import agents, clock, feed, tokens
 from ..auth import login_required, role_required
-from ..errors import AppError
+from ..errors import AppError, Invalid
 from ..models import Agent
 from ..tunnel import manifest
+from ..tunnel.secret_reads import SecretReads
 from ..watch import access
 from .activity import FOLD_WINDOW_MICROS, status_key
 
@@ -26,9 +36,24 @@ def _render(name: str, **extra: object) -> str:
                            status_key=status_key(status), **extra)
 
 
-def _manifest(agent: Agent, url: str, raw_token: str) -> str:
-    return manifest.render(agent.name, url, raw_token,
-                           impersonate_prefix=access.impersonate_prefix(agent))
+def _install(agent: Agent, raw_token: str, secrets: SecretReads) -> dict[str, object]:
+    """What an install page shows: the manifest, where it dials and what it runs, what
+    would keep it from working, and what it lets the agent read of Secrets."""
+    config = current_app.config
+    url = str(config["BASE_URL"]).rstrip("/")
+    image = manifest.image_of(config)
+    return {"manifest": manifest.render(agent.name, url, raw_token, image=image,
+                                        impersonate_prefix=access.impersonate_prefix(agent),
+                                        secrets=secrets),
+            "url": url, "image": image, "secrets": str(secrets),
+            "install_warnings": manifest.warnings(url, image)}
+
+
+def _secrets_choice() -> SecretReads:
+    choice = request.form.get("secrets") or SecretReads.NAMES
+    if choice not in SecretReads.__members__.values():
+        raise Invalid("secrets: choose names, keys or none", field="secrets")
+    return SecretReads(choice)
 
 
 def _stamped(prefix: str) -> str:
@@ -41,12 +66,12 @@ def welcome(agent: Agent) -> str:
     once it connects (the badge and the first events, live)."""
     token_name = _stamped("agent" if agent.tunnel else "report")
     _, raw = tokens.create(agent, token_name, by_user=g.user.name)
-    url = request.url_root.rstrip("/")
     status = agents.status(agent)
+    install = _install(agent, raw, SecretReads.NAMES) if agent.tunnel else \
+        {"manifest": None, "url": str(current_app.config["BASE_URL"]).rstrip("/")}
     return render_template(
         "tokens/welcome.html", tab="tokens", agent=agent, status=status,
-        status_key=status_key(status), raw_token=raw, token_name=token_name, url=url,
-        manifest=_manifest(agent, url, raw) if agent.tunnel else None,
+        status_key=status_key(status), raw_token=raw, token_name=token_name, **install,
         # The live list starts after the token's own event: what shows is the agent's.
         after=feed.latest_id(), filters=feed.Filters.parse([], []),
         fold_window_micros=FOLD_WINDOW_MICROS)
@@ -82,11 +107,12 @@ def install(name: str) -> str | tuple[str, int]:
                              "from the server, no agent to install"), 422
     token_name = _stamped("agent")
     try:
+        secrets = _secrets_choice()
         _, raw = tokens.create(agent, token_name, by_user=g.user.name)
     except AppError as exc:
         return _render(name, raw_token=None, new_name=None, error=exc.message), exc.status
-    text = _manifest(agent, request.url_root.rstrip("/"), raw)
-    return _render(name, raw_token=None, new_name=token_name, error=None, manifest=text)
+    return _render(name, raw_token=None, new_name=token_name, error=None,
+                   **_install(agent, raw, secrets))
 
 
 @bp.post("/agents/<name>/tokens/<token_name>/revoke")
