@@ -20,23 +20,21 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	touch $@ $(VENV)/.installed
 
 SIM_PORT ?= 8001
+AGENT_HEALTH_PORT ?= 8002
+ACCESS_LOG ?= false
 DEMO_KUBECONFIG := $(CURDIR)/instance/demo-cluster.kubeconfig
 DEMO_TOKEN := $(CURDIR)/instance/demo-agent-token
 
 ## run: install, migrate, seed a demo agent (a simulated, changing cluster reached through
 ## the agent's tunnel, `agentwatch agent`) and an admin login, serve on http://$(HOST):$(PORT)/
+## (the simulator on SIM_PORT, the agent's probes on AGENT_HEALTH_PORT; ACCESS_LOG=true logs
+## every request)
 run: $(VENV)/.installed
-	$(BIN)/agentwatch db upgrade
-	$(BIN)/agentwatch demo --tunnel
-	rm -f $(DEMO_KUBECONFIG)
-	$(BIN)/python -m webapp.simcluster --port $(SIM_PORT) --kubeconfig $(DEMO_KUBECONFIG) \
-	    --churn & sim=$$!; \
-	  while [ ! -s $(DEMO_KUBECONFIG) ]; do sleep 0.2; done; \
-	  AGENTWATCH_AGENT_TOKEN=$$(cat $(DEMO_TOKEN)) AGENTWATCH_AGENT_HEALTH_PORT=0 \
-	    $(BIN)/agentwatch agent --url http://$(HOST):$(PORT) \
-	    --kubeconfig $(DEMO_KUBECONFIG) --context sim & agent=$$!; \
-	  trap 'kill $$sim $$agent 2>/dev/null' EXIT INT TERM; \
-	  $(BIN)/agentwatch serve --host $(HOST) --port $(PORT)
+	@$(BIN)/agentwatch db upgrade
+	@$(BIN)/agentwatch demo --tunnel
+	@AGENTWATCH_ACCESS_LOG=$(ACCESS_LOG) AGENT_HEALTH_PORT=$(AGENT_HEALTH_PORT) \
+	  tools/run-demo.sh $(BIN) $(HOST) $(PORT) $(SIM_PORT) $(DEMO_KUBECONFIG) $(DEMO_TOKEN) \
+	  $(CURDIR)/instance/demo-admin-password
 
 ## test: install test dependencies and run the whole suite (lint and types included)
 test: $(VENV)/.installed-test

@@ -16,6 +16,9 @@ log = logging.getLogger("agentwatch.access")
 
 
 def init_app(app: Flask) -> None:
+    if not app.config["ACCESS_LOG"]:
+        return  # AGENTWATCH_ACCESS_LOG=false: `make run` is quiet unless asked
+
     @app.before_request
     def _start_clock() -> None:
         g.request_started = time.perf_counter()

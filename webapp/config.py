@@ -27,6 +27,8 @@ DEFAULTS: dict[str, Any] = {
     "SCHEDULER_LEASE_SECONDS": 90,
     "PRUNE_BATCH_SIZE": 5000,
     "DEMO": False,
+    # One line per request on stderr (webapp/accesslog.py).
+    "ACCESS_LOG": True,
     "SESSION_COOKIE_HTTPONLY": True,
     "SESSION_COOKIE_SAMESITE": "Lax",
     # How many reverse proxies in front set X-Forwarded-* (0: none, trust nothing).
@@ -164,7 +166,8 @@ _INT_KEYS = {
 # Environment variables that take one of a few words.
 _CHOICE_KEYS = {"SMTP_SECURITY": ("none", "starttls", "ssl"),
                 "WEBHOOK_SENDER": ("process", "thread")}
-_BOOL_KEYS = {"SCHEDULER_ENABLED", "DEMO", "SESSION_COOKIE_SECURE", "KUBECONFIG_ALLOW_EXEC"}
+_BOOL_KEYS = {"SCHEDULER_ENABLED", "DEMO", "SESSION_COOKIE_SECURE", "KUBECONFIG_ALLOW_EXEC",
+              "ACCESS_LOG"}
 
 
 def instance_path() -> str:

@@ -85,6 +85,9 @@ def run(host: str, port: int, workers: int, threads: int) -> None:
         "worker_class": "webapp.serving.worker.GuardedWorker",
         "threads": threads,
         "worker_connections": connections,
+        # gunicorn's control socket ($HOME/.gunicorn/gunicorn.ctl) would let whoever reaches
+        # it drive the server, and two servers of one user would share it: not here.
+        "control_socket_disable": True,
         "timeout": 60,
         "graceful_timeout": 10,
         "keepalive": 5,

@@ -61,7 +61,8 @@ def run_if_leader(app: Flask, name: str) -> bool:
             return False
     try:
         count = JOBS[name][0](app)
-        log.info("job %s done: %s rows", name, count)
+        # A tick that changed nothing is not news: said only when debugging.
+        log.log(logging.INFO if count else logging.DEBUG, "job %s done: %s rows", name, count)
     except Exception:
         log.exception("job %s failed; it runs again at the next tick", name)
     return True
