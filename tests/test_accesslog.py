@@ -37,6 +37,15 @@ def test_a_request_is_logged_with_method_path_status_and_duration(
     assert lines[1].startswith("GET /no-such-page 404 ")
 
 
+def test_the_access_log_can_be_turned_off(app_config: dict, caplog: pytest.LogCaptureFixture,
+                                          ) -> None:
+    from webapp import create_app
+    quiet = create_app({**app_config, "ACCESS_LOG": False})
+    caplog.set_level(logging.INFO, logger="agentwatch.access")
+    assert quiet.test_client().get("/login").status_code == 200
+    assert access_lines(caplog) == []
+
+
 def test_tokens_never_reach_the_log(client: FlaskClient, h: Helpers,
                                     caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="agentwatch.access")
