@@ -360,6 +360,9 @@ class Recorder:
         self.messages.append(json.loads(message))
         return True
 
+    def room(self) -> int:
+        return 1_000_000
+
 
 def test_joining_during_an_outage_hears_of_it(app: Flask, sim: SimCluster,
                                               tmp_path: Path) -> None:

@@ -41,3 +41,4 @@ def test_a_5000_pod_namespace_sends_its_first_screen_within_300_kb(live: Live) -
         "kind": "pods", "namespace": "big", "offset": str(PODS - 10)}, timeout=60)
     assert last.text.count('<tr id="pods-') == 10 and last.headers["X-Next-Offset"] == ""
     assert 'data-name="pod-4999"' in last.text
+

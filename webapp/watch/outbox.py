@@ -51,6 +51,10 @@ class Outbox:
             self.on_ready()
         return True
 
+    def room(self) -> int:
+        """How many more messages fit now."""
+        return max(0, self.limit - len(self._messages))
+
     def take(self, timeout: float | None = None) -> list[Item]:
         """Everything queued, waiting up to `timeout` for something; [] when closed."""
         with self._cond:

@@ -37,7 +37,6 @@ from .recheck import FORBIDDEN, GONE, SIGNED_OUT, Recheck
 from .resources import WatchParams
 from .subscriptions import Subscription
 
-OUTBOX_LIMIT = 5000
 KEEPALIVE_SECONDS = 15.0
 MAX_WATCHES = 10
 MAX_WATCH_ID = 128
@@ -58,6 +57,9 @@ class _Tagged:
         tag = f"{self.key}={quote(position, safe='')}" if position else None
         return self.outbox.send(message, tag)
 
+    def room(self) -> int:
+        return self.outbox.room()
+
 
 def watch_stream(name: str) -> Response:
     user = auth.api_user()
@@ -76,7 +78,7 @@ def watch_stream(name: str) -> Response:
         return limits.refusal(exc)
     owner = limits.current().owner(user.id)
     recheck = Recheck(credentials.current(), agent.name, identity)
-    outbox = Outbox(OUTBOX_LIMIT)
+    outbox = Outbox(int(current_app.config["WATCH_QUEUE_LIMIT"]))
     subscriptions: list[Subscription] = []
 
     def release() -> None:  # once the response is closed, whether or not it was read

@@ -73,6 +73,9 @@ class Sink(Protocol):
         read (events and `synced`), for resuming an HTTP stream with Last-Event-ID.
         """
 
+    def room(self) -> int:
+        """How many more messages it takes now (a snapshot bigger than this is refused)."""
+
 
 @dataclass(frozen=True)
 class WatchKey:

@@ -295,6 +295,17 @@ class UpstreamWatch:
                           position)
 
     def _send_snapshot(self, subscription: Subscription) -> None:
+        if len(self._cache) >= subscription.sink.room():
+            # More than the subscriber's queue can take at once: sent whole it would cut
+            # the page's connection, and the page would reconnect and be cut again. The
+            # list keeps what the page drew; this watch says why it is not live.
+            self._deliver(subscription, message("error", subscription.watch_id, error={
+                "code": 413, "reason": "TooManyToFollow",
+                "message": f"{len(self._cache):,} objects: more than this page can follow "
+                           "live; the list shows them as they were when it was drawn. "
+                           "Narrow it (a namespace, a selector) or reload for newer."}))
+            self._drop(subscription)
+            return
         for cached in self._cache.values():
             self._deliver(subscription, subscription.prefix +
                           _event_line("ADDED", cached.object_bytes) + cached.suffix)

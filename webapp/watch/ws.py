@@ -51,7 +51,6 @@ CLOSE_NOT_FOUND = 4404
 CLOSE_TOO_SLOW = 4429
 CLOSE_INTERNAL_ERROR = 1011
 
-OUTBOX_LIMIT = 5000
 
 
 class Refused(Exception):
@@ -164,7 +163,8 @@ def _serve(ws: Any, name: str) -> None:
         # The connection may live for hours: give its database session back now.
         current_app.extensions["db_session"].remove()
 
-    outbox = Outbox(OUTBOX_LIMIT, positions=False)  # a WebSocket does not resume
+    # A WebSocket does not resume: no positions kept.
+    outbox = Outbox(int(current_app.config["WATCH_QUEUE_LIMIT"]), positions=False)
     conn = Connection(ws.sock, outbox)
     session = WatchSession(current_app.extensions["watch_hub"], agent.name, identity, outbox,
                            owner=limits.current().owner(user.id))
