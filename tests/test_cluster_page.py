@@ -547,3 +547,33 @@ def test_an_action_in_the_activity_links_to_its_objects_panel(
     assert answer.status_code == 200, answer.text
     feed = signed_in.get("/agents/prod").text
     assert 'href="/agents/prod/cluster?panel=deployments.apps/shop/web"' in feed
+
+
+def _event(namespace: str, name: str, last: str, type_: str = "Normal") -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": name, "namespace": namespace},
+            "involvedObject": {"kind": "Pod", "namespace": namespace, "name": "web-1"},
+            "reason": "Seen", "message": f"{name} happened", "type": type_, "count": 1,
+            "firstTimestamp": "2026-12-01T10:00:00Z", "lastTimestamp": last,
+            "source": {"component": "kubelet"}}
+
+
+def test_events_list_newest_first_and_can_show_warnings_only(
+        app: Flask, signed_in: FlaskClient, sim: SimCluster, tmp_path: Path) -> None:
+    """An incident asks what happened last: the Events list opens newest first (by when each
+    last happened, not by name or creation), and can show only warnings."""
+    sim.add_namespace("shop")
+    sim.create(_event("shop", "a-oldest", "2026-12-04T08:00:00Z"))
+    sim.create(_event("shop", "z-newest", "2026-12-04T12:00:00Z", "Warning"))
+    sim.create(_event("shop", "m-middle", "2026-12-04T10:00:00Z", "Warning"))
+    add_agent(app, sim, tmp_path)
+    html = signed_in.get("/agents/prod/cluster?kind=events&namespace=shop").text
+    assert [n for n in row_names(section(html, "events"))] == [
+        "z-newest", "m-middle", "a-oldest"]
+    assert 'data-sort-col="last-seen" data-sort-dir="desc"' in html
+    assert "Warnings only" in html
+    warned = signed_in.get("/agents/prod/cluster?kind=events&namespace=shop&warnings=1").text
+    assert row_names(section(warned, "events")) == ["z-newest", "m-middle"]
+    # Asked for by name, by name it is.
+    named = signed_in.get("/agents/prod/cluster?kind=events&namespace=shop&sort=name").text
+    assert row_names(section(named, "events")) == ["a-oldest", "m-middle", "z-newest"]

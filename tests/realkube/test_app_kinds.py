@@ -23,6 +23,7 @@ from watch.conftest import Live, eventually
 
 from webapp import agents, tokens
 from webapp.tunnel.agent import Agent, Settings
+from webapp.tunnel.secret_reads import SecretReads
 from webapp.watch import discovery, rawjson
 from webapp.watch.kube import TABLE_ACCEPT, ClusterClient, Connection
 from webapp.watch.resources import Identity, WatchParams
@@ -255,12 +256,14 @@ def any_transport(request: pytest.FixtureRequest, live: Live,
         live.agent("prod", kubeconfig=realkube.kubeconfig_path(ADMIN))
         yield live.token("alice")
         return
-    with tunnel_agent(live, realkube):
+    # Whole Secrets, values blanked by the agent: the widest choice an installer can make.
+    with tunnel_agent(live, realkube, SecretReads.KEYS):
         yield live.token("alice")
 
 
 @contextmanager
-def tunnel_agent(live: Live, realkube: RealCluster) -> Iterator[Agent]:
+def tunnel_agent(live: Live, realkube: RealCluster,
+                 secrets: SecretReads = SecretReads.NAMES) -> Iterator[Agent]:
     """Agent `prod` registered for a tunnel, and its agent running as the cluster's
     administrator, connected as the server sees it (the agent hears the handshake's answer
     before the server has registered it)."""
@@ -268,7 +271,7 @@ def tunnel_agent(live: Live, realkube: RealCluster) -> Iterator[Agent]:
         _, raw = tokens.create(agents.create("prod", tunnel=True), "in-cluster", "alice")
     agent = Agent(Settings(live.base_url, raw,
                            Connection(kubeconfig=str(realkube.kubeconfig_path(ADMIN))),
-                           backoff_initial=0.05, backoff_max=0.5))
+                           backoff_initial=0.05, backoff_max=0.5, secrets=secrets))
     thread = threading.Thread(target=agent.run, daemon=True)
     thread.start()
     try:
@@ -325,7 +328,7 @@ def test_the_agent_blanks_a_secrets_values_before_they_enter_the_tunnel(
     JSON, a Table, a list, one object, a watch; protobuf, which the agent could not blank,
     is refused."""
     live.user("alice", "admin")
-    with tunnel_agent(live, realkube):
+    with tunnel_agent(live, realkube, SecretReads.KEYS):
         encoded = base64.b64encode(PASSWORD.encode()).decode()
         v1 = kubernetes.client.CoreV1Api(realkube.api_client(ADMIN))
         v1.create_namespaced_secret(namespace, {
@@ -351,3 +354,25 @@ def test_the_agent_blanks_a_secrets_values_before_they_enter_the_tunnel(
                 assert b"db" in answer.content  # the Secret is there ...
             for value in (PASSWORD.encode(), encoded.encode()):
                 assert value not in answer.content, (path, params, accept)  # ... not its value
+
+
+def test_an_agent_for_secrets_names_lists_them_and_opens_none(
+        live: Live, realkube: RealCluster, namespace: str) -> None:
+    """Installed for names only (the default): the Secrets list shows each one's name, type
+    and number of keys, read as metadata; its own panel says what the agent reads."""
+    live.user("alice", "admin")
+    with tunnel_agent(live, realkube):
+        encoded = base64.b64encode(PASSWORD.encode()).decode()
+        v1 = kubernetes.client.CoreV1Api(realkube.api_client(ADMIN))
+        v1.create_namespaced_secret(namespace, {"metadata": {"name": "db"},
+                                                "data": {"password": encoded}})
+        browser = live.browser("alice")
+        page = browser.http.get(f"{live.base_url}/agents/prod/cluster", params={
+            "kind": "secrets", "namespace": namespace}, timeout=30)
+        (shown,) = rows(section(page.text, "secrets"))
+        assert (shown.name, shown.cells["type"], shown.cells["data"]) == ("db", "Opaque", "1")
+        panel = browser.http.get(f"{live.base_url}/agents/prod/cluster/object", params={
+            "ref": f"secrets/{namespace}/db"}, timeout=30)
+        assert "names only" in panel.text
+        for text in (page.text, panel.text):
+            assert PASSWORD not in text and encoded not in text

@@ -99,7 +99,20 @@ def table_row(row: Any) -> JSON:
     spec = obj.get("spec")
     if isinstance(spec, dict) and isinstance(spec.get("suspend"), bool):
         out["suspend"] = spec["suspend"]  # Flux prints no column for it; the page shows it
+    last_seen = _last_seen(obj)
+    if last_seen:
+        out["lastSeen"] = last_seen  # an Event's LAST SEEN, printed as an age: sorted by time
     return out
+
+
+def _last_seen(obj: JSON) -> str | None:
+    """When an Event last happened, as kubectl's LAST SEEN reads it (None for other kinds)."""
+    series = obj.get("series")
+    for value in ((series or {}).get("lastObservedTime") if isinstance(series, dict) else None,
+                  obj.get("lastTimestamp"), obj.get("eventTime")):
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 def _readable_rows(rows: Iterator[Any]) -> Iterator[JSON]:
@@ -113,9 +126,11 @@ def _readable_rows(rows: Iterator[Any]) -> Iterator[JSON]:
 
 
 def include_object(params: WatchParams) -> str:
-    """What a Table's rows carry of each object: its metadata, or for Flux's kinds (few,
-    small) the whole object, which says whether it is suspended."""
-    return "Object" if params.group.endswith(".toolkit.fluxcd.io") else "Metadata"
+    """What a Table's rows carry of each object: its metadata, or the whole object for
+    Flux's kinds (few, small: it says whether one is suspended) and Events (small: when each
+    last happened, which the list sorts by)."""
+    whole = params.group.endswith(".toolkit.fluxcd.io") or params.resource == "events"
+    return "Object" if whole else "Metadata"
 
 
 def table_rows(doc: JSON) -> tuple[list[JSON], list[JSON] | None]:

@@ -60,6 +60,7 @@ class ListState:
     sort: str | None = None  # a column key; None: kubectl's order (namespace, name)
     descending: bool = False
     attention: bool = False  # only rows that need attention (failing, unavailable)
+    warnings: bool = False  # Events: only warnings, chosen by the API server (type=Warning)
     kept: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     @classmethod
@@ -85,9 +86,14 @@ class ListState:
         if direction not in ("asc", "desc"):
             raise Invalid("dir must be asc or desc", code="invalid_params", field="dir")
         kept = tuple((key, _text(args.get(key), key, 600)) for key in KEPT if args.get(key))
+        events = kind is not None and kind.split(".", 1)[0] == "events"
+        if events and sort is None and not args.get("dir"):
+            # What happened last first, as an incident asks (kubectl sorts by name).
+            sort, direction = "last-seen", "desc"
         return cls(kind, tuple(namespaces), _text(args.get("q"), "q", MAX_FILTER),
                    _text(args.get("selector"), "selector", MAX_SELECTOR), sort,
-                   direction == "desc", args.get("attention") in ("1", "true"), kept)
+                   direction == "desc", args.get("attention") in ("1", "true"),
+                   events and args.get("warnings") in ("1", "true"), kept)
 
     @property
     def namespace(self) -> str | None:
@@ -111,6 +117,8 @@ class ListState:
                 out.append(("dir", "desc"))
         if state.attention:
             out.append(("attention", "1"))
+        if state.warnings:
+            out.append(("warnings", "1"))
         out.extend(state.kept)
         return out
 
@@ -133,10 +141,13 @@ def kinds_shown(state: ListState, served: Served) -> list[Kind]:
 
 
 def watch_params(kind: Kind, state: ListState) -> list[Any]:
-    """One watch per namespace shown (a namespaced kind), else one."""
-    if not kind.namespaced or not state.namespaces:
-        return [kind.params(None, state.selector)]
-    return [kind.params(ns, state.selector) for ns in state.namespaces]
+    """One watch per namespace shown (a namespaced kind), else one; Events' warnings only
+    are chosen by the API server (a field selector), so the rest never reach the page."""
+    fields = "type=Warning" if state.warnings and kind.resource == "events" else None
+    namespaces: list[str | None] = list(state.namespaces) if kind.namespaced and \
+        state.namespaces else [None]
+    return [replace(kind.params(ns, state.selector), field_selector=fields) if fields
+            else kind.params(ns, state.selector) for ns in namespaces]
 
 
 @lru_cache(maxsize=65536)  # a list sorted by a column sorts all its rows again each page

@@ -158,8 +158,9 @@ def table_columns(columns: list[JSON] | None, namespaced: bool) -> tuple[Column,
     out = [NAMESPACE] if namespaced else []
     for column in printed(columns):
         key = column_key(str(column.get("name") or ""))
-        # A date column other than Age is printed as an age ("5m"): it sorts as text.
-        numeric = column.get("type") in ("integer", "number") or key == "age" or \
+        # A date column other than Age and an Event's Last Seen is printed as an age
+        # ("5m") with nothing to sort it by: it sorts as text.
+        numeric = column.get("type") in ("integer", "number") or key in _TIME_COLUMNS or \
             key in _READY_COLUMNS or key == "restarts"
         out.append(Column(key, str(column.get("name") or key), numeric))
     return tuple(out)
@@ -276,7 +277,7 @@ def _reader(key: str, column: JSON) -> _Reader:
     """How a column's values are read, chosen once per list (the order of the checks is
     the order in which a value is recognised)."""
     rest = _general_number if column.get("type") in ("integer", "number") else _general
-    if key == "age":
+    if key in _TIME_COLUMNS:
         return _age
     if column.get("format") == "name":
         return _name
@@ -320,6 +321,9 @@ class _Facts(NamedTuple):
     suspended: bool
 
 
+# Columns printed as an age whose time the row carries: they sort, and are drawn, by it.
+_TIME_COLUMNS = frozenset({"age", "last-seen"})
+
 # The columns whose values say whether a row needs attention: status words, readiness.
 _ATTENTION_COLUMNS = frozenset(_TONED_COLUMNS | _READY_COLUMNS | {"type"})
 
@@ -341,8 +345,10 @@ def _facts(obj: JSON, columns: list[JSON] | None, only: frozenset[str] | None = 
             continue
         index = column.at
         value = values[index] if 0 <= index < count else (name if column.name else None)
+        when = created if column.key != "last-seen" else \
+            (parse_time(obj.get("lastSeen")) or created)
         one = column.read(column.key, value if type(value) is str else _plain(value), value,
-                          created)
+                          when)
         cells.append(one)
         if one.tone:
             tones.append(one.tone)
@@ -357,8 +363,9 @@ def _facts(obj: JSON, columns: list[JSON] | None, only: frozenset[str] | None = 
 
 def _cell_html(one: _Cell, created: datetime | None, now: datetime) -> Markup:
     key, text, how = one.key, one.text, one.how
-    if how == "age":
-        return cell(key, time_cell(created, now), one.sort)
+    if how == "age":  # drawn from the time it sorts by: its creation, or when last seen
+        when = datetime.fromtimestamp(int(one.sort), UTC) if one.sort else created
+        return cell(key, time_cell(when, now), one.sort)
     if how == "name":
         return name_cell(text) if key == "name" else fmt(
             '<td data-col="{}" data-sort="{}"><a class="object-link" href="#" data-open>{}'
