@@ -378,7 +378,8 @@ class LineStream:
 
     def __init__(self, response: urllib3.BaseHTTPResponse) -> None:
         self.response = response
-        self._closed = threading.Event()
+        self._closed = threading.Event()  # closed by its reader's owner: nothing to say
+        self._released = threading.Lock()  # taken once the response is let go
         self.cut = False  # ended without its final chunk: the connection was cut
 
     def __iter__(self) -> Iterator[bytes]:
@@ -408,12 +409,16 @@ class LineStream:
             if not self._closed.is_set():
                 raise
         finally:
-            self.close()
+            self._release()
 
     def close(self) -> None:
-        if self._closed.is_set():
-            return
+        """End the stream from any thread: its reader stops, quietly."""
         self._closed.set()
+        self._release()
+
+    def _release(self) -> None:
+        if not self._released.acquire(blocking=False):
+            return
         # shutdown() wakes a thread blocked in a read; close() alone may not.
         # Raises when the stream already finished and its connection is back in the pool.
         with contextlib.suppress(AttributeError, OSError, RuntimeError, ValueError):
@@ -424,6 +429,7 @@ class LineStream:
 
     @property
     def closed(self) -> bool:
+        """Closed by its owner (not ended by itself, nor failed)."""
         return self._closed.is_set()
 
 
