@@ -339,7 +339,12 @@ def empty_list(kind: str = "PodList", resource_version: str = "1") -> Answer:
 
 def whole(body: Any) -> Answer:
     """A whole JSON answer."""
-    data = json.dumps(body).encode()
+    return whole_text(json.dumps(body))
+
+
+def whole_text(text: str | bytes) -> Answer:
+    """A whole answer, this text exactly."""
+    data = text.encode() if isinstance(text, str) else text
     def answer(request: Request, reply: Reply) -> None:
         reply.head(200)
         reply.data(data)

@@ -24,6 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 log = logging.getLogger(__name__)
+CONNECTION_THREAD = "tunnel-endpoint-connection"  # the name of each connection's thread
 
 
 class Gate:
@@ -137,7 +138,8 @@ class BoundedServer(ThreadingHTTPServer):
         if not self.gate.enter():
             self._refuse(request)
             return
-        super().process_request(request, client_address)
+        threading.Thread(target=self.process_request_thread, args=(request, client_address),
+                         daemon=True, name=CONNECTION_THREAD).start()
 
     def shutdown_request(self, request: Any) -> None:
         try:
