@@ -145,7 +145,7 @@ Answer = Callable[[Request, Reply], None]
 
 
 class MaliciousAgent:
-    def __init__(self, sock: socket.socket, answer: Answer) -> None:
+    def __init__(self, sock: socket.socket, answer: Answer, ping: bool = True) -> None:
         self.sock = sock
         self.answer = answer
         self.requests: list[Request] = []
@@ -159,12 +159,16 @@ class MaliciousAgent:
         self._lock = threading.Lock()
         self._buffer = b""
         threading.Thread(target=self._read, daemon=True, name="malicious-agent").start()
-        threading.Thread(target=self._ping, daemon=True, name="malicious-agent-ping").start()
+        if ping:
+            threading.Thread(target=self._ping, daemon=True,
+                             name="malicious-agent-ping").start()
 
     @classmethod
     def connect(cls, base_url: str, token: str, answer: Answer | None = None,
-                timeout: float = 10.0) -> MaliciousAgent:
-        """Open the tunnel (the WebSocket handshake, by hand); raises if it is refused."""
+                timeout: float = 10.0, ping: bool = True) -> MaliciousAgent:
+        """Open the tunnel (the WebSocket handshake, by hand); raises if it is refused.
+        `ping=False`: no tunnel PING every 10 s (a test sending a fragmented message by
+        hand wants nothing between its frames); the server closes after 45 s of silence."""
         url = urlsplit(base_url)
         host, port = url.hostname or "127.0.0.1", url.port or 80
         sock = socket.create_connection((host, port), timeout=timeout)
@@ -184,7 +188,7 @@ class MaliciousAgent:
             sock.close()
             raise ConnectionError(f"refused: {head[:200]!r}")
         sock.settimeout(None)
-        agent = cls(sock, answer or silent)
+        agent = cls(sock, answer or silent, ping)
         agent._buffer = rest
         return agent
 

@@ -45,10 +45,10 @@ def tunnel_agent(live: Live, name: str = "prod") -> str:
 
 
 def attach(live: Live, base_url: str, token: str, answer: Answer,
-           name: str = "prod") -> MaliciousAgent:
+           name: str = "prod", ping: bool = True) -> MaliciousAgent:
     """A malicious agent connected to the server at `base_url` (the in-process one, or
     an `agentwatch serve` sharing its database), once that server holds the connection."""
-    agent = MaliciousAgent.connect(base_url, token, answer)
+    agent = MaliciousAgent.connect(base_url, token, answer, ping=ping)
     live._track(agent.close)
     if base_url == live.base_url:
         eventually(lambda: live.app.extensions["tunnels"].count(name) == 1)
