@@ -39,6 +39,8 @@ def _finite(text: str) -> float:
 
 _DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite)
 _SPACE = re.compile(r"[ \t\n\r]*")
+# A watch event line as the API server writes it: type first, object last, no spaces.
+_EVENT_HEAD = re.compile(r'\{"type":"([A-Z]+)","object":')
 
 
 def loads(text: str | bytes) -> Any:
@@ -56,9 +58,14 @@ def watch_event(line: bytes) -> tuple[str, JSON, JSONText]:
     text. One of MALFORMED for anything else: not UTF-8, not JSON, another type, an
     object that is not an object, text after it."""
     text = line.decode()  # strict: a browser could not read what this refuses
+    head = _EVENT_HEAD.match(text)
+    if head is not None:  # as the API server writes it: the object decoded, once
+        obj, end = _DECODER.raw_decode(text, head.end())
+        if text[end:].rstrip(" \t\r\n") == "}":
+            return _checked(head.group(1), obj, line, text, head.end(), end)
     kind: Any = None
-    obj: Any = None
-    obj_text = ""
+    obj = None
+    span = (0, 0)  # where the object's text is
     pos = _object_start(text)
     while text[pos] != "}":
         key, pos = _member(text, pos)
@@ -67,15 +74,23 @@ def watch_event(line: bytes) -> tuple[str, JSON, JSONText]:
         if key == "type":
             kind = value
         elif key == "object":
-            obj, obj_text = value, text[start:pos]
+            obj, span = value, (start, pos)
         pos = _after_comma(text, pos)
     if _skip(text, pos + 1) != len(text):
         raise ValueError("text after the event")
+    return _checked(kind, obj, line, text, *span)
+
+
+def _checked(kind: Any, obj: Any, line: bytes, text: str, start: int,
+             end: int) -> tuple[str, JSON, JSONText]:
+    """The event, once its type is one Kubernetes sends and its object an object; the
+    object's text is text[start:end] (the same bytes of `line` when it is ASCII)."""
     if not isinstance(kind, str) or kind not in EVENT_TYPES:
         raise ValueError(f"unknown type {str(kind)[:60]!r}")
     if not isinstance(obj, dict):
         raise ValueError(f"a {kind} event without an object")
-    return kind, obj, JSONText(obj_text.encode())
+    raw = line[start:end] if text.isascii() else text[start:end].encode()
+    return kind, obj, JSONText(raw)
 
 
 def list_items(text: str) -> tuple[list[tuple[JSON, JSONText]], JSON]:
