@@ -298,11 +298,6 @@ class Mux:
                 del self._streams[stream.id]
         self._release(stream._uncount())
 
-    @property
-    def buffered(self) -> int:
-        """Bytes received on open streams and not read yet (counted with max_buffered)."""
-        return self._held
-
     def _room(self, stream: Stream, size: int) -> bool:
         """Count `size` more unread bytes of `stream`. Beyond max_buffered, the streams
         holding the most are reset until they fit; False when that was `stream` itself."""

@@ -36,6 +36,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -64,7 +65,8 @@ def _status(code: int, reason: str, message: str) -> bytes:
 def _answer(code: int, reason: str, message: str) -> bytes:
     """A whole HTTP answer carrying a Status, for a connection refused at once."""
     body = _status(code, reason, message)
-    return (f"HTTP/1.1 {code} {reason}\r\nContent-Type: application/json\r\n"
+    return (f"HTTP/1.1 {code} {HTTPStatus(code).phrase}\r\n"
+            "Content-Type: application/json\r\n"
             f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode() + body
 
 
