@@ -109,13 +109,15 @@ class BoundedResponse:
             self._shut()
             raise
         except Exception:
-            if self._expired is not None:  # the watchdog shut it: say why
+            if self._expired is not None:  # the watchdog woke the read: say why
+                self._shut()
                 raise self._expired from None
             raise
         finally:
             self.due = None
             WATCHDOG.forget(self)
-        if self._expired is not None:  # shut, and the read took that for an end
+        if self._expired is not None:  # woken, and the read took that for an end
+            self._shut()
             raise self._expired
 
     def _whole(self, chunk: bytes) -> None:
@@ -151,7 +153,8 @@ class BoundedResponse:
             "(AGENTWATCH_ANSWER_LINE_MAX_BYTES)"))
 
     def expire(self) -> None:
-        """Called by the watchdog once `due` passed: shut the answer, and say why."""
+        """Called by the watchdog once `due` passed: wake the read blocked in its socket
+        (the reading thread closes the answer), and say why."""
         if self._expired is None:
             if self._streaming:
                 self._expired = AnswerExceeded(504, LINE_TOO_SLOW, (
@@ -164,11 +167,12 @@ class BoundedResponse:
                     f"{seconds(self._bounds.seconds)} and was cut off "
                     "(AGENTWATCH_ANSWER_SECONDS)"))
         self.due = None
-        self._shut()
+        with contextlib.suppress(Exception):
+            self._response.shutdown()
 
     def _shut(self) -> None:
-        """Wake a read blocked in the socket and close the connection: it is never reused
-        with part of an answer still in it."""
+        """Close the connection, by the thread reading it: it is never reused with part of
+        an answer still in it."""
         with contextlib.suppress(Exception):
             self._response.shutdown()
         with contextlib.suppress(Exception):
