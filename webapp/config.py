@@ -113,9 +113,10 @@ DEFAULTS: dict[str, Any] = {
     # seconds of the connection or of the previous answer (an idle socket is closed).
     "TUNNEL_ENDPOINT_MAX_CONNECTIONS": 1024,
     "TUNNEL_ENDPOINT_REQUEST_SECONDS": 10,
-    # What an agent sends is bounded (docs/security.md, "Answers from an agent"); the
-    # defaults are well above what a real cluster sends. A whole answer (LIST page, GET,
-    # discovery: at most ~1.5 MB for 500 pods with managedFields, a few MB of discovery).
+    # What an agent (or a cluster reached directly) answers is bounded (docs/security.md,
+    # "Answers from an agent"); the defaults are well above what a real cluster sends. A
+    # whole answer: a LIST page of 500 pods with managedFields is ~1.5 MB, a big
+    # cluster's discovery a few MB.
     "ANSWER_MAX_BYTES": 32 * 1024 * 1024,
     "ANSWER_SECONDS": 120,  # the API server itself ends a request after 60 s
     "ANSWER_HEAD_SECONDS": 30,  # from the request to the answer's status (tunnel)
@@ -129,8 +130,8 @@ DEFAULTS: dict[str, Any] = {
     "TUNNEL_MESSAGE_SECONDS": 30,
     "TUNNEL_MESSAGE_MAX_FRAMES": 64,
     # Answer bytes one tunnel connection may make the server hold, received and not yet
-    # read, across all its streams (each stream's window is 1 MiB): beyond, the stream
-    # holding the most is reset.
+    # read, across all its streams (each stream's window is 1 MiB): beyond, the streams
+    # holding the most are reset.
     "TUNNEL_MAX_BUFFERED_BYTES": 64 * 1024 * 1024,
 }
 
