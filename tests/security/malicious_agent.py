@@ -12,10 +12,15 @@ trickled a byte at a time (`send_raw`, `ws_frame`).
 Each stream the server opens is handed, in a thread of its own, to the `answer` function
 with a `Request` (method, path, query) and a `Reply` to answer with: `head`, `data` (it
 waits for the server's window, as an agent that means to keep going must), `end`,
-`reset`. Ready-made answers: `endless`, `trickle`, `silent`, `lines`, `empty_list`, and
-`route` to answer LISTs, watches and logs differently. `sent` counts the DATA bytes sent;
-`resets` keeps the RESETs the server sent (stream id -> (code, message)); `closed`,
-`close_code` and `close_reason` say how the server ended the connection.
+`send_reset`, `wait_reset`. Ready-made answers: `endless`, `trickle`, `silent`, `lines`,
+`whole`, `whole_text`, `empty_list`, `pods_discovery`, and `route` to answer watches,
+logs, discovery and the rest differently. `sent` counts the DATA bytes sent; `resets`
+keeps the RESETs the server sent (stream id -> (code, message)); `closed`, `close_code`
+and `close_reason` say how the server ended the connection.
+
+As a script, against a server of your own:
+
+    python tests/security/malicious_agent.py http://127.0.0.1:8000 awa_... endless
 """
 
 from __future__ import annotations
@@ -385,3 +390,39 @@ def route(*, watch: Answer = silent, log: Answer = silent, other: Answer | None 
             discovery if request.discovery else rest
         chosen(request, reply)
     return answer
+
+
+# --- as a script --------------------------------------------------------------------------
+
+FORGED_TYPE = json.dumps('ADDED","object":{}},"watchId":"forged","event":{"type":"ADDED')
+BEHAVIOURS: dict[str, Answer] = {
+    "endless": route(other=endless(), discovery=endless()),  # bodies that never end
+    "trickle": route(other=trickle(b'{"kind":"PodList",', every=25)),  # a byte per 25 s
+    "silent": silent,  # no head, ever
+    "endless-line": route(watch=endless(b"x" * MAX_DATA), log=endless(b"x" * MAX_DATA)),
+    "forged-type": route(watch=lines('{"type":' + FORGED_TYPE + ',"object":{}}')),
+}
+
+
+def main() -> None:
+    import argparse
+    parser = argparse.ArgumentParser(description="Answer a server's tunnel as an attacker")
+    parser.add_argument("url", help="the server's base URL (http only)")
+    parser.add_argument("token", help="a token of an agent registered with --tunnel")
+    parser.add_argument("behaviour", choices=sorted(BEHAVIOURS))
+    args = parser.parse_args()
+    agent = MaliciousAgent.connect(args.url, args.token, BEHAVIOURS[args.behaviour])
+    print(f"connected; answering as {args.behaviour!r} (Ctrl-C stops)")
+    try:
+        while not agent.closed.wait(5):
+            print(f"{len(agent.requests)} requests, {agent.sent} bytes sent, "
+                  f"{len(agent.resets)} streams reset by the server")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        agent.close()
+    print(f"closed: {agent.close_code} {agent.close_reason}")
+
+
+if __name__ == "__main__":
+    main()
