@@ -38,15 +38,16 @@ def test_a_body_that_is_not_a_list_is_refused() -> None:
         rawjson.list_items('["not", "an", "object"]')
 
 
-def test_event_object_bytes_is_the_object_slice_of_the_line() -> None:
-    obj_text = json.dumps(POD, separators=(",", ":"))
+def test_a_watch_events_object_text_is_the_object_slice_of_the_line() -> None:
+    obj_text = json.dumps(POD, separators=(",", ":"), ensure_ascii=False)
     line = ('{"type":"MODIFIED","object":' + obj_text + "}\n").encode()
-    assert rawjson.event_object_bytes(line, POD) == obj_text.encode()
+    assert rawjson.watch_event(line) == ("MODIFIED", POD, obj_text.encode())
 
 
-def test_event_object_bytes_falls_back_to_encoding_an_unusual_line() -> None:
-    line = json.dumps({"object": POD, "type": "ADDED"}).encode()  # object first
-    assert json.loads(rawjson.event_object_bytes(line, POD)) == POD
+def test_a_watch_event_in_another_shape_gives_its_object_text_alone() -> None:
+    line = json.dumps({"object": POD, "type": "ADDED"}, indent=1).encode()  # object first
+    kind, obj, text = rawjson.watch_event(line)
+    assert (kind, obj, json.loads(text)) == ("ADDED", POD, POD)
 
 
 def test_a_lists_metadata_is_read_without_its_items_when_it_comes_first():

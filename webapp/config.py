@@ -144,6 +144,39 @@ DEFAULTS: dict[str, Any] = {
     # replica's own address (with a fixed port) serves several hosts.
     "TUNNEL_PEER_ADDRESS": "127.0.0.1",
     "TUNNEL_PEER_PORT": 0,
+    # Between replicas on several hosts the forwarding endpoint speaks TLS once a
+    # certificate and key are given (PEM files); forwarding checks the other replica's
+    # certificate against TUNNEL_PEER_TLS_CA and the name TUNNEL_PEER_TLS_NAME (default:
+    # the address it dials). Loopback between the workers of one host stays plain.
+    "TUNNEL_PEER_TLS_CERT": "",
+    "TUNNEL_PEER_TLS_KEY": "",
+    "TUNNEL_PEER_TLS_CA": "",
+    "TUNNEL_PEER_TLS_NAME": "",
+    # The forwarding endpoint holds a thread per connection: at most this many at once
+    # (beyond: refused at once), and a request must arrive whole within this many
+    # seconds of the connection or of the previous answer (an idle socket is closed).
+    "TUNNEL_ENDPOINT_MAX_CONNECTIONS": 1024,
+    "TUNNEL_ENDPOINT_REQUEST_SECONDS": 10,
+    # What an agent (or a cluster reached directly) answers is bounded (docs/security.md,
+    # "Answers from an agent"); the defaults are well above what a real cluster sends. A
+    # whole answer: a LIST page of 500 pods with managedFields is ~1.5 MB, a big
+    # cluster's discovery a few MB.
+    "ANSWER_MAX_BYTES": 32 * 1024 * 1024,
+    "ANSWER_SECONDS": 120,  # the API server itself ends a request after 60 s
+    "ANSWER_HEAD_SECONDS": 30,  # from the request to the answer's status (tunnel)
+    # One watch event or log line (the API server takes at most 3 MiB of JSON per
+    # object), and how long a line may take once it started (a quiet watch is fine).
+    "ANSWER_LINE_MAX_BYTES": 4 * 1024 * 1024,
+    "ANSWER_LINE_SECONDS": 60,
+    # One tunnel WebSocket message (a frame of the protocol, at most 64 KiB): whole
+    # within this many seconds of its first byte, in at most this many WebSocket frames
+    # (control frames between its fragments count: an agent never fragments).
+    "TUNNEL_MESSAGE_SECONDS": 30,
+    "TUNNEL_MESSAGE_MAX_FRAMES": 64,
+    # Answer bytes one tunnel connection may make the server hold, received and not yet
+    # read, across all its streams (each stream's window is 1 MiB): beyond, the streams
+    # holding the most are reset.
+    "TUNNEL_MAX_BUFFERED_BYTES": 64 * 1024 * 1024,
 }
 
 # Environment variables read as integers; any other AGENTWATCH_* is taken as text.
@@ -165,6 +198,10 @@ _INT_KEYS = {
     "SOCKET_TIMEOUT_SECONDS", "MAX_CONNECTIONS",
     "TOKEN_EVENTS_PER_MINUTE", "TOKEN_BYTES_PER_DAY", "NOTIFY_MAX_PER_AGENT",
     "NOTIFY_WINDOW_SECONDS",
+    "TUNNEL_ENDPOINT_MAX_CONNECTIONS", "TUNNEL_ENDPOINT_REQUEST_SECONDS",
+    "ANSWER_MAX_BYTES", "ANSWER_SECONDS", "ANSWER_HEAD_SECONDS", "ANSWER_LINE_MAX_BYTES",
+    "ANSWER_LINE_SECONDS", "TUNNEL_MESSAGE_SECONDS", "TUNNEL_MESSAGE_MAX_FRAMES",
+    "TUNNEL_MAX_BUFFERED_BYTES",
 }
 # Environment variables that take one of a few words.
 _CHOICE_KEYS = {"SMTP_SECURITY": ("none", "starttls", "ssl"),

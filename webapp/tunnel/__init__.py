@@ -2,7 +2,8 @@
 Kubernetes API requests to its cluster (docs/tunnel-protocol.md, docs/agent.md).
 
 `frames` and `mux` are the protocol (both ends); `endpoint`, `wsserver`, `connections`,
-`registry` and `proxy` the server's side; `agent`, `allowlist` and `wsclient` the agent's.
+`registry`, `proxy`, `listener` and `heads` the server's side; `agent`, `allowlist` and
+`wsclient` the agent's.
 """
 
 from __future__ import annotations

@@ -31,8 +31,10 @@ def tunnel_socket(ws: Any) -> None:
     app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]
     # The agent's frames are read here, by its mux's thread (wsserver.py); a socket left
     # to the library (another subprotocol, or an extension offered) is refused below.
+    config = app.config
     if claims(ws):
-        ws = ServerSocket(ws)
+        ws = ServerSocket(ws, max_frames=int(config["TUNNEL_MESSAGE_MAX_FRAMES"]),
+                          message_seconds=float(config["TUNNEL_MESSAGE_SECONDS"]))
     header = request.headers.get("Authorization", "")
     raw = header.removeprefix("Bearer ").strip() if header.startswith("Bearer ") else None
     try:
@@ -75,7 +77,8 @@ def _serve(app: Flask, ws: Any, raw: str | None, cred: tokens.Credential, name: 
         app.extensions["db_session"].remove()
 
     tunnels: Tunnels = app.extensions["tunnels"]
-    mux = Mux(ws, name=f"tunnel of {name}")
+    mux = Mux(ws, name=f"tunnel of {name}",
+              max_buffered=int(app.config["TUNNEL_MAX_BUFFERED_BYTES"]))
     open_now = tunnels.add(name, mux)
     log.info("agent %s connected from %s (%d connection(s) open here)", name,
              request.remote_addr, open_now)

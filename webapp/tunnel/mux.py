@@ -5,6 +5,10 @@ answers them. A stream's receiver grants its sender a window of INITIAL_WINDOW b
 grants more as its reader consumes them, so a reader that stops (a stalled log viewer)
 stops its own stream only: the connection's reader thread never waits for it, and every
 other stream goes on. One lock serialises writes to the WebSocket.
+
+A server's mux also bounds what the whole connection makes it hold (`max_buffered`): 512
+streams of 1 MiB windows would be 512 MiB. Beyond it, the streams holding the most unread
+bytes are reset until the new DATA fits (readers that stopped reading, most likely).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from ..watch.answers import size as bytes_said
 from .frames import (
     INITIAL_WINDOW,
     MAX_DATA,
@@ -65,6 +70,7 @@ class Stream:
         self._reset: StreamReset | None = None
         self._credit = INITIAL_WINDOW  # bytes we may still send
         self._consumed = 0  # read by our reader, not yet granted back
+        self._counted = True  # _buffered is in the mux's count (until the stream is over)
         # Called once the stream is reset by the peer or its connection closes (e.g. to
         # stop the request it carries), from the connection's reader thread.
         self.on_reset: Callable[[], None] | None = None
@@ -72,12 +78,17 @@ class Stream:
     # --- receiving (called by the mux's reader thread: never blocks) ---------------------
 
     def _deliver(self, frame: Frame) -> None:
+        size = len(frame.payload)
+        if frame.kind is Kind.DATA and not self._mux._room(self, size):
+            return  # reset to make room: its DATA goes nowhere
         with self._cond:
             if frame.kind is Kind.DATA:
-                if self._buffered + len(frame.payload) > INITIAL_WINDOW:
+                if not self._counted:  # over meanwhile: counted in vain
+                    self._mux._release(size)
+                if self._buffered + size > INITIAL_WINDOW:
                     raise FrameError(f"stream {self.id}: DATA beyond its window")
                 self._inbound.append(frame.payload)
-                self._buffered += len(frame.payload)
+                self._buffered += size
             elif frame.kind is Kind.END:
                 self._received_end = True
             elif frame.kind is Kind.WINDOW:
@@ -139,11 +150,13 @@ class Stream:
             inbound = self._inbound
             data = inbound.popleft() if len(inbound) == 1 else b"".join(inbound)
             inbound.clear()
+            taken = self._buffered if self._counted else 0
             self._buffered = 0
             self._consumed += len(data)
             grant = self._consumed if self._consumed >= INITIAL_WINDOW // 4 else 0
             if grant:
                 self._consumed = 0
+        self._mux._release(taken)
         if grant:
             self._mux.send(window_frame(self.id, grant))
         return data
@@ -199,6 +212,34 @@ class Stream:
             self._mux.send(json_frame(Kind.RESET, self.id, {"code": code, "message": message}))
         self._mux.forget(self)
 
+    def _uncount(self) -> int:
+        """Take this stream's unread bytes out of the mux's count (it is over); returns
+        them, for the count."""
+        with self._cond:
+            if not self._counted:
+                return 0
+            self._counted = False
+            return self._buffered
+
+    def _evict(self, reason: StreamReset) -> int:
+        """Drop what was not read and reset the stream (both ways); returns the bytes
+        dropped that were counted."""
+        with self._cond:
+            freed = self._buffered if self._counted else 0
+            self._inbound.clear()
+            self._buffered = 0
+            self._counted = False
+            already = self._reset is not None
+            if not already:
+                self._reset = reason
+            self._cond.notify_all()
+        if not already:
+            with contextlib.suppress(Exception):
+                self._mux.send(json_frame(Kind.RESET, self.id, {"code": reason.code,
+                                                                "message": reason.message}))
+            self._notify_reset()
+        return freed
+
     def _maybe_done(self) -> None:
         with self._cond:
             done = self._reset is not None or (self._sent_end and self._received_end)
@@ -211,11 +252,16 @@ class Mux:
     the peer opens, in a thread of its own."""
 
     def __init__(self, ws: WebSocket, on_open: Callable[[Stream], None] | None = None,
-                 name: str = "tunnel") -> None:
+                 name: str = "tunnel", max_buffered: int | None = None) -> None:
         self._ws = ws
         self.websocket = ws
         self._on_open = on_open
         self.name = name
+        # DATA received on this connection's streams and not read yet: at most this many
+        # bytes (None: each stream's window is the only bound).
+        self.max_buffered = max_buffered
+        self._held = 0
+        self._held_lock = threading.Lock()
         self._send_lock = threading.Lock()
         self._lock = threading.Lock()
         self._streams: dict[int, Stream] = {}
@@ -250,6 +296,36 @@ class Mux:
         with self._lock:
             if self._streams.get(stream.id) is stream:
                 del self._streams[stream.id]
+        self._release(stream._uncount())
+
+    def _room(self, stream: Stream, size: int) -> bool:
+        """Count `size` more unread bytes of `stream`. Beyond max_buffered, the streams
+        holding the most are reset until they fit; False when that was `stream` itself."""
+        if self.max_buffered is None:
+            return True
+        while True:
+            with self._held_lock:
+                if self._held + size <= self.max_buffered:
+                    self._held += size
+                    return True
+            with self._lock:
+                streams = [s for s in self._streams.values() if s is not stream]
+            victim = max(streams, key=lambda s: s._buffered, default=None)
+            if victim is None or victim._buffered <= stream._buffered + size:
+                victim = stream
+            log.warning("%s: %d bytes not read yet on its streams; resetting stream %d",
+                        self.name, self._held, victim.id)
+            self._release(victim._evict(StreamReset(507, (
+                f"the agent's connection holds more than {bytes_said(self.max_buffered)} "
+                "that agentwatch did not read yet (AGENTWATCH_TUNNEL_MAX_BUFFERED_BYTES)"))))
+            self.forget(victim)
+            if victim is stream:
+                return False
+
+    def _release(self, size: int) -> None:
+        if size and self.max_buffered is not None:
+            with self._held_lock:
+                self._held -= size
 
     @property
     def stream_count(self) -> int:
@@ -294,6 +370,7 @@ class Mux:
             streams = list(self._streams.values())
             self._streams.clear()
         for stream in streams:
+            self._release(stream._uncount())
             stream._fail(StreamReset(503, f"tunnel closed: {self.close_reason}"))
 
     def _dispatch(self, frame: Frame) -> None:

@@ -12,7 +12,14 @@ process is forwarded, once, to that process's endpoint, found through the databa
 (`agent_connections.address`). The endpoint listens on loopback unless
 AGENTWATCH_TUNNEL_PEER_ADDRESS names an address other replicas reach it at, and demands a
 bearer secret derived from the deployment's SECRET_KEY (shared by its processes, never
-forwarded to the cluster: the agent uses its own service account).
+forwarded to the cluster: the agent uses its own service account), checked before
+anything else of a request is read. With a certificate (TUNNEL_PEER_TLS_*), replicas
+talk TLS: the process's own client then has a plain listener of its own on loopback.
+
+Connections are bounded by listener.py. What the endpoint passes on of an answer is
+checked (heads.py): a status it can send, a Content-Type of the Kubernetes API. The
+agent must answer a request's head within ANSWER_HEAD_SECONDS; the rest of an answer is
+bounded by the client that reads it (watch/answers.py): once it goes, so does the stream.
 """
 
 from __future__ import annotations
@@ -25,25 +32,29 @@ import logging
 import os
 import select
 import socket
+import ssl
 import threading
+import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import urllib3
 from flask import Flask
 
+from ..watch.answers import TOO_SLOW
 from ..watch.faults import AGENT_NOT_CONNECTED
-from . import connections
-from .mux import StreamReset
+from . import connections, heads
+from .listener import BoundedHandler, BoundedServer, Gate
+from .mux import Stream, StreamReset
 from .registry import Tunnels
 
 log = logging.getLogger(__name__)
-ANSWER_SECONDS = 60.0  # for the agent to answer a request's head
 MAX_BODY = 4 * 1024 * 1024
 _FORWARDED = {"accept", "content-type", "impersonate-user", "impersonate-group"}
 HOP = "X-Agentwatch-Forwarded"  # a request another process forwarded: not forwarded again
+TICK = 1.0  # how often a wait checks whether the client went away
 
 
 def _status(code: int, reason: str, message: str) -> bytes:
@@ -51,13 +62,17 @@ def _status(code: int, reason: str, message: str) -> bytes:
                        "code": code, "reason": reason, "message": message}).encode()
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+def _answer(code: int, reason: str, message: str) -> bytes:
+    """A whole HTTP answer carrying a Status, for a connection refused at once."""
+    body = _status(code, reason, message)
+    return (f"HTTP/1.1 {code} {HTTPStatus(code).phrase}\r\n"
+            "Content-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode() + body
+
+
+class _Handler(BoundedHandler):
     disable_nagle_algorithm = True  # each chunk is a watch event the relay waits for
     server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-        pass  # one line per request would be the relay's every watch
 
     def do_GET(self) -> None:  # noqa: N802
         self._forward()
@@ -75,6 +90,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _forward(self) -> None:
         given = self.headers.get("Authorization", "")
         if not hmac.compare_digest(given.encode(), f"Bearer {self.server.secret}".encode()):
+            # Before anything else is read or done; and the connection is not kept.
+            self.close_connection = True
             self._fail(401, "Unauthorized", "not agentwatch's own client")
             return
         url = urlsplit(self.path)
@@ -83,11 +100,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._fail(404, "NotFound", "no such tunnel path")
             return
         agent, path = unquote(parts[2]), "/" + parts[3]
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_BODY:
+        length = self.headers.get("Content-Length") or "0"
+        if not length.isdigit() or int(length) > MAX_BODY:
+            self.close_connection = True
             self._fail(413, "RequestEntityTooLarge", "request body too large")
             return
-        body = self.rfile.read(length) if length else b""
+        body = self.rfile.read(int(length)) if int(length) else b""
+        self.request_read()
         headers: list[tuple[str, str]] = [(k, v) for k, v in self.headers.items()
                                           if k.lower() in _FORWARDED]
         mux = self.server.tunnels.pick(agent)
@@ -105,27 +124,54 @@ class _Handler(BaseHTTPRequestHandler):
             if body:
                 stream.write(body)
             stream.end()
-            head = stream.wait_head(ANSWER_SECONDS)
-        except (StreamReset, TimeoutError) as exc:
+            head = self._head(stream, agent)
+        except StreamReset as exc:
             if mux.closed.is_set():  # the connection went meanwhile
                 self._fail(503, AGENT_NOT_CONNECTED,
                            f"The agent of {agent} is not connected to agentwatch")
             else:
                 self._fail(502, "BadGateway", f"the agent of {agent} did not answer: {exc}")
             return
-        self._relay(stream, head, "watch=true" in url.query or "follow=true" in url.query)
+        if head is not None:
+            self._relay(stream, head, agent,
+                        "watch=true" in url.query or "follow=true" in url.query)
 
-    def _relay(self, stream: Any, head: dict[str, Any], streaming: bool) -> None:
-        self.send_response(int(head.get("status") or 502))
-        for name, value in head.get("headers") or []:
-            if str(name).lower() == "content-type":
-                self.send_header("Content-Type", str(value))
+    def _head(self, stream: Stream, agent: str) -> dict[str, Any] | None:
+        """The agent's answer head, or None once the stream was given up (reset, and
+        the client answered when it is still there)."""
+        seconds = self.server.head_seconds
+        deadline = time.monotonic() + seconds
+        while True:
+            try:
+                return stream.wait_head(min(TICK, max(deadline - time.monotonic(), 0.0)))
+            except TimeoutError:
+                pass
+            if self._client_gone():
+                stream.reset(499, "client closed the request")
+                self.close_connection = True
+                return None
+            if time.monotonic() >= deadline:
+                stream.reset(504, f"no answer within {seconds:g} s")
+                self._fail(504, TOO_SLOW, f"The agent of {agent} did not answer within "
+                                          f"{seconds:g} s (AGENTWATCH_ANSWER_HEAD_SECONDS)")
+                return None
+
+    def _relay(self, stream: Stream, head: dict[str, Any], agent: str,
+               streaming: bool) -> None:
+        status = heads.status(head.get("status"))
+        if status is None:
+            stream.reset(502, "an answer without a valid status")
+            self._fail(502, "BadGateway",
+                       f"The agent of {agent} answered without a valid HTTP status")
+            return
+        self.send_response(status)
+        self.send_header("Content-Type", heads.content_type_of(head.get("headers")))
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         try:
             while True:
                 try:
-                    data = stream.read(timeout=1.0)
+                    data = stream.read(timeout=TICK)
                 except TimeoutError:
                     if self._client_gone():  # a closed watch is stopped in the cluster
                         raise OSError("client closed the request") from None
@@ -145,10 +191,9 @@ class _Handler(BaseHTTPRequestHandler):
                     self.wfile.write(b"0\r\n\r\n")
             # Anything else is cut without its final chunk: never a half answer as whole.
             self.close_connection = True
-        except OSError:  # our client went away: stop the request in the cluster
+        except OSError:  # our client went away (past a bound, perhaps): stop the request
             stream.reset(499, "client closed the request")
             self.close_connection = True
-
 
     def _via_peer(self, address: str, body: bytes) -> None:
         """Forward this request to the process that holds the agent's connection, and
@@ -158,8 +203,8 @@ class _Handler(BaseHTTPRequestHandler):
         streaming = "watch=true" in self.path or "follow=true" in self.path
         try:
             answer = self.server.peers.request(
-                self.command, f"http://{address}{self.path}", body=body or None,
-                headers=headers, preload_content=False, retries=False,
+                self.command, f"{self.server.peer_scheme}://{address}{self.path}",
+                body=body or None, headers=headers, preload_content=False, retries=False,
                 timeout=urllib3.Timeout(connect=5, read=None if streaming else 90))
         except urllib3.exceptions.HTTPError as exc:
             self._fail(502, "BadGateway", f"the agentwatch process at {address} holding "
@@ -167,12 +212,18 @@ class _Handler(BaseHTTPRequestHandler):
             return
         finished = threading.Event()
         whole = False
-        if streaming:  # a closed page stops the watch at the other process too
+        status = heads.status(answer.status)
+        if streaming and status is not None:  # a closed page stops the watch there too
             threading.Thread(target=self._stop_when_gone, args=(answer, finished),
                              daemon=True, name="tunnel-peer-watch").start()
         try:
-            self.send_response(answer.status)
-            self.send_header("Content-Type", answer.headers.get("Content-Type", ""))
+            if status is None:
+                self._fail(502, "BadGateway", f"the agentwatch process at {address} "
+                                              "answered without a valid HTTP status")
+                return
+            self.send_response(status)
+            self.send_header("Content-Type",
+                             heads.content_type(answer.headers.get("Content-Type")))
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
             for data in answer.stream(65536, decode_content=False):
@@ -189,7 +240,7 @@ class _Handler(BaseHTTPRequestHandler):
             answer.release_conn()
 
     def _stop_when_gone(self, answer: Any, finished: threading.Event) -> None:
-        while not finished.wait(1.0):
+        while not finished.wait(TICK):
             if self._client_gone():
                 with contextlib.suppress(Exception):
                     answer.shutdown()  # wakes the read above; the peer sees us go
@@ -197,75 +248,113 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _client_gone(self) -> bool:
         """Our client closed its connection (it sends nothing while it reads a response:
-        readable means closed)."""
+        readable means closed; through TLS, anything readable is taken for a close)."""
         readable, _, _ = select.select([self.connection], [], [], 0)
         if not readable:
             return False
+        if isinstance(self.connection, ssl.SSLSocket):
+            return True
         try:
             return self.connection.recv(1, socket.MSG_PEEK) == b""
         except OSError:
             return True
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    # A page opens a dozen watches at once, each a connection: socketserver's backlog of 5
-    # would drop the rest, each retried by the client's TCP a second later.
-    request_queue_size = socket.SOMAXCONN
+class _Server(BoundedServer):
+    def __init__(self, address: tuple[str, int], endpoint: LoopbackProxy, gate: Gate,
+                 tls: ssl.SSLContext | None = None) -> None:
+        config = endpoint.app.config
+        super().__init__(address, _Handler, gate,
+                         float(config["TUNNEL_ENDPOINT_REQUEST_SECONDS"]),
+                         _answer(503, "TooManyConnections", (
+                             f"the tunnel endpoint holds {gate.limit} connections already "
+                             "(AGENTWATCH_TUNNEL_ENDPOINT_MAX_CONNECTIONS)")), tls)
+        self.tunnels = endpoint.tunnels
+        self.secret = endpoint.secret
+        self.peer_of: Callable[[str], str | None] = endpoint.peer_of
+        self.peers = endpoint.peers
+        self.peer_scheme = endpoint.peer_scheme
+        self.head_seconds = float(config["ANSWER_HEAD_SECONDS"])
 
-    def __init__(self, tunnels: Tunnels, host: str, port: int, secret: str,
-                 peer_of: Callable[[str], str | None]) -> None:
-        super().__init__((host, port), _Handler)
-        self.tunnels = tunnels
-        self.secret = secret
-        self.peer_of = peer_of
-        self.peers = urllib3.PoolManager(maxsize=16)
+
+def _server_tls(config: Any) -> ssl.SSLContext | None:
+    """The peer listener's TLS, when a certificate is configured."""
+    cert, key = str(config["TUNNEL_PEER_TLS_CERT"]), str(config["TUNNEL_PEER_TLS_KEY"])
+    if not cert:
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key or None)
+    return context
+
+
+def _peer_pool(config: Any) -> urllib3.PoolManager:
+    """How this process reaches other replicas' endpoints: TLS, checked against the CA and
+    the name configured, when replicas serve TLS; plain HTTP otherwise."""
+    if not config["TUNNEL_PEER_TLS_CERT"]:
+        return urllib3.PoolManager(maxsize=16)
+    name = str(config["TUNNEL_PEER_TLS_NAME"]) or None
+    return urllib3.PoolManager(maxsize=16, cert_reqs="CERT_REQUIRED",
+                               ca_certs=str(config["TUNNEL_PEER_TLS_CA"]) or None,
+                               server_hostname=name, assert_hostname=name)
 
 
 class LoopbackProxy:
-    """This process's endpoint (started on first use, again after a fork)."""
+    """This process's endpoint (started on first use, again after a fork): one listener,
+    or with TLS between replicas a plain one on loopback for this process's own client
+    and a TLS one where the other replicas reach it."""
 
     def __init__(self, app: Flask, tunnels: Tunnels) -> None:
-        self._app = app
-        self._tunnels = tunnels
+        self.app = app
+        self.tunnels = tunnels
+        self.secret = hmac.new(str(app.config["SECRET_KEY"]).encode(),
+                               b"agentwatch tunnel endpoint", hashlib.sha256).hexdigest()
+        self.peer_scheme = "https" if app.config["TUNNEL_PEER_TLS_CERT"] else "http"
         self._lock = threading.Lock()
-        self._server: _Server | None = None
+        self._own: _Server | None = None  # where this process's client connects
+        self._peer: _Server | None = None  # where other processes connect
         self._pid = 0
+        self.peers = _peer_pool(app.config)
 
-    def _started(self) -> _Server:
+    def _started(self) -> tuple[_Server, _Server]:
         with self._lock:
-            if self._server is None or self._pid != os.getpid():
-                config = self._app.config
-                secret = hmac.new(str(config["SECRET_KEY"]).encode(), b"agentwatch tunnel "
-                                  b"endpoint", hashlib.sha256).hexdigest()
-                self._server = _Server(self._tunnels, str(config["TUNNEL_PEER_ADDRESS"]),
-                                       int(config["TUNNEL_PEER_PORT"]), secret, self._peer_of)
-                self._pid = os.getpid()
-                threading.Thread(target=self._server.serve_forever, daemon=True,
-                                 name="tunnel-proxy").start()
-            return self._server
+            if self._own is None or self._peer is None or self._pid != os.getpid():
+                config = self.app.config
+                gate = Gate(int(config["TUNNEL_ENDPOINT_MAX_CONNECTIONS"]))
+                tls = _server_tls(config)
+                peer = _Server((str(config["TUNNEL_PEER_ADDRESS"]),
+                                int(config["TUNNEL_PEER_PORT"])), self, gate, tls)
+                own = peer if tls is None else _Server(("127.0.0.1", 0), self, gate)
+                self._own, self._peer, self._pid = own, peer, os.getpid()
+                self.peers = _peer_pool(config)  # pools are not shared across a fork
+                for server in {own, peer}:
+                    threading.Thread(target=server.serve_forever, daemon=True,
+                                     name="tunnel-proxy").start()
+            return self._own, self._peer
 
     def endpoint(self) -> tuple[str, str]:
-        """(base URL, bearer secret) of the endpoint."""
-        server = self._started()
-        return f"http://{self.address()}", server.secret
+        """(base URL, bearer secret) of the endpoint, for this process's own client."""
+        host, port = self._started()[0].server_address[:2]
+        return f"http://{host!s}:{port}", self.secret
 
     def address(self) -> str:
-        """host:port where this process's endpoint is reached (by itself and its peers)."""
-        host, port = self._started().server_address[:2]
+        """host:port where this process's endpoint is reached by its peers."""
+        host, port = self._started()[1].server_address[:2]
         return f"{host!s}:{port}"
 
-    def _peer_of(self, agent: str) -> str | None:
-        with self._app.app_context():
+    def peer_of(self, agent: str) -> str | None:
+        with self.app.app_context():
             try:
                 return connections.peer_address(agent, self.address())
             finally:
-                self._app.extensions["db_session"].remove()
+                self.app.extensions["db_session"].remove()
 
     def close(self) -> None:
         with self._lock:
-            server, self._server = self._server, None
-        if server is not None and self._pid == os.getpid():
-            with contextlib.suppress(Exception):
-                server.shutdown()
-                server.server_close()
+            servers = {self._own, self._peer} - {None}
+            self._own = self._peer = None
+        if self._pid == os.getpid():
+            for server in servers:
+                assert server is not None
+                with contextlib.suppress(Exception):
+                    server.shutdown()
+                    server.server_close()

@@ -11,12 +11,18 @@ library's reader thread (webapp/watch/ws.py) never starts it on such a socket (`
 
 Every write (the mux's frames, a pong, a close) goes through the connection's OwnedSocket,
 under its one lock, so a frame is never cut by another, and waits until the kernel took it.
+
+What an agent sends is bounded before it is held: a message at most `max_message` bytes,
+in at most `max_frames` WebSocket frames (a message of a million empty continuation
+frames is refused at the 65th, not held whole), whole within `message_seconds` of its
+first byte (a frame trickled a byte at a time never holds the reader).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections import deque
 from typing import Any
 
@@ -31,7 +37,9 @@ PATH = "/api/v1/agent/tunnel"
 
 CONTINUATION, TEXT, BINARY, CLOSE, PING, PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
 CLOSE_NORMAL, CLOSE_PROTOCOL_ERROR, CLOSE_NO_STATUS, CLOSE_ABNORMAL = 1000, 1002, 1005, 1006
-CLOSE_INVALID_DATA, CLOSE_TOO_BIG = 1007, 1009
+CLOSE_INVALID_DATA, CLOSE_POLICY, CLOSE_TOO_BIG = 1007, 1008, 1009
+MAX_FRAMES = 64  # WebSocket frames of one message (the agent sends each message whole)
+MESSAGE_SECONDS = 30.0  # from a message's first byte to its last
 
 
 def claims(ws: Any) -> bool:
@@ -86,11 +94,14 @@ class ServerSocket:
     the library's `Server` `ws`. `receive` is called by one thread at a time (the mux's
     reader); `send` and `close` by any."""
 
-    def __init__(self, ws: Any, max_message: int = MAX_MESSAGE) -> None:
+    def __init__(self, ws: Any, max_message: int = MAX_MESSAGE, max_frames: int = MAX_FRAMES,
+                 message_seconds: float = MESSAGE_SECONDS) -> None:
         self.ws = ws
         self.sock: OwnedSocket = ws.sock
         self.subprotocol: str = ws.subprotocol
         self.max_message = max_message
+        self.max_frames = max_frames
+        self.message_seconds = message_seconds
         self.peer = ws.environ.get("REMOTE_ADDR", "?")
         self.connected = True  # nothing is sent once it is False (a close went out)
         self.close_code = CLOSE_NO_STATUS
@@ -100,33 +111,53 @@ class ServerSocket:
         self._parts: list[bytes] | None = None  # a fragmented message so far
         self._parts_size = 0
         self._parts_text = False
+        self._parts_frames = 0  # frames since the fragmented message began, control ones too
+        # When the first byte of a message not received whole yet arrived (monotonic);
+        # None when nothing is pending.
+        self._since: float | None = None
 
     # --- reading -------------------------------------------------------------------------
 
     def receive(self, timeout: float | None = None) -> bytes | str | None:
-        """The next message; None when nothing (no whole frame) arrived within `timeout`
-        seconds. Raises ConnectionClosed once the connection ended and every message
-        received before was returned."""
+        """The next message; None when no whole one arrived within `timeout` seconds.
+        Raises ConnectionClosed once the connection ended and every message received
+        before was returned."""
+        until = None if timeout is None else time.monotonic() + timeout
         while not self._messages:
             if not self.connected:
                 raise ConnectionClosed(self.close_code, self.close_message)
+            now = time.monotonic()
+            wait = None if until is None else max(until - now, 0.0)
+            if self._since is not None:
+                left = self._since + self.message_seconds - now
+                if left <= 0:
+                    self._violated(_Violation(CLOSE_POLICY, (
+                        f"a message not whole {self.message_seconds:g} s after its first "
+                        "byte")))
+                    continue
+                wait = left if wait is None else min(wait, left)
             try:
-                data = self.sock.recv_within(RECEIVE_BYTES, timeout)
+                data = self.sock.recv_within(RECEIVE_BYTES, wait)
             except OSError as exc:
                 self._ended(CLOSE_ABNORMAL, f"connection lost: {exc}")
                 continue
             if data is None:
-                return None
+                if until is not None and time.monotonic() >= until:
+                    return None
+                continue  # the pending message's time is up: said above
             if not data:
                 self._ended(CLOSE_ABNORMAL, "connection closed without a close frame")
                 continue
             try:
                 self._parse(data)
             except _Violation as exc:
-                log.warning("tunnel WebSocket from %s: %s; closing with %d", self.peer,
-                            exc.reason, exc.code)
-                self.close(exc.code, exc.reason)
+                self._violated(exc)
         return self._messages.popleft()
+
+    def _violated(self, exc: _Violation) -> None:
+        log.warning("tunnel WebSocket from %s: %s; closing with %d", self.peer, exc.reason,
+                    exc.code)
+        self.close(exc.code, exc.reason)
 
     def _parse(self, data: bytes) -> None:
         """Every whole frame in what was received; the rest waits for the next read."""
@@ -155,6 +186,10 @@ class ServerSocket:
             at = start + length
             self._frame(first & 0x80, first & 0x0F, payload)
         self._buffer = buf[at:]
+        if not self._buffer and self._parts is None:
+            self._since = None
+        elif self._since is None:  # a message began in this read
+            self._since = time.monotonic()
 
     def _check(self, first: int, second: int, length: int) -> None:
         opcode = first & 0x0F
@@ -182,6 +217,12 @@ class ServerSocket:
                              f"a message of {size} bytes or more (at most {self.max_message})")
 
     def _frame(self, fin: int, opcode: int, payload: bytes) -> None:
+        if self._parts is not None or (opcode in (TEXT, BINARY) and not fin):
+            # Counted, not only sized: empty frames cost the reader all the same.
+            self._parts_frames += 1
+            if self._parts_frames > self.max_frames:
+                raise _Violation(CLOSE_TOO_BIG, f"a message in more than {self.max_frames} "
+                                                "frames")
         if opcode == BINARY and fin:  # the tunnel's every frame
             self._messages.append(payload)
         elif opcode in (TEXT, BINARY, CONTINUATION):
@@ -193,12 +234,15 @@ class ServerSocket:
                 message = b"".join(self._parts)
                 self._parts = None
                 self._parts_size = 0
+                self._parts_frames = 0
                 self._messages.append(self._text(message) if self._parts_text else message)
         elif opcode == PING:
             self._write(frame_header(len(payload), PONG) + payload)
         elif opcode == CLOSE:
             self._close_received(payload)
         # PONG: nothing to do (the tunnel's liveness is its own PING frames)
+        if self._parts is None:
+            self._since = None  # what follows is a new message: its time starts anew
 
     def _text(self, message: bytes) -> str:
         try:

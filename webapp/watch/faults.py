@@ -28,6 +28,7 @@ import logging
 import threading
 import time
 
+from . import answers
 from .kube import ClusterClient, KubeError
 from .resources import Identity, WatchParams
 
@@ -113,8 +114,8 @@ def sentence(exc: KubeError, where: str) -> str:
     """What a page's banner says: "Cannot reach the cluster at https://10.0.0.1:6443:
     connection refused". `where`: "at https://..." or "through the agent's connection"."""
     where = f" {where}" if where else ""
-    if exc.reason == AGENT_NOT_CONNECTED:
-        return exc.message[:300]
+    if exc.reason == AGENT_NOT_CONNECTED or exc.reason in answers.REASONS:
+        return exc.message[:300]  # a whole sentence already, naming the bound passed
     if exc.code == 0:
         return f"Cannot reach the cluster{where}: {describe(exc)}"
     if exc.code >= 500:

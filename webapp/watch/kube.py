@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ import urllib3
 from urllib3 import HTTPHeaderDict
 
 from . import kubeconfig, names, rawjson, redact, serverpaths
+from .answers import AnswerExceeded, BoundedResponse, Bounds
 from .redact import LAST_APPLIED
 from .resources import Identity, WatchParams
 
@@ -51,6 +53,10 @@ class KubeError(Exception):
         except (ValueError, AttributeError):
             return cls(status, "", body[:200].decode(errors="replace") or f"HTTP {status}")
 
+    @classmethod
+    def exceeded(cls, exc: AnswerExceeded) -> KubeError:
+        return cls(exc.code, exc.reason, exc.message)
+
     def to_json(self) -> dict[str, Any]:
         fields: dict[str, Any] = {"code": self.code, "reason": self.reason,
                                   "message": self.message}
@@ -74,7 +80,8 @@ class Connection:
     tunnel_secret: str | None = field(default=None, repr=False)
 
 
-RawPage = tuple[list[tuple[JSON, bytes]], str]  # (item, its JSON text) pairs, resourceVersion
+# (item, its JSON text) pairs, resourceVersion
+RawPage = tuple[list[tuple[JSON, "rawjson.JSONText"]], str]
 # (rows as table_row objects, resourceVersion, the printed columns or None)
 TablePage = tuple[Iterable[JSON], str, "list[JSON] | None"]
 
@@ -121,7 +128,7 @@ def _readable_rows(rows: Iterator[Any]) -> Iterator[JSON]:
     try:
         for row in rows:
             yield table_row(row)
-    except (ValueError, IndexError) as exc:
+    except rawjson.MALFORMED as exc:
         raise KubeError(0, "BadResponse", f"unreadable LIST response: {exc}") from None
 
 
@@ -148,6 +155,21 @@ def _printed_columns(columns: Any) -> list[JSON] | None:
     return [c for c in columns if isinstance(c, dict)] if isinstance(columns, list) else None
 
 
+def read_whole(response: Any) -> bytes:
+    """A whole answer, within its bounds; its connection goes back to the pool (or is
+    closed when the answer was cut). Raises KubeError."""
+    try:
+        return bytes(response.read())
+    except AnswerExceeded as exc:
+        raise KubeError.exceeded(exc) from None
+    except redact.Unredactable as exc:
+        raise KubeError(0, "BadResponse", f"unreadable Secret answer: {exc}") from None
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise KubeError(0, "Unreachable", f"Cannot reach the cluster: {exc}") from None
+    finally:
+        response.release_conn()
+
+
 Page = TypeVar("Page")
 
 
@@ -169,14 +191,17 @@ def _read_ahead(fetch: Callable[[str], tuple[Page, str]]) -> Iterator[Page]:
 
 
 class ClusterClient:
-    def __init__(self, api_client: Any, where: str = "") -> None:
+    def __init__(self, api_client: Any, where: str = "", bounds: Bounds | None = None,
+                 whose: str = "the cluster's") -> None:
         self.api = api_client
         # How a page names the way to this cluster: "at https://10.0.0.1:6443", or
         # "through the agent's connection".
         self.where = where or f"at {getattr(api_client.configuration, 'host', '')}"
+        self.bounds = bounds or Bounds()  # of every answer read (answers.py)
+        self.whose = whose  # who answers, as errors name it: "the agent's"
 
     @classmethod
-    def connect(cls, connection: Connection) -> ClusterClient:
+    def connect(cls, connection: Connection, bounds: Bounds | None = None) -> ClusterClient:
         configuration = kubernetes.client.Configuration()
         if connection.tunnel_url:
             configuration.host = connection.tunnel_url
@@ -184,7 +209,7 @@ class ClusterClient:
             configuration.api_key_prefix = {"authorization": "Bearer"}
             configuration.connection_pool_maxsize = POOL_SIZE
             return cls(kubernetes.client.ApiClient(configuration),
-                       "through the agent's connection")
+                       "through the agent's connection", bounds, "the agent's")
         if connection.in_cluster:
             kubernetes.config.load_incluster_config(client_configuration=configuration)
         elif connection.kubeconfig:
@@ -199,7 +224,7 @@ class ClusterClient:
         else:
             raise KubeError(0, "NotConfigured", "This agent has no cluster connection")
         configuration.connection_pool_maxsize = POOL_SIZE
-        return cls(kubernetes.client.ApiClient(configuration))
+        return cls(kubernetes.client.ApiClient(configuration), bounds=bounds)
 
     def close(self) -> None:
         self.api.close()
@@ -220,7 +245,8 @@ class ClusterClient:
                 timeout: float | tuple[float, float | None] = 30,
                 accept: str = "application/json",
                 ) -> urllib3.BaseHTTPResponse:
-        """Send a request; return the open response (2xx) or raise KubeError."""
+        """Send a request; return the open response (2xx), read within the client's
+        bounds, or raise KubeError."""
         headers: dict[str, str] = {"Accept": accept}
         if content_type:
             headers["Content-Type"] = content_type
@@ -231,29 +257,26 @@ class ClusterClient:
         all_headers = HTTPHeaderDict(header_params)
         for name, value in identity.headers():
             all_headers.add(name, value)
+        started = time.monotonic()
         try:
-            response = self.api.call_api(method, url, header_params=all_headers, body=body,
-                                         _request_timeout=timeout).response
+            raw = self.api.call_api(method, url, header_params=all_headers, body=body,
+                                    _request_timeout=timeout).response
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             text = serverpaths.without_files(str(exc), self._files())
             raise KubeError(0, "Unreachable", f"Cannot reach the cluster: {text}") from None
         except kubernetes.client.ApiException as exc:
             raise KubeError(exc.status or 0, "Unreachable", str(exc.reason)) from None
+        watch = ("watch", "true") in (query or [])
+        streaming = watch or ("follow", "true") in (query or [])
+        response = BoundedResponse(raw, self.bounds, streaming=streaming, whose=self.whose,
+                                   what="watch" if watch else "log", started=started)
         if not 200 <= response.status < 300:
-            body_bytes = response.read()
-            response.release_conn()
-            raise KubeError.from_response(response.status, body_bytes)
+            raise KubeError.from_response(response.status, read_whole(response))
         # A Secret's values stop here, before the relay's cache or a page sees them.
-        return redact.wrap(path, ("watch", "true") in (query or []), response)
+        return redact.wrap(path, watch, response)
 
     def request_json(self, method: str, path: str, identity: Identity, **kwargs: Any) -> JSON:
-        response = self.request(method, path, identity, **kwargs)
-        try:
-            return json.loads(response.read())
-        except redact.Unredactable as exc:
-            raise KubeError(0, "BadResponse", f"unreadable Secret answer: {exc}") from None
-        finally:
-            response.release_conn()
+        return json.loads(read_whole(self.request(method, path, identity, **kwargs)))
 
     # --- reading ------------------------------------------------------------------------
 
@@ -264,14 +287,9 @@ class ClusterClient:
         response = self.request("GET", params.collection_path(), identity, query=query,
                                 accept=accept)
         try:
-            text = response.read().decode()
-        except redact.Unredactable as exc:
-            raise KubeError(0, "BadResponse", f"unreadable Secret answer: {exc}") from None
-        finally:
-            response.release_conn()
-        try:
+            text = read_whole(response).decode()
             meta = rawjson.list_metadata(text)
-        except (ValueError, IndexError) as exc:
+        except rawjson.MALFORMED as exc:
             raise KubeError(0, "BadResponse", f"unreadable LIST response: {exc}") from None
         return text, str(meta.get("continue") or "")
 
@@ -289,7 +307,7 @@ class ClusterClient:
         for text in _read_ahead(fetch):
             try:
                 items, meta = rawjson.list_items(text)
-            except (ValueError, IndexError) as exc:
+            except rawjson.MALFORMED as exc:
                 raise KubeError(0, "BadResponse", f"unreadable LIST response: {exc}") from None
             resource_version = resource_version or str(meta.get("resourceVersion", ""))
             yield items, resource_version
@@ -312,14 +330,14 @@ class ClusterClient:
             try:
                 page = rawjson.table_page(text)
                 if page is None:  # not as the API server writes a Table: decoded whole
-                    doc = json.loads(text)
+                    doc = rawjson.loads(text)
                     rows, columns = table_rows(doc)
                     meta = doc.get("metadata") or {}
                 else:
                     meta, printed, raw_rows = page
                     rows = _readable_rows(raw_rows)
                     columns = _printed_columns(printed)
-            except (ValueError, IndexError, AttributeError) as exc:
+            except (*rawjson.MALFORMED, AttributeError) as exc:
                 raise KubeError(0, "BadResponse", f"unreadable LIST response: {exc}") from None
             resource_version = resource_version or str(meta.get("resourceVersion", ""))
             yield rows, resource_version, columns
@@ -329,7 +347,7 @@ class ClusterClient:
         text, _token = self._page_text(params, identity, params.query() + [("limit", "1")])
         try:
             return str(rawjson.list_metadata(text).get("resourceVersion", ""))
-        except (ValueError, IndexError) as exc:
+        except rawjson.MALFORMED as exc:
             raise KubeError(0, "BadResponse", f"unreadable LIST response: {exc}") from None
 
     def watch(self, params: WatchParams, identity: Identity, resource_version: str,
@@ -386,7 +404,8 @@ class LineStream:
 
     def __init__(self, response: urllib3.BaseHTTPResponse) -> None:
         self.response = response
-        self._closed = threading.Event()
+        self._closed = threading.Event()  # closed by its reader's owner: nothing to say
+        self._released = threading.Lock()  # taken once the response is let go
         self.cut = False  # ended without its final chunk: the connection was cut
 
     def __iter__(self) -> Iterator[bytes]:
@@ -404,6 +423,9 @@ class LineStream:
                         yield line
             if pending.strip() and not self._closed.is_set():
                 yield pending
+        except AnswerExceeded as exc:  # past a bound (answers.py): an error, said as such
+            if not self._closed.is_set():
+                raise KubeError.exceeded(exc) from None
         except urllib3.exceptions.ProtocolError:
             # Cut without its final chunk (proxy, network, a server gone): an end, that
             # the caller may tell from a clean one.
@@ -413,12 +435,16 @@ class LineStream:
             if not self._closed.is_set():
                 raise
         finally:
-            self.close()
+            self._release()
 
     def close(self) -> None:
-        if self._closed.is_set():
-            return
+        """End the stream from any thread: its reader stops, quietly."""
         self._closed.set()
+        self._release()
+
+    def _release(self) -> None:
+        if not self._released.acquire(blocking=False):
+            return
         # shutdown() wakes a thread blocked in a read; close() alone may not.
         # Raises when the stream already finished and its connection is back in the pool.
         with contextlib.suppress(AttributeError, OSError, RuntimeError, ValueError):
@@ -429,16 +455,26 @@ class LineStream:
 
     @property
     def closed(self) -> bool:
+        """Closed by its owner (not ended by itself, nor failed)."""
         return self._closed.is_set()
 
 
-class WatchStream(LineStream):
-    """Watch events as (type, object, raw line). The raw line is relayed as is."""
+# An event as (type, object, the object's JSON text as the strict decoder read it, or
+# None for an object made here, which whoever relays it encodes).
+Event = tuple[str, JSON, "rawjson.JSONText | None"]
 
-    def events(self) -> Iterator[tuple[str, JSON, bytes]]:
+
+class WatchStream(LineStream):
+    """Watch events, each read strictly (rawjson.watch_event): a line that is not an event
+    of a known type ends the watch as an unreadable answer, never reaches a page."""
+
+    def events(self) -> Iterator[Event]:
         for line in self:
-            event = json.loads(line)
-            yield event.get("type", ""), event.get("object") or {}, line
+            try:
+                kind, obj, text = rawjson.watch_event(line)
+            except rawjson.MALFORMED as exc:
+                raise KubeError(0, "BadResponse", f"unreadable watch event: {exc}") from None
+            yield kind, obj, text
 
 
 class TableWatchStream(WatchStream):
@@ -447,17 +483,17 @@ class TableWatchStream(WatchStream):
 
     columns: list[JSON] | None = None
 
-    def events(self) -> Iterator[tuple[str, JSON, bytes]]:
-        for kind, obj, line in super().events():
+    def events(self) -> Iterator[Event]:
+        for kind, obj, text in super().events():
             if kind in ("ERROR",) or obj.get("kind") not in ("Table", None) and \
                     "rows" not in obj:
-                yield kind, obj, line
+                yield kind, obj, text
                 continue
             rows, columns = table_rows(obj) if obj.get("kind") == "Table" else ([], None)
             if columns:
                 self.columns = columns
             if not rows:  # a bookmark: only its version matters
-                yield kind, {"metadata": obj.get("metadata") or {}}, line
+                yield kind, {"metadata": obj.get("metadata") or {}}, None
                 continue
             for row in rows:
-                yield kind, row, line
+                yield kind, row, None

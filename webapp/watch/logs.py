@@ -109,14 +109,16 @@ def stream(client: ClusterClient, identity: Identity, recheck: Recheck, namespac
                     if running == 0:
                         out.append(_sse({"type": "end"}))
                 elif isinstance(entry, BaseException):
-                    error = {"code": 0, "reason": "StreamBroken", "message": str(entry)}
+                    # A bound passed (answers.py) says which; anything else broke the stream.
+                    error = entry.to_json() if isinstance(entry, KubeError) else \
+                        {"code": 0, "reason": "StreamBroken", "message": str(entry)}
                     if containers is None:
                         out.append(_sse({"type": "error", "error": error}))
                         failed = True
                         break
                     running -= 1
                     out.append(_sse({"type": "notice", "container": name,
-                                     "message": str(entry)}))
+                                     "message": error["message"]}))
                     if running == 0:
                         out.append(_sse({"type": "end"}))
                 else:

@@ -1,25 +1,101 @@
 """Objects with the exact JSON text the API server sent, so the relay's cache keeps those
 bytes instead of encoding every object again (json.dumps cost a third of a 5,000-pod
-first render); and a Table's rows decoded one at a time, as they are read."""
+first render); and a Table's rows decoded one at a time, as they are read.
+
+That text comes from a cluster, or from an agent, which may send anything: it is read by
+a strict decoder (RFC 8259 JSON: no NaN or Infinity, no number too large for a float, and
+UTF-8 text without surrogates, which a browser refuses), and kept only as the exact span
+of one JSON object that decoder read (`JSONText`), never as a line or a page to be
+relayed as it came.
+"""
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NewType
 
 JSON = dict[str, Any]
+# The text of exactly one JSON object, as the strict decoder read it: what the relay may
+# put in its messages as it is (upstream.py), the rest being its own encoder's.
+JSONText = NewType("JSONText", bytes)
+EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"})
+# What reading malformed text raises (RecursionError: nesting deeper than the stack).
+MALFORMED = (ValueError, IndexError, RecursionError)
 
-_DECODER = json.JSONDecoder()
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is too large")
+    return value
+
+
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite)
 _SPACE = re.compile(r"[ \t\n\r]*")
-# A watch event line as the API server writes it: type first, object last.
-_EVENT_HEAD = re.compile(rb'\A\s*\{\s*"type"\s*:\s*"[A-Z]+"\s*,\s*"object"\s*:\s*')
+# A watch event line as the API server writes it: type first, object last, no spaces.
+_EVENT_HEAD = re.compile(r'\{"type":"([A-Z]+)","object":')
 
 
-def list_items(text: str) -> tuple[list[tuple[JSON, bytes]], JSON]:
+def loads(text: str | bytes) -> Any:
+    """A whole document, strictly (one of MALFORMED if it is not JSON)."""
+    if isinstance(text, bytes):
+        text = text.decode()
+    value, end = _DECODER.raw_decode(text, _skip(text, 0))
+    if _skip(text, end) != len(text):
+        raise ValueError(f"text after the JSON value at {end}")
+    return value
+
+
+def watch_event(line: bytes) -> tuple[str, JSON, JSONText]:
+    """A watch event line: its type (one Kubernetes sends), its object, and the object's
+    text. One of MALFORMED for anything else: not UTF-8, not JSON, another type, an
+    object that is not an object, text after it."""
+    text = line.decode()  # strict: a browser could not read what this refuses
+    head = _EVENT_HEAD.match(text)
+    if head is not None:  # as the API server writes it: the object decoded, once
+        obj, end = _DECODER.raw_decode(text, head.end())
+        if text[end:].rstrip(" \t\r\n") == "}":
+            return _checked(head.group(1), obj, line, text, head.end(), end)
+    kind: Any = None
+    obj = None
+    span = (0, 0)  # where the object's text is
+    pos = _object_start(text)
+    while text[pos] != "}":
+        key, pos = _member(text, pos)
+        start = pos
+        value, pos = _DECODER.raw_decode(text, pos)
+        if key == "type":
+            kind = value
+        elif key == "object":
+            obj, span = value, (start, pos)
+        pos = _after_comma(text, pos)
+    if _skip(text, pos + 1) != len(text):
+        raise ValueError("text after the event")
+    return _checked(kind, obj, line, text, *span)
+
+
+def _checked(kind: Any, obj: Any, line: bytes, text: str, start: int,
+             end: int) -> tuple[str, JSON, JSONText]:
+    """The event, once its type is one Kubernetes sends and its object an object; the
+    object's text is text[start:end] (the same bytes of `line` when it is ASCII)."""
+    if not isinstance(kind, str) or kind not in EVENT_TYPES:
+        raise ValueError(f"unknown type {str(kind)[:60]!r}")
+    if not isinstance(obj, dict):
+        raise ValueError(f"a {kind} event without an object")
+    raw = line[start:end] if text.isascii() else text[start:end].encode()
+    return kind, obj, JSONText(raw)
+
+
+def list_items(text: str) -> tuple[list[tuple[JSON, JSONText]], JSON]:
     """A LIST body's items, each with its own JSON text, and the list's metadata."""
-    items: list[tuple[JSON, bytes]] = []
+    items: list[tuple[JSON, JSONText]] = []
     metadata: JSON = {}
     pos = _object_start(text)
     while text[pos] != "}":
@@ -29,7 +105,9 @@ def list_items(text: str) -> tuple[list[tuple[JSON, bytes]], JSON]:
             while text[pos] != "]":
                 start = pos
                 obj, pos = _DECODER.raw_decode(text, pos)
-                items.append((obj, text[start:pos].encode()))
+                if not isinstance(obj, dict):
+                    raise ValueError(f"an item at {start} that is not an object")
+                items.append((obj, JSONText(text[start:pos].encode())))
                 pos = _after_comma(text, pos)
             pos += 1
         else:
@@ -96,16 +174,6 @@ def list_metadata(text: str) -> JSON:
     return {}
 
 
-def event_object_bytes(line: bytes, obj: JSON) -> bytes:
-    """The object's JSON text inside a watch event line; encoded afresh if the line does not
-    have the API server's shape."""
-    head = _EVENT_HEAD.match(line)
-    body = line.rstrip()
-    if head is not None and body.endswith(b"}"):
-        return body[head.end():-1].rstrip()
-    return json.dumps(obj, separators=(",", ":")).encode()
-
-
 def _object_start(text: str) -> int:
     """Where the body's first member starts."""
     pos = _skip(text, 0)
@@ -115,6 +183,8 @@ def _object_start(text: str) -> int:
 
 def _member(text: str, pos: int) -> tuple[Any, int]:
     """The member's key at `pos`, and where its value starts."""
+    if text[pos] != '"':
+        raise ValueError(f"expected a key at {pos}")
     key, pos = _DECODER.raw_decode(text, pos)
     pos = _skip(text, pos)
     _expect(text, pos, ":")

@@ -9,6 +9,7 @@ from flask import current_app
 
 from ..models import Agent
 from . import serverpaths
+from .answers import Bounds
 from .kube import ClusterClient, Connection, KubeError
 
 
@@ -42,7 +43,7 @@ class Clusters:
             if cached is not None and cached[0] == stamp:
                 return cached[1]
         try:
-            client = ClusterClient.connect(connection)
+            client = ClusterClient.connect(connection, Bounds.from_config(current_app.config))
         except KubeError:
             raise
         except Exception as exc:  # unreadable kubeconfig, unknown context, ...

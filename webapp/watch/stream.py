@@ -22,7 +22,7 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
-from urllib.parse import parse_qsl, quote
+from urllib.parse import parse_qsl, quote, unquote
 
 from flask import Response, current_app, request
 
@@ -70,7 +70,7 @@ def watch_stream(name: str) -> Response:
     requested = _requested_watches() if multiplexed else [_query_watch()]
     last_event_id = request.headers.get("Last-Event-ID") or request.args.get("lastEventId")
     positions = _positions(last_event_id, [watch_id for watch_id, _ in requested]) \
-        if multiplexed else {requested[0][0]: last_event_id or ""}
+        if multiplexed else {requested[0][0]: unquote(last_event_id or "")}
     hub = current_app.extensions["watch_hub"]
     try:
         lease = limits.current().open_stream(user.id)
@@ -178,6 +178,15 @@ def _positions(last_event_id: str | None, watch_ids: list[str]) -> dict[str, str
     return {watch_id: given[watch_id] for watch_id in watch_ids if given.get(watch_id)}
 
 
+def _one_line(message: bytes) -> bytes:
+    """A relay message on one `data:` line. JSON text holds a line break only as the space
+    between its tokens (an object's text kept as a cluster sent it may), and there a
+    space says the same: a break would end the field, and two would end the event."""
+    if b"\n" in message or b"\r" in message:
+        return message.replace(b"\r", b" ").replace(b"\n", b" ")
+    return message
+
+
 _HTTP_STATUS = {SIGNED_OUT: (401, "Unauthorized"), FORBIDDEN: (403, "Forbidden"),
                 GONE: (404, "NotFound")}
 
@@ -211,9 +220,11 @@ def _events(outbox: Outbox, known: dict[str, str] | None, recheck: Recheck,
                     key, _, version = position.partition("=")
                     known[key] = version
                     position = "&".join(f"{k}={v}" for k, v in known.items())
+                elif position:  # a resourceVersion, as the cluster (or an agent) sent it
+                    position = quote(position, safe="")
                 if position:
                     chunk.append(b"id: " + position.encode() + b"\n")
-                chunk.append(b"data: " + data + b"\n\n")
+                chunk.append(b"data: " + _one_line(data) + b"\n\n")
             quiet_since = time.monotonic()
             yield b"".join(chunk)
     finally:

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from . import rawjson
 from .faults import (
     AGENT_NOT_CONNECTED,
     End,
@@ -33,6 +32,7 @@ from .faults import (
     went_back,
 )
 from .kube import ClusterClient, KubeError, WatchStream
+from .rawjson import JSONText
 from .subscriptions import (
     JSON,
     Owner,
@@ -48,8 +48,12 @@ from .subscriptions import (
 log = logging.getLogger(__name__)
 
 
-# One encoder for every cached object (json.dumps would make one per call).
-_COMPACT = json.JSONEncoder(separators=(",", ":"))
+# One encoder for every cached object and relayed value (json.dumps would make one per
+# call). NaN and Infinity are not JSON: a browser would refuse the whole message.
+_COMPACT = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+# The event types a subscriber is sent, each encoded once.
+_EVENT_TYPES = {kind: _COMPACT.encode(kind).encode() for kind in ("ADDED", "MODIFIED",
+                                                                    "DELETED")}
 
 
 def _now_iso() -> str:
@@ -61,21 +65,29 @@ def _object_key(obj: JSON) -> str:
     return meta.get("uid") or f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
-def _event_line(kind: str, object_bytes: bytes) -> bytes:
-    return b'{"type":"' + kind.encode() + b'","object":' + object_bytes + b"}"
+def _encoded(obj: JSON) -> JSONText:
+    return JSONText(_COMPACT.encode(obj).encode())
+
+
+def _event_line(kind: str, object_text: JSONText) -> bytes:
+    """The `event` of a relay message, from its parts: the type, one of ours (KeyError for
+    another: the watch stream refused it already), and the object's JSON text as the
+    strict decoder read it or our encoder wrote it. Nothing a cluster or an agent sent
+    goes in as it came."""
+    return b'{"type":' + _EVENT_TYPES[kind] + b',"object":' + object_text + b"}"
 
 
 def _html_suffix(html: str | None) -> bytes:
     """The optional `html` field: the page's table row for this object, rendered once."""
     if html is None:
         return b"}"
-    return b',"html":' + json.dumps(html).encode() + b"}"
+    return b',"html":' + _COMPACT.encode(html).encode() + b"}"
 
 
 @dataclass(slots=True)
 class _Cached:
     version: str
-    object_bytes: bytes
+    object_bytes: JSONText
     row: RenderedRow | None  # the page's table row, rendered once per change
     sort_key: tuple[str, str] = ("", "")  # (namespace, name): the page's row order
 
@@ -404,12 +416,12 @@ class UpstreamWatch:
             self._error = None
             self._broadcast("synced", self.resource_version)
 
-    def _cached(self, obj: JSON, raw: bytes | None = None) -> _Cached:
+    def _cached(self, obj: JSON, raw: JSONText | None = None) -> _Cached:
         """`raw`: the object's JSON text as the API server sent it (a Table row, not sent
         as such, is encoded here)."""
         meta = obj.get("metadata") or {}
         if raw is None:
-            raw = _COMPACT.encode(obj).encode()
+            raw = _encoded(obj)
         return _Cached(str(meta.get("resourceVersion", "")), raw,
                        self._render_row(self.key.params, obj, self.columns, raw),
                        (str(meta.get("namespace") or ""), str(meta.get("name") or "")))
@@ -495,7 +507,7 @@ class UpstreamWatch:
         heard = False
         table = self.key.params.table
         try:
-            for kind, obj, line in stream.events():
+            for kind, obj, text in stream.events():
                 if table and kind != "ERROR":
                     columns = getattr(stream, "columns", None)
                     if columns and columns != self.columns:
@@ -510,10 +522,10 @@ class UpstreamWatch:
                     self.resource_version = version or self.resource_version
                     continue
                 key = _object_key(obj)
-                if table:  # what subscribers get: the row object, not the Table
-                    line = _event_line(kind, json.dumps(obj, separators=(",", ":")).encode())
-                cached = None if kind == "DELETED" else self._cached(
-                    obj, rawjson.event_object_bytes(line, obj))
+                # A Table's row is an object of ours (text None): encoded here, once.
+                object_text = _encoded(obj) if text is None else text
+                line = _event_line(kind, object_text)
+                cached = None if kind == "DELETED" else self._cached(obj, object_text)
                 with self._lock:
                     if cached is None:
                         self._cache.pop(key, None)
