@@ -163,3 +163,33 @@ def test_the_status_endpoint_is_what_the_header_polls(page: Page, h: Any, agent:
     assert url.startswith("/agents/prod/status?status=")
     answer = page.request.get(url)
     assert answer.status == 204, json.dumps({"status": answer.status})
+
+
+def test_a_panel_opened_while_the_cluster_is_down_says_so_and_loads_once_it_is_back(
+        cluster_page: Page, sim: SimCluster) -> None:
+    from .test_cluster_stale import LIBRARY_TEXT, stop_cluster
+    page = cluster_page
+    sim.add_pod("default", "web-1", state="Running")
+    open_cluster(page, "?namespace=default")
+    port = stop_cluster(sim)
+    row(page, "pods", "web-1").locator("a.object-link").click()
+    error = page.locator(f"{PANEL} .panel-error .error")
+    expect(error).to_contain_text("Trying again until it answers", timeout=SLOW)
+    said = error.inner_text()
+    assert not any(text in said for text in LIBRARY_TEXT), said
+    sim.serve(port=port)  # back: the panel loads by itself, no click
+    expect(page.locator(f"{PANEL} h2")).to_have_text("web-1", timeout=SLOW)
+    expect(page.locator(f"{PANEL} .panel-error")).to_have_count(0)
+
+
+def test_a_deleted_objects_panel_offers_no_actions(cluster_page: Page,
+                                                   sim: SimCluster) -> None:
+    page = cluster_page
+    sim.add_pod("default", "web-1", state="Running")
+    open_cluster(page, "?namespace=default")
+    row(page, "pods", "web-1").locator("a.object-link").click()
+    panel = page.locator(PANEL)
+    expect(panel.get_by_role("button", name="Delete")).to_be_visible()
+    sim.delete("pods", "web-1", namespace="default", grace_period=0)
+    expect(panel.locator(".panel-gone")).to_be_visible(timeout=SLOW)
+    expect(panel.locator(".panel-actions")).to_be_hidden()

@@ -11,6 +11,7 @@
   if (!root) return;
 
   const LOG_LIMIT = 5000;          // lines kept in the browser per log view
+  const PANEL_RETRY = 3000;        // ms before a panel whose cluster was out of reach asks again
   const RELATIONS_DEBOUNCE = 800;  // ms: a burst of changes fetches the tree once
   const SEARCH_DEBOUNCE = 120;
   const RELATIONS_POLL = 10;       // s: the tree's refresh when its watches are not followed
@@ -456,6 +457,14 @@
       if (opening !== this.opening) return;  // another object was opened meanwhile
       this.el.innerHTML = html;
       this.wireClose();
+      if (this.el.querySelector(".panel-error[data-retry]")) {
+        // The cluster was out of reach: ask again, the same way, until it answers.
+        this.ref = what.ref || null;
+        this.retryTimer = setTimeout(() => {
+          if (opening === this.opening) this.open(what, { tab, row: options.row, watchId: options.watchId });
+        }, PANEL_RETRY);
+        return;
+      }
       const panel = this.el.querySelector(".panel[data-object-watch]");
       this.ref = panel ? panel.dataset.ref : what.ref || null;
       if (options.push && this.ref) history.pushState({ panel: this.ref }, "", addressWith(this.ref, tab));
@@ -494,6 +503,9 @@
         event: (event, html) => {
           const obj = event.object || {};
           gone.hidden = event.type !== "DELETED";
+          // Nothing can be done to an object that is gone.
+          const actions = panel.querySelector(".panel-actions");
+          if (actions) actions.hidden = event.type === "DELETED";
           // A deleted object has no relations left to read (the server would answer 404).
           this.objectGone = event.type === "DELETED";
           if (event.type !== "DELETED") summary.fill(html);
@@ -682,6 +694,7 @@
     close(options) {
       const push = !options || options.push !== false;
       const wasOpen = this.ref !== null;
+      clearTimeout(this.retryTimer);
       this.opening++;
       this.latestVersion = null;
       this.objectGone = false;

@@ -502,8 +502,13 @@ def object_panel(name: str) -> tuple[str, int] | Response:
         obj = rows.normalize(client.get(params, object_name, identity, params.namespace))
     except KubeError as exc:
         status = exc.code if 400 <= exc.code < 600 else 502
-        return render_template("cluster/_panel_error.html", error=exc, params=params,
-                               name=object_name, kind=kind), status
+        # In words, never a library's text; a cluster out of reach is tried again by the
+        # page (panel.js) until it answers. The page's fragment is an answer it shows (200);
+        # anyone else gets the status.
+        fragment = request.headers.get("HX-Request") == "true"
+        return render_template("cluster/_panel_error.html", message=_readable(exc.message),
+                               unreachable=_unreachable(exc) is not None, params=params,
+                               name=object_name, kind=kind), 200 if fragment else status
     meta = obj["metadata"]
     details = {"obj": obj, "meta": meta, "manifest_yaml": _yaml(_manifest(params, obj)),
                "pod": pod_facts.read(obj) if (params.group, params.resource) == ("", "pods")
