@@ -22,6 +22,8 @@ def test_login_logout_and_cookie_flags(client, h):
     wrong = client.post("/login", data={"username": "alice", "password": "nope",
                                         "csrf_token": csrf})
     assert wrong.status_code == 401 and "Wrong user name or password" in wrong.text
+    # The name stays as typed (escaped), the password is asked for again.
+    assert 'autocomplete="username" value="alice"' in wrong.text
     ok = client.post("/login", data={"username": "alice", "password": "correct horse",
                                      "csrf_token": csrf, "next": "/account/"})
     assert ok.status_code == 302 and ok.location == "/account/"

@@ -443,6 +443,11 @@ def test_a_secrets_panel_never_holds_its_values(app: Flask, signed_in: FlaskClie
     details = signed_in.get("/agents/prod/cluster/object?ref=secrets/shop/db&part=details")
     assert "password" in details.text and "hunter2" not in details.text
     assert "aHVudGVyMi" not in details.text
+    # As the cluster holds it: a Secret has no spec or status, and none is made up.
+    manifest = re.search(r'<pre class="yaml" id="panel-manifest"[^>]*>([^<]*)</pre>', html)
+    assert manifest is not None
+    assert "\nspec:" not in manifest[1] and "\nstatus:" not in manifest[1]
+    assert "type: Opaque" in manifest[1]
 
 
 def test_a_secrets_manifest_never_holds_its_values() -> None:
@@ -577,3 +582,20 @@ def test_events_list_newest_first_and_can_show_warnings_only(
     # Asked for by name, by name it is.
     named = signed_in.get("/agents/prod/cluster?kind=events&namespace=shop&sort=name").text
     assert row_names(section(named, "events")) == ["a-oldest", "m-middle", "z-newest"]
+
+
+def test_scaling_what_flux_applies_warns_that_flux_may_set_it_back() -> None:
+    from webapp.views.cluster import _actions
+    from webapp.watch.discovery import Kind
+    deployments = Kind("apps", "v1", "deployments", "Deployment", True,
+                       frozenset({"get", "list", "watch"}))
+    params = WatchParams("apps", "v1", "deployments", "shop")
+    applied = {"metadata": {"name": "web", "namespace": "shop", "labels": {
+        "kustomize.toolkit.fluxcd.io/name": "apps",
+        "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}}, "spec": {"replicas": 2}}
+    scale = next(a for a in _actions(params, deployments, applied) if a.action == "scale")
+    assert "Kustomization flux-system/apps applies it" in scale.question
+    assert "may set them back" in scale.question
+    by_hand = {"metadata": {"name": "web", "namespace": "shop"}, "spec": {"replicas": 2}}
+    plain = next(a for a in _actions(params, deployments, by_hand) if a.action == "scale")
+    assert "Flux" not in plain.question and "applies it" not in plain.question

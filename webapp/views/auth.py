@@ -23,11 +23,11 @@ def login() -> Response | str | tuple[str, int]:
         except throttle.Throttled as exc:
             # Checked before the password: while locked, the right one fails too.
             return throttled(exc, render_template("auth/login.html", next=target,
-                                                  error=exc.message))
+                                                  error=exc.message, username=name))
         user = users.check_password(name, request.form.get("password", ""))
         if user is None:
             throttle.failed(subject)
-            return render_template("auth/login.html", next=target,
+            return render_template("auth/login.html", next=target, username=name,
                                    error="Wrong user name or password."), 401
         throttle.succeeded(subject)
         auth.sign_in(user)

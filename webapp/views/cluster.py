@@ -419,13 +419,15 @@ def _actions(params: WatchParams, kind: Kind, obj: dict[str, Any]) -> list[Panel
     target = _target(kind, meta)
     found: list[PanelAction] = []
     kind_key = (params.group, params.resource)
+    flux = _managed_by_flux(meta)
     if kind_key in actions.TARGETS["restart"][0]:
         found.append(PanelAction("restart", "Restart", f"Restart {target}? Its pods are "
                                  "replaced one by one, as kubectl rollout restart does."))
     if kind_key in actions.TARGETS["scale"][0]:
         current = spec.get("replicas")
         found.append(PanelAction(
-            "scale", "Scale", f"Scale {target} from {{current}} to {{replicas}} replicas?",
+            "scale", "Scale", f"Scale {target} from {{current}} to {{replicas}} replicas?"
+            + (f" {flux} applies it: its next reconcile may set them back." if flux else ""),
             replicas=current if isinstance(current, int) else 1))
     if kind_key in actions.TARGETS["trigger"][0]:
         found.append(PanelAction("trigger", "Trigger now", f"Trigger {target} now? A Job is "
@@ -442,6 +444,18 @@ def _actions(params: WatchParams, kind: Kind, obj: dict[str, Any]) -> list[Panel
                      PanelAction("suspend", "Suspend", f"Suspend {target}? Flux stops "
                                  "applying it."))
     return found
+
+
+def _managed_by_flux(meta: dict[str, Any]) -> str | None:
+    """The Flux object that applies this one ("Kustomization flux-system/apps"), from the
+    labels Flux's controllers put on what they apply; None when Flux does not."""
+    labels = meta.get("labels") or {}
+    for kind, group in (("Kustomization", "kustomize.toolkit.fluxcd.io"),
+                        ("HelmRelease", "helm.toolkit.fluxcd.io")):
+        name, namespace = labels.get(f"{group}/name"), labels.get(f"{group}/namespace")
+        if name and namespace:
+            return f"{kind} {namespace}/{name}"
+    return None
 
 
 def _containers(obj: dict[str, Any]) -> list[str]:
@@ -499,7 +513,8 @@ def object_panel(name: str) -> tuple[str, int] | Response:
                                  object_name))), 200
     try:
         client = current_app.extensions["clusters"].client(agent)
-        obj = rows.normalize(client.get(params, object_name, identity, params.namespace))
+        fetched = client.get(params, object_name, identity, params.namespace)
+        obj = rows.normalize(fetched)  # what the page reads, never missing a part
     except KubeError as exc:
         status = exc.code if 400 <= exc.code < 600 else 502
         # In words, never a library's text; a cluster out of reach is tried again by the
@@ -510,7 +525,9 @@ def object_panel(name: str) -> tuple[str, int] | Response:
                                unreachable=_unreachable(exc) is not None, params=params,
                                name=object_name, kind=kind), 200 if fragment else status
     meta = obj["metadata"]
-    details = {"obj": obj, "meta": meta, "manifest_yaml": _yaml(_manifest(params, obj)),
+    # The manifest as the cluster holds it: no part the page reads but the object lacks (a
+    # Secret has no spec or status).
+    details = {"obj": obj, "meta": meta, "manifest_yaml": _yaml(_manifest(params, fetched)),
                "pod": pod_facts.read(obj) if (params.group, params.resource) == ("", "pods")
                else None, "age": _age}
     if part == "details":
