@@ -391,3 +391,23 @@ def test_a_broken_pod_seen_twice_is_named_once() -> None:
     tree = relations.tree("kustomize.toolkit.fluxcd.io", "Kustomization", ks, world)
     assert sum(1 for n in tree.nodes() if n.ref.name == "web-5d8f-aaaaa") == 2
     assert [n.ref.name for n in relations.culprits(tree)] == ["web-5d8f-aaaaa"]
+
+
+def test_what_a_kustomization_applied_names_it_above_its_owners() -> None:
+    web = deployment("web")
+    web["metadata"]["labels"] = {"kustomize.toolkit.fluxcd.io/name": "apps",
+                                 "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}
+    rs = replicaset("web-7d9f", web)
+    p = pod("web-7d9f-x2x", rs)
+    ks = kustomization("apps", ["shop_web_apps_Deployment"])
+    world = World(("apps", "Deployment", web), ("apps", "ReplicaSet", rs), ("", "Pod", p),
+                  ("kustomize.toolkit.fluxcd.io", "Kustomization", ks))
+    tree = relations.tree("", "Pod", p, world)
+    assert titles(tree)[:4] == ["applier:Kustomization flux-system/apps",
+                                "owner:Deployment shop/web", "owner:ReplicaSet shop/web-7d9f",
+                                "self:Pod shop/web-7d9f-x2x"]
+    assert tree.root.health.state == HEALTHY
+    # An object nobody applied has no such line.
+    by_hand = deployment("api")
+    assert titles(relations.tree("apps", "Deployment", by_hand, world))[0] == \
+        "self:Deployment shop/api"

@@ -479,6 +479,11 @@ class _Builder:
             if found is None:
                 break
             current = found
+        applier = _applied_by(current)
+        if applier is not None and self.room():
+            # The top owner came from Flux: the object that applies it is above it.
+            found, known = self.find(applier)
+            chain.append(self.node(applier, found, "applier", known))
         return chain
 
     def expand(self, node: Node, depth: int) -> None:
@@ -522,6 +527,17 @@ class _Builder:
         child = self.node(ref, obj, role, known)
         parent.children.append(child)
         self.expand(child, depth + 1)
+
+
+def _applied_by(obj: JSON) -> Ref | None:
+    """The Kustomization or HelmRelease that applied `obj`, from the labels Flux's
+    controllers put on what they apply."""
+    labels = _d(_d(obj.get("metadata")).get("labels"))
+    for group, kind in ((FLUX_KS, "Kustomization"), (FLUX_HR, "HelmRelease")):
+        name, namespace = labels.get(f"{group}/name"), labels.get(f"{group}/namespace")
+        if isinstance(name, str) and name and isinstance(namespace, str) and namespace:
+            return Ref(group, kind, namespace, name)
+    return None
 
 
 def _by_name(obj: JSON) -> str:
