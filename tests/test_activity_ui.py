@@ -213,7 +213,7 @@ def test_a_new_agent_reached_through_its_agent_says_what_to_do_next(signed_in, a
     assert "Agent edge created: connect it" in created.text
     assert "kubectl apply -f - &lt;&lt;&#39;EOF&#39;\n---\n" in created.text or (
         "kubectl apply -f - &lt;&lt;'EOF'" in created.text)
-    assert "agentwatch agent manifest edge --url http://localhost" in created.text
+    assert "agentwatch agent manifest edge | kubectl apply -f -" in created.text
     with app.app_context():
         from webapp import agents
         assert agents.get("edge").tunnel

@@ -88,7 +88,7 @@ def test_creating_an_agent_shows_its_first_token_and_install_command(client, h, 
     assert page.status_code == 200 and page.headers["Cache-Control"] == "no-store"
     raw = re.search(r'id="new-token" readonly value="([^"]+)"', page.text).group(1)
     command = re.search(r'<pre id="install-command"[^>]*>(.*?)</pre>', page.text, re.S).group(1)
-    command = html.unescape(command)
+    command = html.unescape(re.sub(r"<[^>]+>", "", command))  # the manifest is a span in it
     assert command.startswith("kubectl apply -f - <<'EOF'\n") and command.endswith("\nEOF")
     documents = list(yaml.safe_load_all(command.split("\n", 1)[1].removesuffix("EOF")))
     secret = next(d for d in documents if d["kind"] == "Secret")
@@ -135,5 +135,6 @@ def test_the_install_manifest_lets_the_agent_impersonate_when_access_as_user(cli
         return list(yaml.safe_load_all(text))[-1]["spec"]["template"]["spec"][
             "containers"][0]["args"]
 
-    assert installed("edge") == ["agent"]
-    assert installed("personal") == ["agent", "--impersonate-prefix", "agentwatch:"]
+    assert installed("edge") == ["agent", "--secrets", "names"]
+    assert installed("personal") == ["agent", "--secrets", "names", "--impersonate-prefix",
+                                     "agentwatch:"]

@@ -52,8 +52,8 @@ UNREACHABLE: dict[str, Any] = {
 class Counted(ClusterClient):
     """The app's client, noting the path of each request it sends."""
 
-    def __init__(self, api_client: Any, where: str = "") -> None:
-        super().__init__(api_client, where)
+    def __init__(self, api_client: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(api_client, *args, **kwargs)
         self.paths: list[str] = []
 
     def request(self, method: str, path: str, identity: Identity, *args: Any,
