@@ -151,22 +151,46 @@ def test_a_refused_save_stays_on_the_page_and_records_nothing(
     sign_in(page, path=SETTINGS)
     replace_text(page, INVALID)
     expect(page.locator(f"{EDITOR} .cm-lintRange-error")).to_have_text("root")
-    page.get_by_role("button", name="Save configuration").click()
-    with page.expect_response(lambda r: r.request.method == "POST") as answer:
-        page.get_by_role("dialog").get_by_role("button", name="Save configuration").click()
+    # Nothing is offered to save while the text has problems ...
+    save = page.locator("#config-form").get_by_role("button", name="Save configuration")
+    expect(save).to_be_disabled()
+    # ... and a save that goes out all the same (another tab, a script) is refused.
+    page.on("dialog", lambda dialog: dialog.accept())
+    with page.expect_response(lambda r: r.request.method == "POST"
+                              and r.url.endswith("#configuration") is False) as answer:
+        page.evaluate("""() => {
+            const form = document.getElementById('config-form');
+            HTMLFormElement.prototype.submit.call(form);
+        }""")
     assert answer.value.status == 422
     refused = page.locator("#config-problems")
     expect(refused).to_contain_text("The configuration was refused; version 1 stays in force.")
     assert page.url.split("#")[0].endswith(SETTINGS)  # a reload shows the Settings tab
-    # What was typed is still there, marked where the server said.
+    # What was typed is still there, marked where the server said, and listed once.
     expect(page.locator(f"{EDITOR} .cm-lintRange-error")).to_have_text("root")
-    refused.get_by_role("link", name="4:14").click()
+    expect(page.locator(".config-problems")).to_have_count(1)
+    page.locator(".config-problems").get_by_role("link", name="4:14").click()
     assert cursor(page)["line"] == 4
+    expect(save).to_be_disabled()
     # Nothing was committed: no event, so no notification either.
     assert config_events(h) == ["config_commit_received"]
     with app.app_context():
         assert service.in_force(agents.get("prod")).number == 1
     expect(page.locator("#notify-count")).to_be_hidden()
+
+
+def test_leaving_with_unsaved_edits_asks_first(page: Page, maintainer: None) -> None:
+    sign_in(page, path=SETTINGS)
+    replace_text(page, IN_FORCE.replace("levels: [error]", "levels: [error, warning]"))
+    asked: list[str] = []
+
+    def stay(dialog: Any) -> None:
+        asked.append(dialog.type)
+        dialog.dismiss()
+    page.on("dialog", stay)
+    page.get_by_role("link", name="Activity", exact=True).click()
+    expect(page).to_have_url(re.compile(re.escape(SETTINGS)))
+    assert asked == ["beforeunload"]
 
 
 def test_access_is_changed_in_the_configuration(page: Page, maintainer: None) -> None:

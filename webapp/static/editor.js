@@ -149,8 +149,22 @@
       } catch (error) {
         return [];  // aborted by a newer check, or offline: the save still validates
       }
-      if (checkTarget && view.state.doc === doc) renderCheck(checkTarget, answer);
+      if (view.state.doc === doc) {
+        if (checkTarget) renderCheck(checkTarget, answer);
+        showValidity(answer.problems.length === 0);
+        // The live check's list replaces a refused save's: the problems are listed once.
+        const refusedList = document.querySelector("#config-problems .config-problems");
+        if (refusedList && checkTarget) refusedList.remove();
+      }
       return diagnosticsOf(doc, answer.problems);
+    }
+
+    // Save only what would be taken: while the text has problems the buttons say why.
+    function showValidity(valid) {
+      for (const button of document.querySelectorAll("#config-form button[type=submit], .config-review-save")) {
+        button.disabled = !valid;
+        button.title = valid ? "" : "Fix the problems listed below first";
+      }
     }
 
     const shared = [
@@ -245,7 +259,17 @@
       { attributes: true, attributeFilter: ["data-theme"] });
 
     if (editable) {
+      if (refused) showValidity(false);  // a refused text stays refused until it changes
       setUpReview(CM, form, holder, view, shared);
+      // Leaving with edits not saved asks first (the browser's own question); a save that
+      // goes out does not (registered after the review's handler, which holds it back).
+      let submitting = false;
+      form.addEventListener("submit", (event) => { if (!event.defaultPrevented) submitting = true; });
+      window.addEventListener("beforeunload", (event) => {
+        if (submitting || normalized(view.state.doc.toString()) === normalized(holder.dataset.inForce || "")) return;
+        event.preventDefault();
+        event.returnValue = "";
+      });
       for (const el of form.querySelectorAll(".config-keys")) el.hidden = false;
       // Checked as you type: the Check button has nothing to add.
       for (const el of form.querySelectorAll(".config-check")) el.hidden = true;
