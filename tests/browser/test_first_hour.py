@@ -193,3 +193,35 @@ def test_a_deleted_objects_panel_offers_no_actions(cluster_page: Page,
     sim.delete("pods", "web-1", namespace="default", grace_period=0)
     expect(panel.locator(".panel-gone")).to_be_visible(timeout=SLOW)
     expect(panel.locator(".panel-actions")).to_be_hidden()
+
+
+def test_the_namespace_chosen_comes_back_with_the_cluster_tab(cluster_page: Page,
+                                                              sim: SimCluster) -> None:
+    page = cluster_page
+    sim.add_pod("shop", "web-1", state="Running")
+    open_cluster(page, "?namespace=shop")
+    page.get_by_role("link", name="Activity", exact=True).click()
+    page.get_by_role("link", name="Cluster", exact=True).click()
+    expect(page).to_have_url(re.compile(r"/agents/prod/cluster\?namespace=shop$"))
+    expect(row(page, "pods", "web-1")).to_be_visible()
+
+
+def test_on_a_phone_the_kinds_fold_away_and_the_panel_tabs_fit(cluster_page: Page,
+                                                               sim: SimCluster) -> None:
+    page = cluster_page
+    page.set_viewport_size({"width": 390, "height": 844})
+    sim.add_pod("default", "web-1", state="Running")
+    open_cluster(page, "?namespace=default")
+    fold = page.locator("details.kind-fold")
+    expect(fold).not_to_have_attribute("open", "")
+    expect(page.locator(".kind-fold-summary")).to_have_text("Kinds: Overview")
+    kinds = page.locator("nav.kind-nav")
+    expect(kinds.get_by_role("link", name="Deployments")).to_be_hidden()
+    page.locator(".kind-fold-summary").click()
+    expect(kinds.get_by_role("link", name="Deployments")).to_be_visible()
+    page.locator(".kind-fold-summary").click()  # folded again
+    row(page, "pods", "web-1").locator("a.object-link").click()
+    tabs = page.locator(f"{PANEL} .panel-tabs")
+    expect(tabs.get_by_role("tab", name="Activity")).to_be_visible()
+    fits = tabs.evaluate("el => el.scrollWidth <= el.clientWidth")
+    assert fits, "the panel's tabs are wider than a 390 px screen"

@@ -92,6 +92,32 @@
     else select();
   });
 
+  // The namespaces chosen on an agent's Cluster tab come back with it from its other tabs
+  // (kept in this browser only).
+  for (const link of document.querySelectorAll("a[data-cluster-tab]")) {
+    const key = "agentwatch:namespaces:" + link.dataset.clusterTab;
+    try {
+      if (link.getAttribute("aria-current") === "page") {
+        const chosen = new URL(location.href).searchParams.getAll("namespace");
+        if (chosen.length) localStorage.setItem(key, JSON.stringify(chosen));
+        else localStorage.removeItem(key);
+      } else {
+        const kept = JSON.parse(localStorage.getItem(key) || "[]");
+        if (Array.isArray(kept) && kept.length) {
+          const url = new URL(link.href);
+          for (const ns of kept) if (typeof ns === "string") url.searchParams.append("namespace", ns);
+          link.href = url.pathname + url.search;
+        }
+      }
+    } catch (err) { /* storage refused: the tab opens on every namespace */ }
+  }
+
+  // <details data-fold-narrow>: open on a wide screen, folded on a phone (a long menu
+  // would push the page's content below the fold).
+  for (const fold of document.querySelectorAll("details[data-fold-narrow]")) {
+    if (window.matchMedia("(max-width: 800px)").matches) fold.open = false;
+  }
+
   // <button data-download="#id" data-filename="x.yaml">: saves that element's text as a file.
   document.addEventListener("click", (event) => {
     const button = event.target instanceof Element ? event.target.closest("[data-download]") : null;
