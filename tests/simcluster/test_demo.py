@@ -114,3 +114,28 @@ def test_gitops_changes_on_their_own_clock() -> None:
         ["status"]["conditions"] if c["type"] == "Ready") == "BuildFailed")
     cluster.close()
     assert cluster.errors == []
+
+
+def test_a_crash_in_the_demo_says_why_in_the_log_of_the_run_that_crashed() -> None:
+    cluster = SimCluster(flux_delay=0.1)
+    demo = cluster.seed_demo()
+    churn = Churn(cluster, demo, rate=50, log_rate=0, seed=7)
+    for _ in range(20):
+        churn._crash()
+    crashed = [p for p in cluster.list("pods") for s in p["status"].get("containerStatuses") or []
+               if (s.get("lastState") or {}).get("terminated")]
+    assert crashed
+    pod = crashed[0]
+    status = next(s for s in pod["status"]["containerStatuses"] if s.get("lastState"))
+    ended = status["lastState"]["terminated"]
+    assert ended["exitCode"] == (137 if ended["reason"] == "OOMKilled" else 1)
+    _, buffer = cluster.log_source(pod["metadata"]["namespace"], pod["metadata"]["name"],
+                                   status["name"], previous=True)
+    text, _ = buffer.read(buffer.start_position(), timestamps=False)
+    said = {"Error": b"exiting with status 1", "OOMKilled": b"warming the price cache"}
+    assert said[ended["reason"]] in text
+    # A crash-looping pod is not the one the demo's churn replaces.
+    for _ in range(200):
+        churn._replace()
+    assert cluster.get("pods", pod["metadata"]["name"], pod["metadata"]["namespace"])
+    cluster.close()

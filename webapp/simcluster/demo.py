@@ -408,9 +408,11 @@ class Churn:
         return action
 
     def _replace(self) -> None:
-        """A pod goes away (evicted, node drained): its ReplicaSet makes a new one."""
+        """A pod goes away (evicted, node drained): its ReplicaSet makes a new one. A pod
+        that crashes stays, for someone to open and read why."""
         dep = self.rng.choice(self.demo.deployments)
-        pods = [p for p in self._pods(dep) if not p["metadata"].get("deletionTimestamp")]
+        pods = [p for p in self._pods(dep) if not p["metadata"].get("deletionTimestamp")
+                and not _crash_looping(p)]
         if pods:
             victim = self.rng.choice(pods)["metadata"]["name"]
             self.cluster.delete_object(PODS, dep.namespace, victim, self.grace_period)
@@ -437,9 +439,13 @@ class Churn:
                 and not p["metadata"].get("deletionTimestamp")]
         if pods:
             pod = self.rng.choice(pods)
-            self.cluster.restart_container(dep.namespace, pod["metadata"]["name"],
-                                           reason=self.rng.choice(["Error", "OOMKilled"]),
-                                           exit_code=1)
+            name = pod["metadata"]["name"]
+            container = pod["spec"]["containers"][0]["name"]
+            reason = self.rng.choice(["Error", "OOMKilled"])
+            # What the container said last, as a crashing one does: its log tells why.
+            self.cluster.append_log(dep.namespace, name, container, _LAST_WORDS[reason])
+            self.cluster.restart_container(dep.namespace, name, container, reason=reason,
+                                           exit_code=137 if reason == "OOMKilled" else 1)
 
     def _recover(self) -> None:
         for dep in self.demo.deployments:
@@ -475,3 +481,20 @@ class Churn:
     def _safe(self, fn: Callable[[], object]) -> None:
         with contextlib.suppress(ApiError):  # the pod may be gone by then
             fn()
+
+
+# The last lines a crashing container writes before it stops, by how it stops.
+_LAST_WORDS = {
+    "Error": ["connecting to postgres at db.shop.svc:5432",
+              "error: connection refused (postgres at db.shop.svc:5432); giving up after 5 "
+              "tries",
+              "exiting with status 1"],
+    "OOMKilled": ["loading the product catalogue into memory",
+                  "catalogue: 1,200,000 items loaded (118 MiB)",
+                  "warming the price cache…"],
+}
+
+
+def _crash_looping(pod: dict[str, Any]) -> bool:
+    return any((s.get("state") or {}).get("waiting", {}).get("reason") == "CrashLoopBackOff"
+               for s in (pod.get("status") or {}).get("containerStatuses") or [])
