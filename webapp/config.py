@@ -114,6 +114,8 @@ DEFAULTS: dict[str, Any] = {
     # upstream watches (a page render's too).
     "MAX_SOCKETS_PER_USER": 8,
     "MAX_STREAMS_PER_USER": 8,  # a page in fallback uses up to 3, logs one each
+    # A workload's log reads at most this many of its pods (the newest) at once.
+    "MAX_LOG_PODS": 10,
     "MAX_WATCHES_PER_USER": 64,
     # Messages queued for one page's connection (a reader that falls this far behind is
     # cut off, 4429); a list larger than the room left is not followed live (413).
@@ -193,6 +195,7 @@ _INT_KEYS = {
     "LOGIN_MAX_FAILURES", "LOGIN_MAX_FAILURES_PER_ADDRESS", "LOGIN_LOCKOUT_SECONDS",
     "LOGIN_LOCKOUT_MAX_SECONDS", "TUNNEL_PEER_PORT",
     "MAX_SOCKETS_PER_USER", "MAX_STREAMS_PER_USER", "MAX_WATCHES_PER_USER", "WATCH_QUEUE_LIMIT",
+    "MAX_LOG_PODS",
     "MAX_TUNNELS_PER_AGENT", "MAX_LIVE_CONNECTIONS", "REQUEST_HEAD_SECONDS", "REQUEST_SECONDS",
     "MAX_REQUEST_HEAD_BYTES", "MAX_READING_PER_ADDRESS", "MAX_BUFFERED_BYTES_PER_ADDRESS",
     "SOCKET_TIMEOUT_SECONDS", "MAX_CONNECTIONS",

@@ -225,3 +225,23 @@ def test_on_a_phone_the_kinds_fold_away_and_the_panel_tabs_fit(cluster_page: Pag
     expect(tabs.get_by_role("tab", name="Activity")).to_be_visible()
     fits = tabs.evaluate("el => el.scrollWidth <= el.clientWidth")
     assert fits, "the panel's tabs are wider than a 390 px screen"
+
+
+def test_a_deployments_log_shows_each_pods_lines_named(cluster_page: Page,
+                                                       sim: SimCluster) -> None:
+    from webapp.simcluster import builders as b
+    page = cluster_page
+    sim.add_namespace("shop")
+    sim.create(b.deployment("shop", "web", [b.container("app", "web:1")], replicas=2,
+                            state="Running"))
+    sim.settle()
+    pods = sorted(p["metadata"]["name"] for p in sim.list("pods", "shop"))
+    open_cluster(page, "?namespace=shop&panel=deployments.apps/shop/web&tab=logs")
+    panel = page.locator(PANEL)
+    logs = panel.locator("pre.logs")
+    expect(panel.locator(".logs-status")).to_have_text("Following the log of every pod.",
+                                                       timeout=SLOW)
+    for pod in pods:
+        sim.append_log("shop", pod, "app", f"hello from {pod}")
+    for pod in pods:
+        expect(logs).to_contain_text(f"[{pod}] hello from {pod}")

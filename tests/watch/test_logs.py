@@ -90,3 +90,41 @@ def test_every_container_of_a_pod_that_is_not_there(live: Live, admin: str) -> N
     missing = live.sse(PATH, query(pod="nope", container="", allContainers="true"),
                        bearer).next().data
     assert missing["type"] == "error" and missing["error"]["code"] == 404
+
+
+def test_a_deployments_log_interleaves_its_pods_each_named(live: Live, admin: str) -> None:
+    """`kubectl logs` for a whole Deployment: its pods' lines at once, each naming its pod;
+    another workload's pods stay out."""
+    from webapp.simcluster import builders as b
+    live.sim.add_namespace("shop")
+    live.sim.create(b.deployment("shop", "web", [b.container("app", "web:1")], replicas=2,
+                                 state="Running"))
+    live.sim.create(b.deployment("shop", "api", [b.container("app", "api:1")], replicas=1,
+                                 state="Running"))
+    live.sim.settle()
+    web = sorted(p["metadata"]["name"] for p in live.sim.list("pods", "shop")
+                 if p["metadata"]["name"].startswith("web-"))
+    assert len(web) == 2
+    bearer = {"Authorization": f"Bearer {admin}"}
+    stream = live.sse("/agents/prod/cluster/workload-logs", {
+        "group": "apps", "version": "v1", "resource": "deployments", "namespace": "shop",
+        "name": "web", "follow": "true", "tailLines": "0"}, bearer)
+    assert stream.status == 200
+    assert stream.response.getheader("X-Pods") == "2/2"
+    api = next(p["metadata"]["name"] for p in live.sim.list("pods", "shop")
+               if p["metadata"]["name"].startswith("api-"))
+    live.sim.append_log("shop", api, "app", "not this workload")
+    for i, pod in enumerate(web * 2):
+        live.sim.append_log("shop", pod, "app", f"request {i}")
+    lines = [stream.next().data for _ in range(4)]
+    assert sorted((m["pod"], m["line"]) for m in lines) == sorted(
+        (pod, f"request {i}") for i, pod in enumerate(web * 2))
+    assert all(m["type"] == "line" for m in lines)
+
+
+def test_only_workloads_have_a_workload_log(live: Live, admin: str) -> None:
+    bearer = {"Authorization": f"Bearer {admin}"}
+    refused = live.sse("/agents/prod/cluster/workload-logs", {
+        "group": "", "version": "v1", "resource": "services", "namespace": "shop",
+        "name": "web"}, bearer)
+    assert refused.status == 422

@@ -73,7 +73,7 @@
       this.matchesLabel = section.querySelector(".logs-matches");
       this.prevButton = section.querySelector(".logs-prev");
       this.nextButton = section.querySelector(".logs-next");
-      this.url = url;
+      this.url = section.dataset.logsUrl || url;
       this.pod = pod;
       this.lines = [];       // {container, text}: the last LOG_LIMIT lines, shown or not
       this.pending = [];     // lines not drawn yet
@@ -122,13 +122,21 @@
       const data = new FormData(this.form);
       const container = data.get("container") || "";
       const multiple = this.form.querySelector('select[name="container"]').options.length > 1;
+      const common = {
+        namespace: this.pod.namespace, container, tailLines: data.get("tailLines") || "",
+        follow: String(data.has("follow")), timestamps: String(data.has("timestamps")),
+        previous: String(data.has("previous")),
+      };
+      // A workload's log: every pod of it, each line naming its pod.
+      const workload = this.section.dataset.workload ? JSON.parse(this.section.dataset.workload) : null;
+      if (workload) {
+        return { container, all: true, pods: true, follow: data.has("follow"),
+          query: new URLSearchParams({ ...common, ...workload }) };
+      }
       return {
         container, all: !container && multiple, follow: data.has("follow"),
         query: new URLSearchParams({
-          namespace: this.pod.namespace, pod: this.pod.name, container,
-          allContainers: String(!container && multiple), tailLines: data.get("tailLines") || "",
-          follow: String(data.has("follow")), timestamps: String(data.has("timestamps")),
-          previous: String(data.has("previous")),
+          ...common, pod: this.pod.name, allContainers: String(!container && multiple),
         }),
       };
     }
@@ -146,7 +154,7 @@
       this.current = -1;
       this.showMatches();
       this.setPaused(false);
-      this.say("Connecting to the log of " + (settings.all ? "every container" : settings.container || "the pod") + "…");
+      this.say("Connecting to the log of " + (settings.pods ? "every pod" : settings.all ? "every container" : settings.container || "the pod") + "…");
       this.showEmpty("Waiting for the log…");
       const source = new EventSource(this.url + "?" + settings.query.toString());
       this.source = source;
@@ -155,8 +163,8 @@
       source.onmessage = (message) => {
         let item;
         try { item = JSON.parse(message.data); } catch (err) { return; }
-        if (item.type === "line") this.push(item.container || null, item.line);
-        else if (item.type === "notice") { this.notes.push(item.container + ": " + item.message); this.describe(settings); }
+        if (item.type === "line") this.push(item.pod || item.container || null, item.line);
+        else if (item.type === "notice") { this.notes.push((item.pod || item.container) + ": " + item.message); this.describe(settings); }
         else if (item.type === "end") this.finish(settings.follow ? "The log stream ended." : "End of the log.");
         else if (item.type === "error") this.finish((item.error && item.error.message) || "Cannot read the logs.", true);
       };
@@ -171,7 +179,7 @@
     describe(settings) {
       if (!this.streaming) return;
       const notes = this.notes.length ? " Not read: " + this.notes.join("; ") + "." : "";
-      this.say((settings.follow ? "Following the log" + (settings.all ? " of every container" : "") + "." : "Reading the log…") + notes);
+      this.say((settings.follow ? "Following the log" + (settings.pods ? " of every pod" : settings.all ? " of every container" : "") + "." : "Reading the log…") + notes);
       if (!this.lines.length) this.showEmpty(settings.follow ? "No log lines yet. New lines appear here as they are written." : "Reading…");
     }
 

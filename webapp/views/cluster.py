@@ -38,6 +38,7 @@ from ..watch import (
     relations,
     rows,
     table_rows,
+    workload_logs,
 )
 from ..watch.cells import Column, time_cell
 from ..watch.discovery import Kind, Served
@@ -559,6 +560,10 @@ def object_panel(name: str) -> tuple[str, int] | Response:
     containers = _containers(obj) if params.resource == "pods" else []
     # A crashing container's log opens on its previous run, the one that says why.
     crashed = pod_facts.restarted(obj) if containers else None
+    # A workload's log: its pods' lines interleaved (workload_logs.py).
+    workload = (params.group, params.resource) in workload_logs.WORKLOADS
+    if workload:
+        containers = workload_logs.containers(obj)
     tabs = [t for t in PANEL_TABS if t != "logs" or containers]
     return render_template(
         "cluster/_panel.html", params=params, kind=kind,
@@ -572,5 +577,7 @@ def object_panel(name: str) -> tuple[str, int] | Response:
         events_columns=rows.columns(events), event_rows=event_rows, events_error=snap.error,
         actions=_actions(params, served_kind, obj) if access.can_act(g.user, agent) else [],
         target=_target(served_kind, meta), containers=containers, crashed=crashed,
+        workload_logs_url=url_for("watch.workload_logs", name=agent.name) if workload
+        else None,
         download_name=f"{kind.lower()}-{meta['namespace'] + '-' if meta['namespace'] else ''}"
                       f"{meta['name']}.yaml", **details, **context), 200

@@ -13,6 +13,7 @@ import queue
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from .kube import ClusterClient, KubeError, LineStream
@@ -38,47 +39,60 @@ def _ended(verdict: Ended) -> bytes:
                                             "message": verdict.reason}})
 
 
-Entry = tuple[str | None, bytes | BaseException | None]  # (container, line / failure / end)
+@dataclass(frozen=True)
+class Source:
+    """One container's log among those a view reads, and what its lines say they are
+    (`named`: {"container": …} for a pod's containers, {"pod": …} for a workload's pods;
+    empty when the view reads one log)."""
+
+    pod: str
+    container: str | None
+    named: tuple[tuple[str, str], ...] = ()
+
+
+Entry = tuple[Source, bytes | BaseException | None]  # (source, line / failure / end)
 
 
 def stream(client: ClusterClient, identity: Identity, recheck: Recheck, namespace: str,
-           pod: str, *, container: str | None, follow: bool, tail_lines: int | None,
-           timestamps: bool, previous: bool,
-           containers: list[str] | None = None) -> Iterator[bytes]:
+           sources: list[Source], *, follow: bool, tail_lines: int | None,
+           timestamps: bool, previous: bool) -> Iterator[bytes]:
     """SSE bytes: `line` messages as they come, then `end`, or an `error`.
 
-    With `containers` (all of a pod's, as `kubectl logs --all-containers`), every
-    container's log at once, each line naming its `container`; one that cannot be read
-    (not started yet) is a `notice`, and the others go on. `end` once every one ended.
+    With several sources (all of a pod's containers, as `kubectl logs --all-containers`,
+    or a workload's pods), every log at once, each line naming its source; one that cannot
+    be read (not started yet) is a `notice`, and the others go on. `end` once every one
+    ended. With one, its failure is the stream's `error`.
 
     A pump thread per log reads the cluster so this generator can send keep-alives while
-    the pod is quiet, re-check its user when due, and notice a closed browser tab at the
+    the pods are quiet, re-check its user when due, and notice a closed browser tab at the
     next write.
     """
-    wanted: list[str | None] = list(containers) if containers else [container]
+    several = len(sources) > 1 or any(source.named for source in sources)
     upstreams: list[LineStream] = []
     notices: list[bytes] = []
     lines: queue.Queue[Entry] = queue.Queue(maxsize=20_000)
-    for name in wanted:
+    for source in sources:
         try:
-            upstream = client.logs(namespace, pod, identity, container=name, follow=follow,
+            upstream = client.logs(namespace, source.pod, identity,
+                                   container=source.container, follow=follow,
                                    tail_lines=tail_lines, timestamps=timestamps,
                                    previous=previous)
         except KubeError as exc:
-            if containers is None:
+            if not several:
                 yield _sse({"type": "error", "error": exc.to_json()})
                 return
-            notices.append(_sse({"type": "notice", "container": name, "message": exc.message}))
+            notices.append(_sse({"type": "notice", **dict(source.named),
+                                 "message": exc.message}))
             continue
         upstreams.append(upstream)
-        threading.Thread(target=_pump, args=(upstream, lines, name if containers else None),
+        threading.Thread(target=_pump, args=(upstream, lines, source),
                          daemon=True, name="logs").start()
     try:
         yield b"retry: 5000\n\n" + b"".join(notices)
         if not upstreams:
             yield _sse({"type": "error", "error": {
                 "code": 400, "reason": "BadRequest",
-                "message": "No container of this pod has a log to read yet"}})
+                "message": "No container here has a log to read yet"}})
             return
         running = len(upstreams)
         quiet_since = time.monotonic()
@@ -103,7 +117,7 @@ def stream(client: ClusterClient, identity: Identity, recheck: Recheck, namespac
                     break
             out = []
             failed = False
-            for name, entry in batch:
+            for source, entry in batch:
                 if entry is None:
                     running -= 1
                     if running == 0:
@@ -112,20 +126,19 @@ def stream(client: ClusterClient, identity: Identity, recheck: Recheck, namespac
                     # A bound passed (answers.py) says which; anything else broke the stream.
                     error = entry.to_json() if isinstance(entry, KubeError) else \
                         {"code": 0, "reason": "StreamBroken", "message": str(entry)}
-                    if containers is None:
+                    if not several:
                         out.append(_sse({"type": "error", "error": error}))
                         failed = True
                         break
                     running -= 1
-                    out.append(_sse({"type": "notice", "container": name,
+                    out.append(_sse({"type": "notice", **dict(source.named),
                                      "message": error["message"]}))
                     if running == 0:
                         out.append(_sse({"type": "end"}))
                 else:
-                    message = {"type": "line", "line": entry.decode("utf-8", errors="replace")}
-                    if name is not None:
-                        message["container"] = name
-                    out.append(_sse(message))
+                    out.append(_sse({"type": "line",
+                                     "line": entry.decode("utf-8", errors="replace"),
+                                     **dict(source.named)}))
             yield b"".join(out)
             if failed or running == 0:
                 return
@@ -134,11 +147,11 @@ def stream(client: ClusterClient, identity: Identity, recheck: Recheck, namespac
             upstream.close()
 
 
-def _pump(upstream: LineStream, lines: queue.Queue[Entry], container: str | None) -> None:
+def _pump(upstream: LineStream, lines: queue.Queue[Entry], source: Source) -> None:
     try:
         for line in upstream:
-            lines.put((container, line))
-        lines.put((container, None))
+            lines.put((source, line))
+        lines.put((source, None))
     except Exception as exc:  # reported to the page, not lost
         if not upstream.closed:
-            lines.put((container, exc))
+            lines.put((source, exc))

@@ -11,6 +11,7 @@ from ..api.payload import json_body
 from ..errors import Invalid
 from ..models import Agent
 from . import access, actions, limits, logs, names, stream, tickets
+from . import workload_logs as workload_logs_of
 from .kube import ClusterClient, KubeError
 from .recheck import Recheck
 from .resources import WatchParams
@@ -62,12 +63,56 @@ def pod_logs(name: str) -> Response:
         lease = limits.current().open_stream(user.id)
     except limits.LimitReached as exc:
         return limits.refusal(exc)
+    sources = [logs.Source(pod, name, (("container", name),)) for name in everything] \
+        if everything else [logs.Source(pod, container)]
+    return _log_stream(client, agent, identity, lease, namespace, sources, tail_lines)
+
+
+@bp.get("/agents/<name>/cluster/workload-logs")
+def workload_logs(name: str) -> Response:
+    """A workload's pods' logs at once, each line naming its pod (workload_logs.py)."""
+    user = auth.api_user()
+    agent = agents.get(name)
+    access.require_view(user, agent)
+    args = request.args
+    params = WatchParams.parse({k: args.get(k) for k in ("group", "version", "resource",
+                                                          "namespace") if args.get(k)})
+    if (params.group, params.resource) not in workload_logs_of.WORKLOADS or \
+            not params.namespace:
+        raise Invalid("logs are read for Deployments, StatefulSets, DaemonSets, ReplicaSets "
+                      "and Jobs, in their namespace", code="invalid_params", field="resource")
+    workload = names.object_name(params.resource, args.get("name", ""), "name")
+    container = names.container(args["container"]) if args.get("container") else None
+    tail_lines = _tail_lines(args.get("tailLines"))
+    identity = access.identity(user, agent)
+    try:
+        client = clusters_client(agent)
+        sources, total = workload_logs_of.sources(
+            client, identity, params, workload, container,
+            int(current_app.config["MAX_LOG_PODS"]))
+    except KubeError as exc:
+        return _sse_error(exc)
+    try:
+        lease = limits.current().open_stream(user.id)
+    except limits.LimitReached as exc:
+        return limits.refusal(exc)
+    response = _log_stream(client, agent, identity, lease, params.namespace, sources,
+                           tail_lines)
+    response.headers["X-Pods"] = f"{len(sources)}/{total}"  # read / the workload has
+    return response
+
+
+def _log_stream(client: ClusterClient, agent: Agent, identity: Any, lease: limits.Lease,
+                namespace: str, sources: list[logs.Source], tail_lines: int | None) -> Response:
+    """The event stream of `sources`' logs, with the request's settings; a followed log
+    holds a server thread, so it is one of the user's streams (`lease`)."""
+    args = request.args
     recheck = Recheck(credentials.current(), agent.name, identity)
     current_app.extensions["db_session"].remove()
-    body = logs.stream(client, identity, recheck, namespace, pod, container=container,
+    body = logs.stream(client, identity, recheck, namespace, sources,
                        follow=_flag(args.get("follow"), True), tail_lines=tail_lines,
                        timestamps=_flag(args.get("timestamps"), False),
-                       previous=_flag(args.get("previous"), False), containers=everything)
+                       previous=_flag(args.get("previous"), False))
     response = Response(body, mimetype="text/event-stream",
                         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
     response.call_on_close(lease.release)
