@@ -186,9 +186,9 @@ class _Tunnel(RawWS):
         return self.closed
 
 
-def _open_tunnels(server: Served, agent: str) -> int:
-    """How many connections the server says the agent holds (its JSON API)."""
-    token = server.live.token("alice")
+def _open_tunnels(server: Served, agent: str, token: str) -> int:
+    """How many connections the server says the agent holds (its JSON API, read with a
+    person's `token`)."""
     conn = http.client.HTTPConnection(server.host, server.port, timeout=10)
     try:
         conn.request("GET", "/api/v1/agents", headers={"Authorization": f"Bearer {token}"})
@@ -207,6 +207,7 @@ def test_one_agent_token_cannot_take_the_threads(live: Live,
         agents.create("prod", tunnel=True)
     live.agent("other")
     token, other = _agent_token(live, "prod"), _agent_token(live, "other")
+    reader = live.token("alice")  # made before the server writes to the database
     server = serve(threads=4, MAX_TUNNELS_PER_AGENT=8)
     tunnels = [_Tunnel(server, token) for _ in range(12)]
     try:
@@ -215,7 +216,7 @@ def test_one_agent_token_cannot_take_the_threads(live: Live,
         assert {code for code, _ in refused} == {4429}
         assert all("at most 8 tunnels per agent" in reason for _, reason in refused)
         # Eight open tunnels, twice the worker's threads: pages and other agents go on.
-        assert eventually(lambda: _open_tunnels(server, "prod") == 8)
+        assert eventually(lambda: _open_tunnels(server, "prod", reader) == 8)
         assert _answers_promptly(server)
         assert _heartbeat_promptly(server, other)
     finally:
