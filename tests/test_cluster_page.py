@@ -285,8 +285,8 @@ def test_a_crashing_pods_overview_says_why_it_last_stopped(
     sim.restart_container("default", "worker-1", reason="OOMKilled", exit_code=137)
     add_agent(app, sim, tmp_path)
     html = signed_in.get(panel_url("worker-1") + "&part=details").text
-    row = html[html.index('<tr data-container="worker" class="crashing">'):]
-    row = row[:row.index("</tr>")]
+    row = html[html.index('<li class="container crashing" data-container="worker">'):]
+    row = row[:row.index("</li>")]
     assert "shop/worker:1.4" in row and "CrashLoopBackOff" in row
     assert '<strong class="termination">OOMKilled: memory limit 128Mi</strong>' in row
     assert "memory 64Mi" in row and "memory 128Mi" in row

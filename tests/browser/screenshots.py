@@ -41,6 +41,7 @@ PAGES = [
     ("notifications", "/notifications/", "main h1"),
 ]
 PHONE_PAGES = [("agents", "/", "table.grid"), ("activity", f"/agents/{AGENT}", "#feed"),
+               ("cluster", f"/agents/{AGENT}/cluster", '#watch-badge[data-state="connected"]'),
                ("notifications", "/notifications/", "main h1")]
 
 

@@ -119,7 +119,7 @@ def test_a_crashing_pod_says_why_within_four_clicks(page: Page, h: Any, agent: s
     panel = page.locator(PANEL)
     expect(panel.locator(".relations-health")).to_contain_text(
         "OOMKilled: memory limit 128Mi", timeout=SLOW)
-    container = panel.locator('tr[data-container="worker"]')
+    container = panel.locator('li[data-container="worker"]')
     expect(container).to_contain_text("shop/worker:1.4")
     expect(container.locator(".termination")).to_have_text("OOMKilled: memory limit 128Mi")
     assert clicks <= 4
