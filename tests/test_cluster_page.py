@@ -599,3 +599,22 @@ def test_scaling_what_flux_applies_warns_that_flux_may_set_it_back() -> None:
     by_hand = {"metadata": {"name": "web", "namespace": "shop"}, "spec": {"replicas": 2}}
     plain = next(a for a in _actions(params, deployments, by_hand) if a.action == "scale")
     assert "Flux" not in plain.question and "applies it" not in plain.question
+
+
+def test_nodes_list_what_each_can_hold(app: Flask, signed_in: FlaskClient, sim: SimCluster,
+                                       tmp_path: Path) -> None:
+    """Allocatable CPU, memory and pods beside the printed columns, sortable as numbers."""
+    from webapp.simcluster import builders as b
+    sim.create(b.node("worker-1"))
+    add_agent(app, sim, tmp_path)
+    html = signed_in.get("/agents/prod/cluster?kind=nodes").text
+    table = section(html, "nodes")
+    for header in ("CPU", "Memory (GiB)", "Pods"):
+        assert f">{header}<" in table or f"{header}</" in table, header
+    node = sim.list("nodes")[0]
+    allocatable = node["status"]["allocatable"]
+    from webapp.watch.node_columns import quantity
+    cpu = quantity(allocatable["cpu"])
+    assert cpu is not None
+    assert f'data-col="cpu" data-sort="{float(round(cpu, 2))!r}"' in table
+    assert f'data-col="pods" data-sort="{float(int(allocatable["pods"]))!r}"' in table

@@ -20,7 +20,7 @@ import kubernetes
 import urllib3
 from urllib3 import HTTPHeaderDict
 
-from . import kubeconfig, names, rawjson, redact, serverpaths
+from . import kubeconfig, names, node_columns, rawjson, redact, serverpaths
 from .answers import AnswerExceeded, BoundedResponse, Bounds
 from .redact import LAST_APPLIED
 from .resources import Identity, WatchParams
@@ -109,6 +109,8 @@ def table_row(row: Any) -> JSON:
     last_seen = _last_seen(obj)
     if last_seen:
         out["lastSeen"] = last_seen  # an Event's LAST SEEN, printed as an age: sorted by time
+    if obj.get("kind") == "Node" and isinstance(out["cells"], list):
+        out["cells"] = [*out["cells"], *node_columns.cells(obj)]  # what it can hold
     return out
 
 
@@ -134,9 +136,10 @@ def _readable_rows(rows: Iterator[Any]) -> Iterator[JSON]:
 
 def include_object(params: WatchParams) -> str:
     """What a Table's rows carry of each object: its metadata, or the whole object for
-    Flux's kinds (few, small: it says whether one is suspended) and Events (small: when each
-    last happened, which the list sorts by)."""
-    whole = params.group.endswith(".toolkit.fluxcd.io") or params.resource == "events"
+    Flux's kinds (few, small: it says whether one is suspended), Events (small: when each
+    last happened, which the list sorts by) and Nodes (few: what each can hold)."""
+    whole = params.group.endswith(".toolkit.fluxcd.io") or params.resource == "events" or \
+        node_columns.applies(params.group, params.resource)
     return "Object" if whole else "Metadata"
 
 
@@ -340,6 +343,8 @@ class ClusterClient:
             except (*rawjson.MALFORMED, AttributeError) as exc:
                 raise KubeError(0, "BadResponse", f"unreadable LIST response: {exc}") from None
             resource_version = resource_version or str(meta.get("resourceVersion", ""))
+            if node_columns.applies(params.group, params.resource):
+                columns = node_columns.with_columns(columns)
             yield rows, resource_version, columns
 
     def current_version(self, params: WatchParams, identity: Identity) -> str:
@@ -361,7 +366,11 @@ class ClusterClient:
         response = self.request("GET", params.collection_path(), identity, query=query,
                                 timeout=(10, timeout_seconds + 30),
                                 accept=TABLE_ACCEPT if params.table else "application/json")
-        return TableWatchStream(response) if params.table else WatchStream(response)
+        if not params.table:
+            return WatchStream(response)
+        stream = TableWatchStream(response)
+        stream.extra_columns = node_columns.applies(params.group, params.resource)
+        return stream
 
     def get(self, params: WatchParams, name: str, identity: Identity,
             namespace: str | None = None) -> JSON:
@@ -482,6 +491,7 @@ class TableWatchStream(WatchStream):
     first names the columns (`columns` keeps the latest seen)."""
 
     columns: list[JSON] | None = None
+    extra_columns = False  # Nodes: node_columns's, after the printed ones
 
     def events(self) -> Iterator[Event]:
         for kind, obj, text in super().events():
@@ -491,7 +501,8 @@ class TableWatchStream(WatchStream):
                 continue
             rows, columns = table_rows(obj) if obj.get("kind") == "Table" else ([], None)
             if columns:
-                self.columns = columns
+                self.columns = node_columns.with_columns(columns) if self.extra_columns \
+                    else columns
             if not rows:  # a bookmark: only its version matters
                 yield kind, {"metadata": obj.get("metadata") or {}}, None
                 continue
