@@ -137,3 +137,25 @@ def write_transaction() -> Iterator[Session]:
         except BaseException:
             s.rollback()
             raise
+
+
+_UPSERTS: dict[tuple[str, str, str], Any] = {}
+
+
+def locked_row(session: Session, table: Any, key: str, touch: str,
+               returning: tuple[str, ...]) -> Any:
+    """INSERT … ON CONFLICT (key) DO UPDATE … RETURNING: the row of `key`, inserted if it
+    has none, returned locked until the transaction ends. The conflict's update takes the
+    row's lock even when the row exists (SELECT … FOR UPDATE cannot lock a row that is not
+    there yet, and two first writers would both insert it); it rewrites `touch` with itself.
+    One statement per table and dialect, built once."""
+    dialect = session.get_bind().dialect.name
+    cache_key = (str(table.name), key, dialect)
+    statement = _UPSERTS.get(cache_key)
+    if statement is None:
+        from sqlalchemy.dialects import postgresql, sqlite
+        insert = (postgresql if dialect == "postgresql" else sqlite).insert(table)
+        statement = _UPSERTS[cache_key] = insert.on_conflict_do_update(
+            index_elements=[key], set_={touch: table.c[touch]}).returning(
+            *(table.c[name] for name in returning))
+    return statement

@@ -28,7 +28,6 @@ from typing import Any, cast
 
 from flask import current_app
 from sqlalchemy import Table, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from . import db
@@ -39,7 +38,6 @@ from .tokens import Credential
 
 QUOTAS = cast(Table, TokenQuota.__table__)
 # Built once per dialect: this runs in the transaction of every agent's events.
-_LOCKS: dict[str, Any] = {}
 
 
 class QuotaExceeded(AppError):
@@ -182,17 +180,9 @@ def charge(session: Session, cred: Credential, cost: Cost, now: datetime) -> Non
 
 
 def _lock_statement(session: Session) -> Any:
-    """Insert the token's row if it has none, and return it, locked: ON CONFLICT DO UPDATE
-    takes the row's lock even when the row exists (a plain SELECT ... FOR UPDATE could not
-    lock a row that is not there yet, and two first requests would both insert it)."""
-    name = session.get_bind().dialect.name
-    if name not in _LOCKS:
-        insert = (postgresql if name == "postgresql" else sqlite).insert(QUOTAS)
-        _LOCKS[name] = (insert.on_conflict_do_update(index_elements=["token_id"],
-                                                     set_={"updated_at": QUOTAS.c.updated_at})
-                        .returning(QUOTAS.c.events_used, QUOTAS.c.bytes_used,
-                                   QUOTAS.c.updated_at))
-    return _LOCKS[name]
+    """The token's row, inserted if it has none, returned locked (db.locked_row)."""
+    return db.locked_row(session, QUOTAS, "token_id", "updated_at",
+                         ("events_used", "bytes_used", "updated_at"))
 
 
 def _refuse_early(cred: Credential, new_events: list[NewEvent], now: datetime,

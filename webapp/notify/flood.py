@@ -22,9 +22,9 @@ from typing import Any, cast
 
 from flask import current_app
 from sqlalchemy import Table, bindparam, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from .. import db
 from ..models import Event
 from . import important
 from .models import NotificationWindow
@@ -32,7 +32,6 @@ from .models import NotificationWindow
 WINDOWS = cast(Table, NotificationWindow.__table__)
 EVENTS = cast(Table, Event.__table__)
 # Built once per dialect: this runs in the transaction of every important event.
-_LOCKS: dict[str, Any] = {}
 _FOLD_INTO = (update(EVENTS).where(EVENTS.c.id.in_(bindparam("ids", expanding=True)))
               .values(folded_into=bindparam("fold")))
 
@@ -65,12 +64,6 @@ def fold(session: Session, agent_id: int, fresh: Sequence[tuple[int, str]],
 
 
 def _lock_statement(session: Session) -> Any:
-    """The agent's window row, inserted if missing, returned locked (see quotas.py)."""
-    name = session.get_bind().dialect.name
-    if name not in _LOCKS:
-        insert = (postgresql if name == "postgresql" else sqlite).insert(WINDOWS)
-        _LOCKS[name] = (insert.on_conflict_do_update(index_elements=["agent_id"],
-                                                     set_={"opened_at": WINDOWS.c.opened_at})
-                        .returning(WINDOWS.c.opened_at, WINDOWS.c.notified,
-                                   WINDOWS.c.fold_event_id))
-    return _LOCKS[name]
+    """The agent's window row, inserted if missing, returned locked (db.locked_row)."""
+    return db.locked_row(session, WINDOWS, "agent_id", "opened_at",
+                         ("opened_at", "notified", "fold_event_id"))
