@@ -35,7 +35,9 @@ PY
 }
 
 rm -f "$kubeconfig"
-"$bin/python" -m webapp.simcluster --port "$sim_port" --kubeconfig "$kubeconfig" --churn &
+# A small cluster's pace: an action every few seconds, Events kept a quarter of an hour.
+"$bin/python" -m webapp.simcluster --port "$sim_port" --kubeconfig "$kubeconfig" --churn \
+  --churn-rate 0.3 --event-ttl 900 &
 pids+=($!)
 while [ ! -s "$kubeconfig" ]; do sleep 0.2; done
 

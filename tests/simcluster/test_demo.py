@@ -11,7 +11,7 @@ import pytest
 
 from webapp.simcluster import Churn, Demo, SimCluster
 from webapp.simcluster.printers import PRINTERS
-from webapp.simcluster.resources import BY_KIND
+from webapp.simcluster.resources import BY_KIND, EVENTS
 
 
 @pytest.fixture(scope="module")
@@ -138,4 +138,21 @@ def test_a_crash_in_the_demo_says_why_in_the_log_of_the_run_that_crashed() -> No
     for _ in range(200):
         churn._replace()
     assert cluster.get("pods", pod["metadata"]["name"], pod["metadata"]["namespace"])
+    cluster.close()
+
+
+def test_events_last_seen_longer_ago_than_the_ttl_go() -> None:
+    """As kube-apiserver's --event-ttl: the demo's Events are its last while, not
+    everything since it started."""
+    cluster = SimCluster(flux_delay=0.1)
+    demo = cluster.seed_demo()
+    churn = Churn(cluster, demo, rate=0, log_rate=0, event_ttl=3600)
+    before = len(cluster.list("events"))
+    assert before and churn.expire_events() == 0  # all of them recent
+    old = cluster.list("events")[0]
+    cluster.store.update(EVENTS, old["metadata"]["namespace"],
+                         old["metadata"]["name"],
+                         lambda e: {**e, "lastTimestamp": "2026-01-01T00:00:00Z"})
+    assert churn.expire_events() == 1
+    assert len(cluster.list("events")) == before - 1
     cluster.close()

@@ -33,6 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--churn", action="store_true", help="keep the demo changing (implies --demo)")
     ap.add_argument("--churn-rate", type=float, default=2.0, help="churn actions per second")
     ap.add_argument("--log-rate", type=float, default=20.0, help="churn log lines per second")
+    ap.add_argument("--event-ttl", type=float, default=3600.0,
+                    help="seconds an Event is kept after it was last seen (kube-apiserver's "
+                         "--event-ttl)")
     ap.add_argument("--gitops-per-minute", type=float, default=1.0,
                     help="new Git revisions and chart bumps per minute (each one makes "
                          "agentwatch record a few events); 0: part of the churn rate")
@@ -55,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         demo = cluster.seed_demo()
         if args.churn:
             churn = Churn(cluster, demo, rate=args.churn_rate, log_rate=args.log_rate,
-                          gitops_per_minute=args.gitops_per_minute or None).start()
+                          gitops_per_minute=args.gitops_per_minute or None,
+                          event_ttl=args.event_ttl or None).start()
     print(f"simcluster serving {server.url}"
           + (f" (kubeconfig {args.kubeconfig})" if args.kubeconfig else ""), flush=True)
 

@@ -32,6 +32,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from . import builders as b
@@ -303,7 +304,7 @@ class Churn:
     def __init__(self, cluster: SimCluster, demo: Demo | None = None, *, rate: float = 2.0,
                  log_rate: float = 20.0, seed: int | None = None,
                  grace_period: int = 2, gitops_per_minute: float | None = None,
-                 failure_chance: float = 0.15) -> None:
+                 failure_chance: float = 0.15, event_ttl: float | None = None) -> None:
         self.cluster = cluster
         self.demo = demo or seed_demo(cluster)
         self.rate = rate
@@ -314,6 +315,10 @@ class Churn:
         self.failure_chance = failure_chance
         self.log_rate = log_rate
         self.grace_period = grace_period
+        # Events older than this go, as kube-apiserver's --event-ttl (1 h by default) makes
+        # them: a cluster's Events are its last while, not everything since it started.
+        self.event_ttl = event_ttl
+        self._next_expiry = time.monotonic() + 30
         self.rng = random.Random(seed)
         self.actions = 0
         self.lines = 0  # log lines appended so far
@@ -354,6 +359,9 @@ class Churn:
                     self.step()
                 if self.gitops_per_minute and self.rng.random() < self.gitops_per_minute / 600:
                     self.gitops_step()
+                if self.event_ttl and now >= self._next_expiry:
+                    self._next_expiry = now + 30
+                    self.expire_events()
             except ApiError:
                 pass  # raced with another change (e.g. pod already gone): fine for churn
             except Exception as exc:  # keep churning; surface for tests
@@ -406,6 +414,22 @@ class Churn:
                         self.demo, deprecated=self.rng.random() < self.failure_chance))
         getattr(self, f"_{action}")()
         return action
+
+    def expire_events(self) -> int:
+        """Delete the Events last seen longer than `event_ttl` ago; how many went."""
+        if not self.event_ttl:
+            return 0
+        cutoff = time.time() - self.event_ttl
+        gone = 0
+        for event in self.cluster.list("events"):
+            last = event.get("lastTimestamp") or event.get("eventTime") or \
+                event["metadata"].get("creationTimestamp")
+            if isinstance(last, str) and _epoch(last) < cutoff:
+                with contextlib.suppress(ApiError):
+                    self.cluster.delete("events", event["metadata"]["name"],
+                                        event["metadata"]["namespace"])
+                    gone += 1
+        return gone
 
     def _replace(self) -> None:
         """A pod goes away (evicted, node drained): its ReplicaSet makes a new one. A pod
@@ -498,3 +522,10 @@ _LAST_WORDS = {
 def _crash_looping(pod: dict[str, Any]) -> bool:
     return any((s.get("state") or {}).get("waiting", {}).get("reason") == "CrashLoopBackOff"
                for s in (pod.get("status") or {}).get("containerStatuses") or [])
+
+
+def _epoch(rfc3339: str) -> float:
+    try:
+        return datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return time.time()
