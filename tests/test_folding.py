@@ -109,6 +109,14 @@ def test_the_feed_folds_identical_errors_and_keeps_every_row_inside(signed_in, h
                      r'aria-controls="fold-\d+"[^>]*>×24', fold)
     text = html_lib.unescape(re.sub(r"<[^>]+>", "", fold))
     assert "Invalid manifest in commit 00000001: " + BAD in text
+    # The fold's head links its commit, and says which commits the fold holds, each a link
+    # to its newest event.
+    head = fold[:fold.index('<ol class="fold-members"')]
+    assert re.search(r'<span class="summary">Invalid manifest in commit <a class="commit" '
+                     rf'href="/agents/prod/events/{ids[0]}"', head)
+    listed = re.search(r'<span class="fold-commits">in commits (.*?)</span>', head).group(1)
+    assert len(re.findall(r'<a class="commit"', listed)) == 3  # the newest three
+    assert listed.endswith(" and 21 more")
     # The sync failure, 3 minutes ago, is a row of its own between the fold's members.
     assert f'id="event-{ids[24]}"' in page and f'id="event-{ids[24]}"' not in fold
 

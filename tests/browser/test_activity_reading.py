@@ -63,6 +63,12 @@ def test_identical_errors_fold_into_one_row_that_opens_and_grows_live(
     expect(page.locator("#feed-list > li.fold button.fold-toggle")).to_contain_text(
         "×6", timeout=LIVE)
     expect(page.locator("#feed-list > li.fold")).to_have_count(1)
+    # Folded again in the page: the head's commit is a link, and the fold names the commits
+    # it holds, the newest three, as the server draws a fold.
+    head = page.locator("#feed-list > li.fold .fold-head")
+    expect(head.locator(".summary a.commit")).to_have_text("00000006")
+    expect(head.locator(".fold-commits")).to_have_text(
+        "in commits 00000006, 00000005, 00000004 and 3 more")
     assert_not_reloaded(page)
 
 

@@ -8,6 +8,7 @@
 (function () {
   const held = [];  // live rows waiting behind the "N new" button, newest first
   let refoldPending = false;
+  const FOLD_COMMITS = 3;  // commits a fold names, the newest (webapp/views/feed_rows.py)
 
   function feedList() { return document.getElementById("feed-list"); }
 
@@ -41,10 +42,29 @@
     top.className = "fold-head";
     const icon = head.querySelector(".level");
     if (icon) top.appendChild(icon.cloneNode(true));
-    const summary = document.createElement("span");
+    // The newest row's message with its links, and the commits the fold holds when they
+    // are several (webapp/views/feed_rows.py draws the same).
+    const headSummary = head.querySelector(".summary");
+    const summary = headSummary ? headSummary.cloneNode(true) : document.createElement("span");
     summary.className = "summary";
-    summary.textContent = (head.querySelector(".summary") || head).textContent.trim();
     top.appendChild(summary);
+    const commits = new Map();
+    for (const row of rows) {
+      const link = row.querySelector(".summary a.commit");
+      if (link && !commits.has(link.textContent)) commits.set(link.textContent, link);
+    }
+    if (commits.size > 1) {
+      const list = document.createElement("span");
+      list.className = "fold-commits";
+      list.append("in commits ");
+      const shown = Array.from(commits.values()).slice(0, FOLD_COMMITS);
+      shown.forEach((link, i) => {
+        if (i) list.append(", ");
+        list.appendChild(link.cloneNode(true));
+      });
+      if (commits.size > shown.length) list.append(" and " + (commits.size - shown.length) + " more");
+      top.append(" ", list);
+    }
     const members = document.createElement("ol");
     members.className = "fold-members";
     members.id = "fold-" + head.dataset.id;

@@ -35,6 +35,8 @@ from .filters import (
 
 # Longer messages are cut to one line, with a button to read them whole.
 LONG_MESSAGE = 110
+# A fold names at most this many of the commits it holds, the newest (activity.js too).
+FOLD_COMMITS = 3
 
 def object_link(event: Event, agent_name: str) -> tuple[str, str] | None:
     """(where it opens, how the message writes it) of the cluster object an event is
@@ -112,12 +114,14 @@ def feed_items(rows: list[Event], agent_name: str, prev_day: date | None = None,
             out.append(row(head) + "\n")
             continue
         members = "".join(row(e) + "\n" for e in group.events)
-        out.append(_fold_item(group, label_of(day), members, detail_base))
+        out.append(_fold_item(group, label_of(day), members, detail_base, agent_name))
     return Markup("".join(out))
 
 
-def _fold_item(group: folding.Fold, day_label: str, members: str, detail_base: str) -> str:
-    """A fold: its newest row's message, a button with the count that shows every row."""
+def _fold_item(group: folding.Fold, day_label: str, members: str, detail_base: str,
+               agent_name: str) -> str:
+    """A fold: its newest row's message (its commit and object links), the commits it
+    holds when they are several, a button with the count that shows every row."""
     head = group.head
     level = escape(head.level)
     day = local_day(head.happened_at)
@@ -127,7 +131,9 @@ def _fold_item(group: folding.Fold, day_label: str, members: str, detail_base: s
             f'data-day-label="{day_label}" data-fold="{group.key}" data-count="{group.count}" '
             f'data-row data-href="{escape(detail_base)}{head.id}">\n'
             f'  <div class="fold-head">{level_icon(head.level)}\n'
-            f'  <span class="summary">{escape(events.describe(head))}</span>\n'
+            f'  <span class="summary">'
+            f'{message_html(head, agent_name, f"{detail_base}{head.id}")}</span>'
+            f'{_fold_commits(group, detail_base)}\n'
             f'  <button type="button" class="fold-toggle" aria-expanded="false" '
             f'aria-controls="{ol_id}" title="Identical events within an hour">'
             f'×{group.count}<span class="visually-hidden"> identical events: show them</span>'
@@ -136,6 +142,24 @@ def _fold_item(group: folding.Fold, day_label: str, members: str, detail_base: s
             f'  <a class="when" href="{escape(detail_base)}{head.id}" '
             f'title="Details of the newest">{time_tag(head.happened_at)}</a></div>\n'
             f'  <ol class="fold-members" id="{ol_id}" hidden>\n{members}  </ol>\n</li>\n')
+
+
+def _fold_commits(group: folding.Fold, detail_base: str) -> str:
+    """"in commits a1b2c3d, e4f5a6b" when a fold holds the same failure of several commits,
+    each a link to its newest event (activity.js draws the same for folds it makes)."""
+    newest: dict[str, Any] = {}
+    for event in group.events:  # newest first
+        sha = events.short_sha(event.commit_sha)
+        if sha and sha not in newest:
+            newest[sha] = event
+    if len(newest) < 2:
+        return ""
+    shown = list(newest.items())[:FOLD_COMMITS]
+    links = ", ".join(f'<a class="commit" href="{escape(detail_base)}{e.id}" '
+                      f'title="Commit {escape(e.commit_sha or "")}"><code>{escape(sha)}</code>'
+                      f'</a>' for sha, e in shown)
+    more = f" and {len(newest) - len(shown)} more" if len(newest) > len(shown) else ""
+    return f' <span class="fold-commits">in commits {links}{more}</span>'
 
 
 RowParts = tuple[date, str, str, str, str]
