@@ -112,6 +112,9 @@ def test_new_rows_wait_behind_a_button_while_the_reader_is_scrolled_down(
     expect(page.locator(f"#event-{first}")).to_be_visible()
     top = page.locator(ROWS).evaluate_all("els => els.slice(0, 2).map(e => e.dataset.id)")
     assert int(top[1]) == first
+    # What the button showed stays marked, and only that.
+    expect(page.locator(f"#event-{first}")).to_have_class(re.compile(r"\brevealed\b"))
+    expect(page.locator("ol.feed li.event.revealed")).to_have_count(2)
     assert page.evaluate("document.getElementById('feed').getBoundingClientRect().top") >= 0
     assert_not_reloaded(page)
 

@@ -178,6 +178,10 @@
     const list = feedList();
     const rows = held.splice(0);
     showPill();
+    // The rows the button shows stay marked (until the next ones): what is new is found
+    // again after the page has scrolled to it.
+    document.querySelectorAll("ol.feed li.event.revealed").forEach((row) => row.classList.remove("revealed"));
+    for (const row of rows) row.classList.add("revealed");
     if (list) {
       place(list, rows);
       const feed = document.getElementById("feed");
