@@ -192,3 +192,24 @@ def test_the_agents_list_draws_each_agents_last_day(signed_in, h, app, clock):
     assert re.findall(r'<td class="num[^"]*">(\d+)</td>', prod) == ["1", "1"]
     assert 'aria-label="Last 24 hours: 0 events"' in quiet
     assert 'class="bar' not in quiet
+
+
+def test_the_histogram_follows_new_events_and_dims_the_levels_filtered_out(signed_in, h,
+                                                                         app, clock):
+    h.agent()
+    add(app, clock, [("gitops_sync_failed", 10, {"commit_sha": sha(1)}),
+                     ("gitops_sync_succeeded", 20, {"commit_sha": sha(2)})])
+    page = signed_in.get("/agents/prod?level=error").text
+    figure = re.search(r'<figure class="histogram".*?</figure>', page, re.S)[0]
+    assert re.search(r'class="level-error" ', figure)  # shown
+    assert re.search(r'class="level-success filtered-out"', figure)  # left out of the feed
+    poller = html_lib.unescape(re.search(r'id="activity-poller"[^>]*hx-get="([^"]+)"',
+                                         page)[1])
+    # A new event: the poll brings the week's histogram with it, its totals counted again.
+    add(app, clock, [("gitops_sync_failed", 0, {"commit_sha": sha(3)})])
+    answer = signed_in.get(poller).text
+    live = re.search(r'<figure class="histogram" id="histogram" hx-swap-oob="true">.*?'
+                     r'</figure>', answer, re.S)[0]
+    caption = " ".join(html_lib.unescape(re.sub(r"<[^>]+>", " ", live.split("<svg")[0]))
+                       .split())
+    assert "3 events: 2 errors, 1 success." in caption

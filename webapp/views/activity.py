@@ -37,7 +37,7 @@ def _histogram(agent: Agent, filters: feed.Filters) -> dict[str, object]:
     def link(hour: str, level: str) -> str:
         return f"?hour={hour}&level={level}{tail}"
 
-    return {"histogram": charts.week_histogram(series, link, filters.hour),
+    return {"histogram": charts.week_histogram(series, link, filters.hour, filters.levels),
             "histogram_text": charts.counts_text(
                 {level: series.total(level) for level in charts.STACK}),
             "hour_label": charts.hour_label(filters.hour) if filters.hour else None}
@@ -79,10 +79,12 @@ def poll(name: str) -> Response | str:
     key = status_key(status)
     if not rows and key == request.args.get("status"):
         return Response(status=204)  # nothing changed: nothing is sent
+    # New rows change the week's counts: the histogram and its totals come with them.
     return render_template(
         "activity/_poll.html", agent=agent, filters=filters, rows=rows,
         after=max([after] + [e.id for e in rows]), status=status, status_key=key,
-        status_changed=key != request.args.get("status"))
+        status_changed=key != request.args.get("status"),
+        **(_histogram(agent, filters) if rows else {}))
 
 
 @bp.get("/agents/<name>/activity/older")

@@ -45,15 +45,21 @@ def _label(begin: datetime) -> str:
 
 
 def week_histogram(series: Series, link: Callable[[str, str], str],
-                   selected: datetime | None = None) -> Markup:
+                   selected: datetime | None = None,
+                   shown_levels: tuple[str, ...] = ()) -> Markup:
     """168 hourly stacks; each level of each hour links (`link(hour, level)`, the hour
     written YYYY-MM-DDTHH in UTC) to the feed filtered to it. The figure's caption says
     what the bars add up to, for screen readers and for anyone who does not read charts.
+
+    `shown_levels`: the levels the feed shows (none: all); the others are drawn dimmed.
 
     Up to 672 bars on every load of the Activity tab: strings are built directly, and the
     only text not made here (the links) is escaped once each."""
     peak = max(series.peak, 1)
     width = BAR * len(series.buckets)
+
+    def dim(level: str) -> str:
+        return " filtered-out" if shown_levels and level not in shown_levels else ""
     out = [f'<svg class="histogram-chart" viewBox="0 0 {width} {PLOT + AXIS}" '
            'aria-labelledby="histogram-caption">']
     day = None
@@ -85,8 +91,8 @@ def week_histogram(series: Series, link: Callable[[str, str], str],
             # The link's <title> names it (for screen readers) and shows on hover.
             out.append(
                 f'<a href="{escape(link(hour, level))}"><title>{label}: {_levels(n, level)}'
-                f'</title><rect class="level-{level}" x="{x}" y="{y}" width="{BAR - 1}" '
-                f'height="{height}"/></a>')
+                f'</title><rect class="level-{level}{dim(level)}" x="{x}" y="{y}" '
+                f'width="{BAR - 1}" height="{height}"/></a>')
     out.append("</svg>")
     return Markup("".join(out))
 
