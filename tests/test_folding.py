@@ -200,3 +200,16 @@ def test_reading_a_fold_refuses_ids_that_are_not_the_users_notifications(signed_
     assert bad.status_code == 422
     none = signed_in.post("/notifications/read", data={"csrf_token": csrf})
     assert none.status_code == 422
+
+
+def test_a_gitops_commit_links_to_its_git_host_when_its_source_is_known(signed_in, h, app,
+                                                                       clock):
+    h.agent()
+    sha = "9fceb02d0ae598e95dc970b74767f19372d61af8"
+    add(app, clock, [("gitops_sync_failed", 1, {
+        "commit_sha": sha, "message": "timeout",
+        "details": {"object": "Kustomization/flux-system/apps",
+                    "source_url": "ssh://git@github.com/example/fleet.git"}})])
+    page = signed_in.get("/agents/prod").text
+    assert (f'<a class="commit" href="https://github.com/example/fleet/commit/{sha}" '
+            'rel="noopener"') in page

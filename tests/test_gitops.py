@@ -182,3 +182,26 @@ def test_the_job_observes_what_the_configuration_names(app, cluster, tmp_path, h
         app.extensions["clusters"].close()
     objects = {e.details["object"] for e in h.events() if e.category == "gitops"}
     assert objects == {"Kustomization/flux-system/apps"}
+
+
+def test_a_commits_page_on_its_git_host():
+    from webapp.gitops.sources import commit_url
+    sha = "9fceb02d0ae598e95dc970b74767f19372d61af8"
+    assert commit_url("https://github.com/org/app.git", sha) == \
+        f"https://github.com/org/app/commit/{sha}"
+    assert commit_url("ssh://git@gitlab.example.com/platform/manifests", sha) == \
+        f"https://gitlab.example.com/platform/manifests/-/commit/{sha}"
+    assert commit_url("git@codeberg.org:team/repo.git", sha) == \
+        f"https://codeberg.org/team/repo/commit/{sha}"
+    for bad in ("javascript:alert(1)", "https://x/..%2f", "file:///etc/passwd", None, ""):
+        assert commit_url(bad, sha) is None, bad
+    assert commit_url("https://github.com/org/app", "v1.2.3") is None  # not a commit
+
+
+def test_gitops_events_know_where_their_commits_live(observed, cluster, h, signed_in=None):
+    cluster.add_kustomization("flux-system", "apps")
+    observed()
+    wait_for(lambda: any(e.type == "gitops_sync_succeeded" for e in h.events()))
+    synced = next(e for e in h.events() if e.type == "gitops_sync_succeeded")
+    url = cluster.get("gitrepositories", "flux-system", "flux-system")["spec"]["url"]
+    assert synced.details["source_url"] == url

@@ -28,6 +28,7 @@ from ..watch.kube import ClusterClient
 from ..watch.resources import WatchParams
 from .derive import events_for, problem
 from .reflector import Reflector, Timing
+from .sources import SourceURLs
 
 log = logging.getLogger(__name__)
 QUEUE_LIMIT = 20_000
@@ -56,6 +57,7 @@ class GitOpsObserver:
         self._worker: threading.Thread | None = None
         self._stopping = threading.Event()
         self.reachability = Reachability("gitops")
+        self.sources = SourceURLs(self._client_in_app)
         self.recorded = 0
         self.skipped = 0  # objects that could not be read or recorded (logged each)
         self._skipped_seen: set[tuple[str, str, str]] = set()
@@ -210,7 +212,12 @@ class GitOpsObserver:
             self._skip(watch.agent, _describe(obj), reason, _version(obj))
             return []
         try:
-            return events_for(obj)
+            found = events_for(obj)
+            url = self.sources.url_of(watch.agent, obj) if found else None
+            if url:  # where its commits live: the page links them to the Git host
+                for event in found:
+                    event.details = {**(event.details or {}), "source_url": url}
+            return found
         except Exception as exc:  # derive met a shape problem() did not foresee
             self._skip(watch.agent, _describe(obj), f"cannot be read: {exc!r}"[:300],
                        _version(obj))

@@ -20,6 +20,7 @@ from flask import current_app, url_for
 from markupsafe import Markup, escape
 
 from .. import clock, events, folding
+from ..gitops import sources
 from ..models import Event
 from . import cluster
 from .filters import (
@@ -62,7 +63,10 @@ def message_html(event: Event, agent_name: str, detail_url: str) -> str:
     out = str(escape(text))
     sha = events.short_sha(event.commit_sha)
     if sha and sha in text:
-        link = (f'<a class="commit" href="{escape(detail_url)}" '
+        # On its Git host when the event knows where (GitOps events: their source's URL).
+        host = sources.commit_url((event.details or {}).get("source_url"), event.commit_sha)
+        where = f'{escape(host)}" rel="noopener' if host else escape(detail_url)
+        link = (f'<a class="commit" href="{where}" '
                 f'title="Commit {escape(event.commit_sha or "")}"><code>{escape(sha)}</code></a>')
         out = out.replace(str(escape(sha)), link, 1)
     found = object_link(event, agent_name)
