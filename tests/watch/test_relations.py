@@ -8,15 +8,15 @@ from typing import Any
 import pytest
 
 from webapp.watch import relations
-from webapp.watch.relations import (
+from webapp.watch.health import (
     FAILED,
     HEALTHY,
     MISSING,
     PROGRESSING,
     SUSPENDED,
     UNKNOWN,
-    Ref,
 )
+from webapp.watch.relations import Ref
 
 JSON = dict[str, Any]
 

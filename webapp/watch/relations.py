@@ -1,4 +1,5 @@
-"""How cluster objects relate, and how healthy each one is: a tree around one object.
+"""How cluster objects relate: a tree around one object, each node with its health
+(health.py).
 
 From any object: its owner chain (Pod → ReplicaSet → Deployment, Job → CronJob) and what
 it owns; a Service's selected Pods; a Flux Kustomization's inventory
@@ -17,9 +18,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from . import pod_facts
+from .health import (
+    RANK,
+    UNKNOWN,
+    Health,
+    health,
+)
 from .resources import WatchParams
-from .rows import normalize, pod_columns, status_tone
+from .rows import normalize
 
 if TYPE_CHECKING:
     from .subscriptions import Snapshot
@@ -74,15 +80,6 @@ HELM_RELEASE_NAMESPACE_ANNOTATION = "meta.helm.sh/release-namespace"
 MAX_NODES = 400  # a tree past this says how many it left out
 MAX_DEPTH = 6  # nested Kustomizations, each with workloads, stop somewhere
 
-# Health states, the worst first: a subtree is as bad as its worst node.
-FAILED = "failed"
-MISSING = "missing"
-PROGRESSING = "progressing"
-SUSPENDED = "suspended"
-UNKNOWN = "unknown"
-HEALTHY = "healthy"
-_RANK = {FAILED: 0, MISSING: 1, PROGRESSING: 2, SUSPENDED: 3, UNKNOWN: 4, HEALTHY: 5}
-_BROKEN = (FAILED, MISSING)
 
 
 class World(Protocol):
@@ -116,16 +113,6 @@ class Ref:
             f"{self.kind} {self.name}"
 
 
-@dataclass(frozen=True)
-class Health:
-    state: str
-    reason: str = ""
-
-    @property
-    def broken(self) -> bool:
-        return self.state in _BROKEN
-
-
 @dataclass
 class Node:
     ref: Ref
@@ -142,7 +129,7 @@ class Node:
         worst = self.health
         for child in self.children:
             below = child.worst
-            if _RANK[below.state] < _RANK[worst.state]:
+            if RANK[below.state] < RANK[worst.state]:
                 worst = below
         return worst
 
@@ -173,10 +160,6 @@ class Tree:
 def _d(value: Any) -> JSON:
     """`value` when it is an object, else {}: a malformed object must not stop the tree."""
     return value if isinstance(value, dict) else {}
-
-
-def _l(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def group_of(api_version: str) -> str:
@@ -278,150 +261,6 @@ def controller_ref(obj: JSON) -> JSON | None:
 def owns(owner: JSON, obj: JSON) -> bool:
     uid = _d(owner.get("metadata")).get("uid")
     return bool(uid) and any(r.get("uid") == uid for r in owner_refs(obj))
-
-
-# --- health -----------------------------------------------------------------------------
-
-def _conditions(obj: JSON) -> dict[str, JSON]:
-    found = {}
-    for cond in _l(obj["status"].get("conditions")):
-        if isinstance(cond, dict) and cond.get("type"):
-            found[str(cond["type"])] = cond
-    return found
-
-
-def _int(value: Any, default: int = 0) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-
-def _pod_health(obj: JSON) -> Health:
-    pod = pod_columns(obj)
-    tone = status_tone(pod.status)
-    if pod.status == "Terminating":
-        return Health(PROGRESSING, "Terminating")
-    if tone == "done":
-        return Health(HEALTHY, pod.status)
-    if tone == "error":
-        # Why it keeps failing, where the kubelet says so ("OOMKilled: memory limit 128Mi").
-        crash = pod_facts.crash_reason(obj)
-        return Health(FAILED, f"{pod.status} — {crash}" if crash and
-                      not crash.startswith(pod.status) else crash or pod.status)
-    if tone == "ok" and pod.ready < pod.total:
-        return Health(PROGRESSING, f"{pod.status}, {pod.ready}/{pod.total} ready")
-    if tone == "ok":
-        return Health(HEALTHY, pod.status)
-    return Health(PROGRESSING, pod.status)
-
-
-def _deployment_health(obj: JSON) -> Health:
-    spec, status = obj["spec"], obj["status"]
-    if spec.get("paused"):
-        return Health(SUSPENDED, "Paused")
-    progressing = _conditions(obj).get("Progressing") or {}
-    if progressing.get("status") == "False":
-        return Health(FAILED, str(progressing.get("message") or progressing.get("reason")
-                                  or "Not progressing"))
-    desired = _int(spec.get("replicas"), 1)
-    available = _int(status.get("availableReplicas"))
-    updated = _int(status.get("updatedReplicas"))
-    observed = _int(status.get("observedGeneration"), -1)
-    generation = _int(obj["metadata"].get("generation"), 0)
-    text = f"{available}/{desired} available"
-    if observed < generation or updated < desired or available < desired or \
-            _int(status.get("replicas")) > desired:
-        return Health(PROGRESSING, text + ("" if updated >= desired
-                                           else f", {updated}/{desired} updated"))
-    return Health(HEALTHY, text)
-
-
-def _replicas_health(obj: JSON, ready_field: str) -> Health:
-    desired = _int(obj["spec"].get("replicas"), 1)
-    ready = _int(obj["status"].get(ready_field))
-    text = f"{ready}/{desired} ready"
-    if obj["status"].get("updateRevision") and \
-            obj["status"].get("updateRevision") != obj["status"].get("currentRevision"):
-        return Health(PROGRESSING, text + ", rolling out")
-    return Health(HEALTHY if ready >= desired else PROGRESSING, text)
-
-
-def _daemonset_health(obj: JSON) -> Health:
-    status = obj["status"]
-    desired = _int(status.get("desiredNumberScheduled"))
-    ready = _int(status.get("numberReady"))
-    text = f"{ready}/{desired} ready"
-    if _int(status.get("numberUnavailable")) or ready < desired or \
-            _int(status.get("updatedNumberScheduled"), desired) < desired:
-        return Health(PROGRESSING, text)
-    return Health(HEALTHY, text)
-
-
-def _job_health(obj: JSON) -> Health:
-    conditions = _conditions(obj)
-    for kind in ("Failed", "FailureTarget"):
-        cond = conditions.get(kind) or {}
-        if cond.get("status") == "True":
-            return Health(FAILED, str(cond.get("message") or cond.get("reason") or kind))
-    if (conditions.get("Complete") or {}).get("status") == "True":
-        return Health(HEALTHY, "Complete")
-    if obj["spec"].get("suspend"):
-        return Health(SUSPENDED, "Suspended")
-    active = _int(obj["status"].get("active"))
-    return Health(PROGRESSING, f"Running ({active} active)" if active else "Starting")
-
-
-def _cronjob_health(obj: JSON) -> Health:
-    if obj["spec"].get("suspend"):
-        return Health(SUSPENDED, "Suspended")
-    active = len(_l(obj["status"].get("active")))
-    last = obj["status"].get("lastScheduleTime")
-    if active:
-        return Health(HEALTHY, f"{active} active")
-    return Health(HEALTHY, f"last scheduled {last}" if last else "never scheduled")
-
-
-def _ready_condition_health(obj: JSON) -> Health | None:
-    """Flux objects and most custom resources: their Ready condition."""
-    if obj["spec"].get("suspend") is True:
-        return Health(SUSPENDED, "Suspended")
-    conditions = _conditions(obj)
-    ready = conditions.get("Ready") or conditions.get("Available")
-    if ready is None:
-        return None
-    message = str(ready.get("message") or ready.get("reason") or "")
-    if ready.get("status") == "True":
-        return Health(HEALTHY, message or "Ready")
-    if ready.get("status") == "False":
-        if (conditions.get("Reconciling") or {}).get("status") == "True":
-            return Health(PROGRESSING, message or "Reconciling")
-        return Health(FAILED, message or "Not ready")
-    return Health(PROGRESSING, message or "Reconciling")
-
-
-def health(kind: str, obj: JSON | None) -> Health:
-    """How an object of `kind` is doing, read from its status as kubectl and Flux do."""
-    if obj is None:
-        return Health(MISSING, "not found in the cluster")
-    obj = normalize(obj)
-    if kind == "Pod":
-        return _pod_health(obj)
-    if kind == "Deployment":
-        return _deployment_health(obj)
-    if kind == "ReplicaSet":
-        return _replicas_health(obj, "readyReplicas")
-    if kind == "StatefulSet":
-        return _replicas_health(obj, "readyReplicas")
-    if kind == "DaemonSet":
-        return _daemonset_health(obj)
-    if kind == "Job":
-        return _job_health(obj)
-    if kind == "CronJob":
-        return _cronjob_health(obj)
-    by_condition = _ready_condition_health(obj)
-    if by_condition is not None:
-        return by_condition
-    if kind == "Service":
-        return Health(HEALTHY, str(obj["spec"].get("type") or "ClusterIP"))
-    return Health(HEALTHY, "present")
 
 
 # --- the tree ---------------------------------------------------------------------------
