@@ -103,18 +103,18 @@ class RequestReader:
         if encodings:
             if lengths or encodings != [b"chunked"]:
                 # Both, or a coding we do not frame: gunicorn refuses or reads it itself.
-                self._hand_on(body_left=True)
+                self._hand_on()
                 return
             self._chunked = True
             self._chunk_at = self.head_end or 0
         elif lengths:
             value = lengths.pop() if len(lengths) == 1 else b""
             if not value.isdigit() or len(value) > 18:
-                self._hand_on(body_left=True)  # gunicorn answers 400
+                self._hand_on()  # gunicorn answers 400
                 return
             self._length = int(value)
             if self._length > self.max_body:
-                self._hand_on(body_left=True)  # the app answers 413 without reading it
+                self._hand_on()  # the app answers 413 without reading it
                 return
         else:
             self._length = 0
@@ -143,11 +143,11 @@ class RequestReader:
             line_end = self.buffer.find(b"\r\n", at)
             if line_end < 0:
                 if len(self.buffer) - at > _CHUNK_LINE_MAX:
-                    self._hand_on(body_left=True)
+                    self._hand_on()
                 return
             size_text = bytes(self.buffer[at:line_end]).split(b";", 1)[0].strip()
             if not _HEX.fullmatch(size_text):
-                self._hand_on(body_left=True)  # gunicorn answers 400
+                self._hand_on()  # gunicorn answers 400
                 return
             size = int(size_text, 16)
             if size == 0:
@@ -163,7 +163,7 @@ class RequestReader:
             if len(self.buffer) < data_end + 2:
                 return
             if self.buffer[data_end:data_end + 2] != b"\r\n":
-                self._hand_on(body_left=True)
+                self._hand_on()
                 return
             self._chunk_at = data_end + 2
 
@@ -178,6 +178,7 @@ class RequestReader:
             self.refusal = Refusal(431, "Request Header Fields Too Large",
                                    "the request's trailers are too large")
 
-    def _hand_on(self, body_left: bool) -> None:
+    def _hand_on(self) -> None:
+        """Complete as far as this reader goes; what follows stays on the socket."""
         self.complete = True
-        self.body_left_unread = body_left
+        self.body_left_unread = True

@@ -420,7 +420,8 @@ def _actions(params: WatchParams, kind: Kind, obj: dict[str, Any]) -> list[Panel
     target = _target(kind, meta)
     found: list[PanelAction] = []
     kind_key = (params.group, params.resource)
-    flux = _managed_by_flux(meta)
+    applier = relations.applied_by(obj)  # Flux applies it: its reconcile may undo a change
+    flux = applier.title if applier is not None else None
     if kind_key in actions.TARGETS["restart"][0]:
         found.append(PanelAction("restart", "Restart", f"Restart {target}? Its pods are "
                                  "replaced one by one, as kubectl rollout restart does."))
@@ -445,18 +446,6 @@ def _actions(params: WatchParams, kind: Kind, obj: dict[str, Any]) -> list[Panel
                      PanelAction("suspend", "Suspend", f"Suspend {target}? Flux stops "
                                  "applying it."))
     return found
-
-
-def _managed_by_flux(meta: dict[str, Any]) -> str | None:
-    """The Flux object that applies this one ("Kustomization flux-system/apps"), from the
-    labels Flux's controllers put on what they apply; None when Flux does not."""
-    labels = meta.get("labels") or {}
-    for kind, group in (("Kustomization", "kustomize.toolkit.fluxcd.io"),
-                        ("HelmRelease", "helm.toolkit.fluxcd.io")):
-        name, namespace = labels.get(f"{group}/name"), labels.get(f"{group}/namespace")
-        if name and namespace:
-            return f"{kind} {namespace}/{name}"
-    return None
 
 
 def _containers(obj: dict[str, Any]) -> list[str]:

@@ -50,10 +50,10 @@ def _install(agent: Agent, raw_token: str, secrets: SecretReads) -> dict[str, ob
 
 
 def _secrets_choice() -> SecretReads:
-    choice = request.form.get("secrets") or SecretReads.NAMES
-    if choice not in SecretReads.__members__.values():
-        raise Invalid("secrets: choose names, keys or none", field="secrets")
-    return SecretReads(choice)
+    try:
+        return SecretReads(request.form.get("secrets") or SecretReads.NAMES)
+    except ValueError:
+        raise Invalid("secrets: choose names, keys or none", field="secrets") from None
 
 
 def _stamped(prefix: str) -> str:

@@ -115,10 +115,10 @@ class Kind:
         return self.category == "Flux"
 
     def params(self, namespace: str | None = None, label_selector: str | None = None,
-               table: bool = True) -> WatchParams:
+               table: bool = True, field_selector: str | None = None) -> WatchParams:
         return WatchParams(self.group, self.version, self.resource,
                            namespace if self.namespaced else None, label_selector or None,
-                           table=table)
+                           field_selector, table=table)
 
 
 def _k(group: str, version: str, resource: str, kind: str, namespaced: bool = True) -> Kind:

@@ -106,16 +106,18 @@ def table_row(row: Any) -> JSON:
     spec = obj.get("spec")
     if isinstance(spec, dict) and isinstance(spec.get("suspend"), bool):
         out["suspend"] = spec["suspend"]  # Flux prints no column for it; the page shows it
-    last_seen = _last_seen(obj)
-    if last_seen:
-        out["lastSeen"] = last_seen  # an Event's LAST SEEN, printed as an age: sorted by time
-    if obj.get("kind") == "Node" and isinstance(out["cells"], list):
+    kind = obj.get("kind")
+    if kind == "Event":
+        last_seen = _last_seen(obj)
+        if last_seen:
+            out["lastSeen"] = last_seen  # LAST SEEN, printed as an age: sorted by time
+    elif kind == "Node" and isinstance(out["cells"], list):
         out["cells"] = [*out["cells"], *node_columns.cells(obj)]  # what it can hold
     return out
 
 
 def _last_seen(obj: JSON) -> str | None:
-    """When an Event last happened, as kubectl's LAST SEEN reads it (None for other kinds)."""
+    """When an Event last happened, as kubectl's LAST SEEN reads it."""
     series = obj.get("series")
     for value in ((series or {}).get("lastObservedTime") if isinstance(series, dict) else None,
                   obj.get("lastTimestamp"), obj.get("eventTime")):

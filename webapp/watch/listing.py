@@ -146,8 +146,7 @@ def watch_params(kind: Kind, state: ListState) -> list[Any]:
     fields = "type=Warning" if state.warnings and kind.resource == "events" else None
     namespaces: list[str | None] = list(state.namespaces) if kind.namespaced and \
         state.namespaces else [None]
-    return [replace(kind.params(ns, state.selector), field_selector=fields) if fields
-            else kind.params(ns, state.selector) for ns in namespaces]
+    return [kind.params(ns, state.selector, field_selector=fields) for ns in namespaces]
 
 
 @lru_cache(maxsize=65536)  # a list sorted by a column sorts all its rows again each page

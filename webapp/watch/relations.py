@@ -318,7 +318,7 @@ class _Builder:
             if found is None:
                 break
             current = found
-        applier = _applied_by(current)
+        applier = applied_by(current)
         if applier is not None and self.room():
             # The top owner came from Flux: the object that applies it is above it.
             found, known = self.find(applier)
@@ -368,7 +368,7 @@ class _Builder:
         self.expand(child, depth + 1)
 
 
-def _applied_by(obj: JSON) -> Ref | None:
+def applied_by(obj: JSON) -> Ref | None:
     """The Kustomization or HelmRelease that applied `obj`, from the labels Flux's
     controllers put on what they apply."""
     labels = _d(_d(obj.get("metadata")).get("labels"))

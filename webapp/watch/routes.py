@@ -14,7 +14,7 @@ from . import access, actions, limits, logs, names, stream, tickets
 from . import workload_logs as workload_logs_of
 from .kube import ClusterClient, KubeError
 from .recheck import Recheck
-from .resources import WatchParams
+from .resources import Identity, WatchParams
 from .ws import SUBPROTOCOL
 
 bp = Blueprint("watch", __name__)
@@ -102,7 +102,7 @@ def workload_logs(name: str) -> Response:
     return response
 
 
-def _log_stream(client: ClusterClient, agent: Agent, identity: Any, lease: limits.Lease,
+def _log_stream(client: ClusterClient, agent: Agent, identity: Identity, lease: limits.Lease,
                 namespace: str, sources: list[logs.Source], tail_lines: int | None) -> Response:
     """The event stream of `sources`' logs, with the request's settings; a followed log
     holds a server thread, so it is one of the user's streams (`lease`)."""
