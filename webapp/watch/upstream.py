@@ -307,7 +307,7 @@ class UpstreamWatch:
                           position)
 
     def _send_snapshot(self, subscription: Subscription) -> None:
-        if len(self._cache) >= subscription.sink.room():
+        if len(self._cache) > subscription.sink.room():
             # More than the subscriber's queue can take at once: sent whole it would cut
             # the page's connection, and the page would reconnect and be cut again. The
             # list keeps what the page drew; this watch says why it is not live.
