@@ -20,7 +20,7 @@ from webapp.watch.kube import Connection
 
 from . import test_cluster_live as cluster_live
 from .signin import sign_in
-from .test_cluster_live import SLOW, open_cluster, row
+from .test_cluster_live import BADGE, SLOW, open_cluster, row
 
 pytestmark = pytest.mark.browser
 
@@ -115,6 +115,8 @@ def test_a_crashing_pod_says_why_within_four_clicks(page: Page, h: Any, agent: s
 
     click(page.get_by_role("link", name="prod", exact=True))
     click(page.get_by_role("link", name="Cluster", exact=True))
+    # Its scripts listen once it has loaded and gone live: a click before opens nothing.
+    expect(page.locator(BADGE)).to_have_attribute("data-state", "connected", timeout=SLOW)
     click(row(page, "pods", "worker-7d9f-x2x").locator("a.object-link"))
     panel = page.locator(PANEL)
     expect(panel.locator(".relations-health")).to_contain_text(

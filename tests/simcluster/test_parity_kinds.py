@@ -347,6 +347,11 @@ def test_every_kind_prints_the_servers_table(
         assert (table["kind"], table["apiVersion"]) == ("Table", "meta.k8s.io/v1")
         got = [(c["name"], c["type"], c["priority"]) for c in table["columnDefinitions"]]
         assert got == columns, (bare_target.name, plural)
+        if plural == "events":
+            # The real server's own controllers may add events of their own to the
+            # namespace (a busy machine gave the IP allocator's repair one): the test's.
+            table["rows"] = [r for r in table["rows"]
+                             if r["object"]["metadata"]["name"] in uids]
         assert _masked(table, uids) == cells, (bare_target.name, plural)
         assert all(r["object"]["kind"] == "PartialObjectMetadata" for r in table["rows"])
 
