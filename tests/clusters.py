@@ -27,8 +27,8 @@ import kubernetes
 import pytest
 import yaml
 from flask import Flask
+from loopback import serve_wsgi
 from realkube.cluster import ADMIN, NotBuilt, RealCluster, find_binaries
-from werkzeug.serving import BaseWSGIServer, make_server
 
 from webapp.simcluster import SimCluster
 
@@ -141,16 +141,9 @@ def realkube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
 def serve(app: Flask) -> Iterator[str]:
     """The app on 127.0.0.1 and a free port (its base URL), threaded as in production; on
     the way out its hub's watches and cluster clients stop before the server does."""
-    server: BaseWSGIServer = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
-                              name="live-server", daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        app.extensions["watch_hub"].shutdown()
-        app.extensions["clusters"].close()
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
-        assert not thread.is_alive(), "the live server did not stop"
+    with serve_wsgi(app) as base_url:
+        try:
+            yield base_url
+        finally:
+            app.extensions["watch_hub"].shutdown()
+            app.extensions["clusters"].close()

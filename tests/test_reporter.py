@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 from click.testing import CliRunner
-from werkzeug.serving import make_server
+from loopback import serve_wsgi
 
 from webapp.cli import main
 
 
 @pytest.fixture
 def served(app):
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    server.server_close()
-    thread.join(5)
+    with serve_wsgi(app) as base_url:
+        yield base_url
 
 
 def run(*args):

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -24,8 +23,8 @@ from typing import Any
 
 import pytest
 from flask import Flask
+from loopback import serve_wsgi
 from playwright.sync_api import Browser, Page, Playwright, sync_playwright
-from werkzeug.serving import BaseWSGIServer, make_server
 
 CHROMIUM = os.environ.get("AGENTWATCH_TEST_CHROMIUM", "/usr/bin/chromium")
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -70,17 +69,8 @@ def app_config(database_url: str, tmp_path: Path) -> dict[str, Any]:
 @pytest.fixture
 def live_server(app: Flask) -> Iterator[str]:
     """The app on 127.0.0.1 and a free port, in a background thread; yields its base URL."""
-    server: BaseWSGIServer = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
-                              name="live-server", daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
-        assert not thread.is_alive(), "the live server did not stop"
+    with serve_wsgi(app) as base_url:
+        yield base_url
 
 
 # --- the agent side, over HTTP ------------------------------------------------------------

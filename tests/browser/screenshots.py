@@ -1,7 +1,7 @@
 """Regenerates docs/screenshots/: the main pages in light and dark, and two at phone width.
 
-    PYTHONPATH=. .venv/bin/python -m tests.browser.screenshots [--out docs/screenshots]
-    PYTHONPATH=. .venv/bin/python -m tests.browser.screenshots --serve   # just run the demo
+    PYTHONPATH=.:tests .venv/bin/python -m tests.browser.screenshots [--out docs/screenshots]
+    PYTHONPATH=.:tests .venv/bin/python -m tests.browser.screenshots --serve   # just run the demo
 
 The demo as `make run` seeds it (an admin, the demo agent and its week of activity), its
 cluster the simulator's demo namespaces, all on a scratch database that is thrown away.
@@ -13,14 +13,13 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from loopback import serve_wsgi
 from playwright.sync_api import Page, sync_playwright
-from werkzeug.serving import WSGIRequestHandler, make_server
 
 from webapp import create_app, db, demo
 from webapp.simcluster import SimCluster
@@ -45,11 +44,6 @@ PHONE_PAGES = [("agents", "/", "table.grid"), ("activity", f"/agents/{AGENT}", "
                ("notifications", "/notifications/", "main h1")]
 
 
-class _Quiet(WSGIRequestHandler):
-    def log_request(self, *args: object, **kwargs: object) -> None:
-        pass
-
-
 @contextmanager
 def demo_server() -> Iterator[str]:
     """The demo on a loopback port; yields its base URL."""
@@ -68,13 +62,10 @@ def demo_server() -> Iterator[str]:
         with app.app_context():
             demo.seed(echo=lambda _: None, kubeconfig=str(kubeconfig), context="sim")
             db.session().commit()
-        server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=_Quiet)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
         try:
-            yield f"http://127.0.0.1:{server.server_port}"
+            with serve_wsgi(app, quiet=True) as base_url:
+                yield base_url
         finally:
-            server.shutdown()
             app.extensions["watch_hub"].shutdown()
             app.extensions["clusters"].close()
             cluster.close()

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import http.client
 import json
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from werkzeug.serving import make_server
+from loopback import serve_wsgi
 
 from webapp import create_app
 
@@ -20,14 +19,10 @@ LIMIT = 2000
 @pytest.fixture
 def served(app_config) -> Iterator[Any]:
     app = create_app({**app_config, "MAX_CONTENT_LENGTH": LIMIT})
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     try:
-        yield app, server.server_port
+        with serve_wsgi(app) as base_url:
+            yield app, int(base_url.rsplit(":", 1)[1])
     finally:
-        server.shutdown()
-        thread.join()
         app.extensions["db_engine"].dispose()
 
 

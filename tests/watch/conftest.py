@@ -31,8 +31,8 @@ from urllib.parse import urlencode, urlsplit
 import pytest
 import requests
 from flask import Flask
+from loopback import serve_wsgi
 from simple_websocket import Client, ConnectionClosed
-from werkzeug.serving import BaseWSGIServer, make_server
 
 from webapp.clock import FakeClock
 from webapp.simcluster import SimCluster
@@ -662,22 +662,15 @@ class Live:
 def live(app: Flask, sim: SimCluster, tmp_path: Path) -> Iterator[Live]:
     """The app on 127.0.0.1 and a free port, in a background thread, with its hub's
     watches and cluster clients stopped at teardown."""
-    server: BaseWSGIServer = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
-                              name="live-server", daemon=True)
-    thread.start()
     kubeconfig = sim.write_kubeconfig(tmp_path / "kubeconfig")
-    state = Live(app, sim, f"http://127.0.0.1:{server.server_port}", kubeconfig)
-    try:
-        yield state
-    finally:
-        state.close_clients()
-        app.extensions["watch_hub"].shutdown()
-        app.extensions["clusters"].close()
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
-        assert not thread.is_alive(), "the live server did not stop"
+    with serve_wsgi(app) as base_url:
+        state = Live(app, sim, base_url, kubeconfig)
+        try:
+            yield state
+        finally:
+            state.close_clients()
+            app.extensions["watch_hub"].shutdown()
+            app.extensions["clusters"].close()
 
 
 @pytest.fixture
