@@ -38,12 +38,12 @@ run: $(VENV)/.installed
 
 ## test: install test dependencies and run the whole suite (lint and types included)
 test: $(VENV)/.installed-test
-	$(BIN)/ruff check webapp tests bench
+	$(BIN)/ruff check webapp simkube tests bench
 	$(BIN)/mypy
 	$(BIN)/pytest -n 2 -q
 
 lint: $(VENV)/.installed-test
-	$(BIN)/ruff check webapp tests bench
+	$(BIN)/ruff check webapp simkube tests bench
 	$(BIN)/mypy
 
 migrate: $(VENV)/.installed

@@ -1,6 +1,6 @@
 """Shared plumbing of the live-cluster benchmarks (bench/cluster_*.py).
 
-* `SimProcess`: a `webapp.simcluster.SimCluster` served from its **own process** (its own
+* `SimProcess`: a `simkube.SimCluster` served from its **own process** (its own
   GIL, so 200 WebSocket readers and the relay cannot starve it), driven over a pipe:
   create pods, emit MODIFIED events at a fixed rate (each carrying its sequence number and
   emit time in the annotation `bench.agentwatch/stamp` = "<seq>:<time_ns>", stamped inside
@@ -249,9 +249,9 @@ class _SimHandlers:
         """Change objects and expire the watch history in ONE hold of the store's lock:
         an open watch never sees these changes as events, only the in-stream 410, so a
         relist must find exactly this difference."""
-        from webapp.simcluster.pods import build_pod, build_status
-        from webapp.simcluster.resources import PODS
-        from webapp.simcluster.util import json_copy, new_uid
+        from simkube.pods import build_pod, build_status
+        from simkube.resources import PODS
+        from simkube.util import json_copy, new_uid
 
         store = self.cluster.store
         with store.cond:
@@ -494,8 +494,8 @@ class _Churn:
     def hidden_changes_then_expire(self) -> dict[str, int]:
         """Change 3 pods, delete 2, add 2 and expire the watch history in ONE hold of the
         store's lock: no watch event tells of them, only a relist finds them."""
-        from webapp.simcluster.pods import build_pod, build_status
-        from webapp.simcluster.resources import PODS
+        from simkube.pods import build_pod, build_status
+        from simkube.resources import PODS
 
         def changes(w: Any) -> None:
             for name in self.rng.sample(self.names, 3):
@@ -544,7 +544,7 @@ def _stamper(seq: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
 
 
 def _sim_main(conn: Any, kubeconfig: str, history_size: int, bookmark_interval: float) -> None:
-    from webapp.simcluster import SimCluster
+    from simkube import SimCluster
 
     cluster = SimCluster(history_size=history_size, bookmark_interval=bookmark_interval)
     server = cluster.serve(HOST, 0)
@@ -575,7 +575,7 @@ class SimProcess:
         self.kubeconfig = kubeconfig
         self._conn, child = CTX.Pipe()
         self._lock = threading.Lock()
-        self.proc = CTX.Process(target=_sim_main, daemon=True, name="simcluster",
+        self.proc = CTX.Process(target=_sim_main, daemon=True, name="simkube",
                                 args=(child, kubeconfig, history_size, bookmark_interval))
         self.proc.start()
         kind, self.url = self._conn.recv()

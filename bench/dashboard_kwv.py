@@ -13,7 +13,7 @@ kube-web-view 21.2.0 (PyPI `kube-web-view`) runs from its own venv, never the pr
 (its Jinja2 2.11 imports `soft_unicode`, which MarkupSafe 2.1 removed: without the pin the
 command stops at `ImportError: cannot import name 'soft_unicode' from 'markupsafe'`).
 
-One simulator process (webapp/simcluster, its kubeconfig) serves both. Each round, in
+One simulator process (simkube, its kubeconfig) serves both. Each round, in
 alternating order:
   * agentwatch: a fresh `agentwatch serve` (nothing cached: no hub watch, no discovery),
     sign in, then GET /agents/sim/cluster?kind=pods&namespace=big timed to the last byte:

@@ -21,10 +21,10 @@ from datetime import UTC, datetime
 
 from sqlalchemy import select
 
+from simkube import SimCluster
 from webapp import agents, create_app, db
 from webapp.gitops.observer import GitOpsObserver
 from webapp.models import Event
-from webapp.simcluster import SimCluster
 from webapp.watch.hub import Hub
 from webapp.watch.kube import ClusterClient, Connection
 

@@ -1,10 +1,10 @@
 """The Kubernetes API servers the tests run against, seen the same way: an address, a CA and a
-bearer token. Either the simulator (``webapp/simcluster``) or the real kube-apiserver of
+bearer token. Either the simulator (``simkube``) or the real kube-apiserver of
 ``tests/realkube``.
 
 - ``write_kubeconfig``: a kubeconfig for any server, CA and token (what an agent is given).
 - ``Target``: one API server as a test sees it: the admin's client and a fresh namespace. The
-  ``target`` fixture of ``tests/simcluster`` runs one test against both, so the simulator is
+  ``target`` fixture of ``tests/simulator`` runs one test against both, so the simulator is
   held to what the real server answers.
 - ``real_cluster`` / the ``realkube`` fixture: the one real control plane of this test
   process, however many test folders ask for it. Without the binaries it skips, and under
@@ -30,7 +30,7 @@ from flask import Flask
 from loopback import serve_wsgi
 from realkube.cluster import ADMIN, NotBuilt, RealCluster, find_binaries
 
-from webapp.simcluster import SimCluster
+from simkube import SimCluster
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 

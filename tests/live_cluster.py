@@ -14,8 +14,8 @@ from typing import Any
 
 from flask import Flask
 
+from simkube import SimCluster
 from webapp import agents, db
-from webapp.simcluster import SimCluster
 
 
 @contextlib.contextmanager

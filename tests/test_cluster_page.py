@@ -17,7 +17,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 from live_cluster import add_agent, served, watches_stopped
 
-from webapp.simcluster import SimCluster
+from simkube import SimCluster
 from webapp.watch.resources import AGENT, WatchParams
 from webapp.watch.subscriptions import Subscription
 
@@ -433,7 +433,7 @@ def test_object_url_is_the_cluster_tab_with_the_panel_open(app: Flask) -> None:
 
 def test_a_secrets_panel_never_holds_its_values(app: Flask, signed_in: FlaskClient,
                                                 sim: SimCluster, tmp_path: Path) -> None:
-    from webapp.simcluster import builders as b
+    from simkube import builders as b
     sim.add_namespace("shop")
     sim.create(b.secret("shop", "db", {"password": "hunter2-value"}))
     add_agent(app, sim, tmp_path)
@@ -511,7 +511,7 @@ def test_a_failed_sync_points_at_the_pod_that_broke_it(app: Flask, signed_in: Fl
                                                        sim: SimCluster, tmp_path: Path) -> None:
     """A Kustomization whose Deployment's pod crash-loops: its tree goes Kustomization →
     Deployment → ReplicaSet → Pods, and what is broken is the pod, not the Deployment."""
-    from webapp.simcluster import builders as b
+    from simkube import builders as b
     sim.add_namespace("shop")
     sim.create(b.deployment("shop", "api", [b.container("api", "api:1")], replicas=1,
                             state="CrashLoopBackOff"))
@@ -539,7 +539,7 @@ def test_a_failed_sync_points_at_the_pod_that_broke_it(app: Flask, signed_in: Fl
 
 def test_an_action_in_the_activity_links_to_its_objects_panel(
         app: Flask, signed_in: FlaskClient, sim: SimCluster, tmp_path: Path) -> None:
-    from webapp.simcluster import builders as b
+    from simkube import builders as b
     sim.add_namespace("shop")
     sim.create(b.deployment("shop", "web", [b.container("app", "nginx:1.27")], replicas=1))
     add_agent(app, sim, tmp_path)
@@ -604,7 +604,7 @@ def test_scaling_what_flux_applies_warns_that_flux_may_set_it_back() -> None:
 def test_nodes_list_what_each_can_hold(app: Flask, signed_in: FlaskClient, sim: SimCluster,
                                        tmp_path: Path) -> None:
     """Allocatable CPU, memory and pods beside the printed columns, sortable as numbers."""
-    from webapp.simcluster import builders as b
+    from simkube import builders as b
     sim.create(b.node("worker-1"))
     add_agent(app, sim, tmp_path)
     html = signed_in.get("/agents/prod/cluster?kind=nodes").text

@@ -7,11 +7,11 @@ import time
 
 import pytest
 
+from simkube import SimCluster, inventory_entry
 from webapp import agents
 from webapp.gitops import derive
 from webapp.gitops.observer import GitOpsObserver
 from webapp.gitops.reflector import Timing
-from webapp.simcluster import SimCluster, inventory_entry
 from webapp.watch.kube import ClusterClient, Connection
 
 KS = ("kustomize.toolkit.fluxcd.io", "v1", "kustomizations", "flux-system", None)

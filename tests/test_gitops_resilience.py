@@ -11,6 +11,8 @@ from datetime import timedelta
 
 import pytest
 
+from simkube import SimCluster
+from simkube.resources import KUSTOMIZATIONS
 from webapp import agents, clock, jobs
 from webapp.agentconfig import service
 from webapp.gitops import derive
@@ -18,8 +20,6 @@ from webapp.gitops import job as gitops_job
 from webapp.gitops.observer import GitOpsObserver
 from webapp.gitops.reflector import Timing
 from webapp.jobs import lease
-from webapp.simcluster import SimCluster
-from webapp.simcluster.resources import KUSTOMIZATIONS
 from webapp.watch.kube import ClusterClient, Connection
 
 KS = ("kustomize.toolkit.fluxcd.io", "v1", "kustomizations", "flux-system", None)

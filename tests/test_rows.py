@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from webapp.simcluster.pods import STATES, build_pod, build_service, build_status
+from simkube.pods import STATES, build_pod, build_service, build_status
 from webapp.watch import cells, rows
 from webapp.watch.resources import WatchParams
 

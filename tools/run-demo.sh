@@ -36,7 +36,7 @@ PY
 
 rm -f "$kubeconfig"
 # A small cluster's pace: an action every few seconds, Events kept a quarter of an hour.
-"$bin/python" -m webapp.simcluster --port "$sim_port" --kubeconfig "$kubeconfig" --churn \
+"$bin/python" -m simkube --port "$sim_port" --kubeconfig "$kubeconfig" --churn \
   --churn-rate 0.3 --event-ttl 900 &
 pids+=($!)
 while [ ! -s "$kubeconfig" ]; do sleep 0.2; done

@@ -19,7 +19,7 @@ from .models import Agent
 from .recorder import NewEvent, record
 
 DEMO_AGENT = "demo-agent"
-# What the demo agent observes in the simulated cluster (`python -m webapp.simcluster --demo`).
+# What the demo agent observes in the simulated cluster (`python -m simkube --demo`).
 DEMO_CONFIG = """\
 gitops:
   namespaces: [flux-system, shop, monitoring]

@@ -21,8 +21,8 @@ from pathlib import Path
 from loopback import serve_wsgi
 from playwright.sync_api import Page, sync_playwright
 
+from simkube import SimCluster, seed_demo
 from webapp import create_app, db, demo
-from webapp.simcluster import SimCluster
 
 from .conftest import CHROMIUM, CHROMIUM_ARGS
 from .signin import sign_in
@@ -49,7 +49,7 @@ def demo_server() -> Iterator[str]:
     """The demo on a loopback port; yields its base URL."""
     with tempfile.TemporaryDirectory(prefix="agentwatch-shots-") as scratch:
         cluster = SimCluster()
-        cluster.seed_demo()
+        seed_demo(cluster)
         cluster.serve()
         kubeconfig = cluster.write_kubeconfig(Path(scratch) / "kubeconfig", context="sim")
         os.environ["AGENTWATCH_PASSWORD"] = PASSWORD

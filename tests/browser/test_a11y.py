@@ -17,9 +17,9 @@ from flask import Flask
 from live_cluster import add_agent, served, watches_stopped
 from playwright.sync_api import Browser, Page, expect
 
+from simkube import SimCluster, seed_demo
 from webapp import agents
 from webapp.hooks import service as hooks
-from webapp.simcluster import SimCluster
 
 from .a11y import AXE, axe_problems
 from .conftest import AgentClient
@@ -62,7 +62,7 @@ def app_config(app_config: dict[str, Any]) -> dict[str, Any]:
 @pytest.fixture
 def sim() -> Iterator[SimCluster]:
     with served(SimCluster(bookmark_interval=0.5)) as cluster:
-        cluster.seed_demo()
+        seed_demo(cluster)
         yield cluster
 
 

@@ -16,7 +16,7 @@ from flask import Flask
 from live_cluster import add_agent, served, watches_stopped
 from playwright.sync_api import Page, expect
 
-from webapp.simcluster import SimCluster
+from simkube import SimCluster
 from webapp.watch import listing
 
 from .signin import sign_in

@@ -17,7 +17,7 @@ from flask import Flask
 from live_cluster import add_agent, served, watches_stopped
 from playwright.sync_api import Page, WebSocketRoute, expect
 
-from webapp.simcluster import SimCluster
+from simkube import SimCluster
 from webapp.watch.cells import human_duration
 
 from .signin import sign_in

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from webapp.simcluster import SimCluster
+from simkube import SimCluster
 
 from . import test_cluster_live as cluster_live
 from .test_cluster_live import SLOW, assert_not_reloaded, open_cluster, row
@@ -242,7 +242,7 @@ def test_the_objects_activity_lists_what_was_done_to_it(cluster_page: Page,
 # --- workloads: their tree, scale, restart, trigger --------------------------------------
 
 def workloads(sim: SimCluster) -> None:
-    from webapp.simcluster import builders as b
+    from simkube import builders as b
     app = [b.container("app", "nginx:1.27")]
     sim.add_namespace("shop")
     sim.create(b.deployment("shop", "web", app, replicas=2))

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, WebSocketRoute, expect
 
-from webapp.simcluster import SimCluster
+from simkube import SimCluster
 
 from . import test_cluster_live as live
 from .conftest import AgentClient

@@ -17,7 +17,7 @@ from flask import Flask
 from live_cluster import add_agent, served, watches_stopped
 from playwright.sync_api import Page, WebSocketRoute, expect
 
-from webapp.simcluster import SimCluster, builders
+from simkube import SimCluster, builders
 from webapp.watch.stream import MAX_WATCHES
 
 from .signin import sign_in

@@ -13,8 +13,8 @@ import pytest
 from flask import Flask
 from playwright.sync_api import Page, expect
 
+from simkube import SimCluster, seed_demo
 from webapp import agents, db
-from webapp.simcluster import SimCluster
 
 from .signin import sign_in
 
@@ -340,7 +340,7 @@ def test_escape_closes_what_has_a_data_close_button(signed_in: Page) -> None:
 @pytest.fixture
 def sim() -> Iterator[SimCluster]:
     cluster = SimCluster(bookmark_interval=0.5)
-    cluster.seed_demo()
+    seed_demo(cluster)
     cluster.serve()
     yield cluster
     cluster.close()

@@ -13,8 +13,8 @@ import pytest
 from flask import Flask
 from playwright.sync_api import Page, expect
 
+from simkube import SimCluster
 from webapp import agents, tokens
-from webapp.simcluster import SimCluster
 from webapp.tunnel.agent import Agent, Settings
 from webapp.watch.kube import Connection
 
@@ -231,7 +231,7 @@ def test_on_a_phone_the_kinds_fold_away_and_the_panel_tabs_fit(cluster_page: Pag
 
 def test_a_deployments_log_shows_each_pods_lines_named(cluster_page: Page,
                                                        sim: SimCluster) -> None:
-    from webapp.simcluster import builders as b
+    from simkube import builders as b
     page = cluster_page
     sim.add_namespace("shop")
     sim.create(b.deployment("shop", "web", [b.container("app", "web:1")], replicas=2,

@@ -30,7 +30,7 @@ import kubernetes
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-CRD_DIR = REPO / "webapp" / "simcluster" / "crds"
+CRD_DIR = REPO / "simkube" / "crds"
 BIN_ENV = "AGENTWATCH_REALKUBE_BIN"
 CACHE_ENV = "AGENTWATCH_REALKUBE_CACHE"
 START_TIMEOUT = 120.0

@@ -19,11 +19,11 @@ from clusters import realkube, serve
 from flask import Flask
 from watch.conftest import Live, app_config, database_url, watch_timing
 
-from webapp.simcluster import SimCluster
+from simkube import SimCluster
 
 from .cluster import ADMIN, AGENT, VIEWER, RealCluster
 
-# Fixtures used here by import: the real control plane (shared with tests/simcluster), and the
+# Fixtures used here by import: the real control plane (shared with tests/simulator), and the
 # relay's SQLite database and short timings from tests/watch.
 __all__ = ["app_config", "database_url", "realkube", "watch_timing"]
 HERE = Path(__file__).parent

@@ -38,8 +38,8 @@ from realkube.cluster import ADMIN, RealCluster
 from watch import conftest as relay
 from watch.conftest import Live, eventually
 
+from simkube import SimCluster
 from webapp import agents, db, tokens
-from webapp.simcluster import SimCluster
 from webapp.tunnel import manifest, run
 from webapp.tunnel.agent import Agent, Settings
 from webapp.tunnel.mux import StreamReset

@@ -34,8 +34,8 @@ from flask import Flask
 from loopback import serve_wsgi
 from simple_websocket import Client, ConnectionClosed
 
+from simkube import SimCluster
 from webapp.clock import FakeClock
-from webapp.simcluster import SimCluster
 
 T = TypeVar("T")
 PASSWORD = "correct horse"

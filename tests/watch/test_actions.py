@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import requests
 
-from webapp.simcluster import SimCluster
+from simkube import SimCluster
 
 from .conftest import Browser, Live, eventually
 
@@ -190,7 +190,7 @@ CRON = {"group": "batch", "version": "v1", "resource": "cronjobs", "namespace": 
 
 
 def workloads(sim: SimCluster) -> None:
-    from webapp.simcluster import builders as b
+    from simkube import builders as b
     app = [b.container("app", "nginx:1.27")]
     sim.add_namespace("shop")
     sim.create(b.deployment("shop", "web", app, replicas=2))

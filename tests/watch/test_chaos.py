@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
+from simkube import SimCluster
 from webapp.gitops import derive
 from webapp.gitops.observer import GitOpsObserver
 from webapp.gitops.reflector import Timing
-from webapp.simcluster import SimCluster
 from webapp.watch.kube import ClusterClient, Connection
 
 from .conftest import TIMING, WAIT, WS, Live, eventually

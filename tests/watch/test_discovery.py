@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from simkube import SimCluster
 from webapp import agents
-from webapp.simcluster import SimCluster
 from webapp.watch import discovery
 from webapp.watch.kube import ClusterClient, Connection
 

@@ -5,7 +5,7 @@ resumes the watch."""
 
 from __future__ import annotations
 
-from webapp.simcluster.stats import RequestRecord
+from simkube.stats import RequestRecord
 
 from .conftest import Live, events_of
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from html import unescape
 
-from webapp.simcluster import builders
+from simkube import builders
 from webapp.watch import discovery
 from webapp.watch.kube import ClusterClient, Connection
 

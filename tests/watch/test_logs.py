@@ -95,7 +95,7 @@ def test_every_container_of_a_pod_that_is_not_there(live: Live, admin: str) -> N
 def test_a_deployments_log_interleaves_its_pods_each_named(live: Live, admin: str) -> None:
     """`kubectl logs` for a whole Deployment: its pods' lines at once, each naming its pod;
     another workload's pods stay out."""
-    from webapp.simcluster import builders as b
+    from simkube import builders as b
     live.sim.add_namespace("shop")
     live.sim.create(b.deployment("shop", "web", [b.container("app", "web:1")], replicas=2,
                                  state="Running"))

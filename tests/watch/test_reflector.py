@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from webapp.simcluster import SimCluster
+from simkube import SimCluster
 
 from .conftest import TIMING, WAIT, DelayProxy, Live, events_of, eventually, restart_server
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import kubernetes
 import pytest
 
-from webapp.simcluster import SimCluster
+from simkube import SimCluster
 
 
 @pytest.fixture()

@@ -29,14 +29,13 @@ annotation ``simcluster.agentwatch.dev/state`` names (e.g. CrashLoopBackOff), el
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from .apps_controllers import AppsControllers
 from .batch_controllers import BatchControllers
 from .controller_base import (
     OWNERS,
     RESTARTED_AT,
     STATE_ANNOTATION,
+    ControllerHost,
     controller_of,
     owner_ref,
     random_suffix,
@@ -47,9 +46,6 @@ from .resources import DAEMONSETS, SERVICES
 from .store import WatchEvent
 from .util import JSON
 
-if TYPE_CHECKING:
-    from .cluster import SimCluster
-
 __all__ = ["RESTARTED_AT", "STATE_ANNOTATION", "Workloads", "owner_ref", "random_suffix",
            "template_hash"]
 
@@ -57,7 +53,8 @@ __all__ = ["RESTARTED_AT", "STATE_ANNOTATION", "Workloads", "owner_ref", "random
 class Workloads(AppsControllers, BatchControllers, EndpointSliceController):
     """Every controller, fed by the store's events."""
 
-    def __init__(self, cluster: SimCluster, delay: float = 0.02, job_seconds: float = 1.0) -> None:
+    def __init__(self, cluster: ControllerHost, delay: float = 0.02,
+                 job_seconds: float = 1.0) -> None:
         super().__init__(cluster, delay, job_seconds)
         self.reconcilers.update({
             "deployments": self._deployment, "replicasets": self._replicaset,

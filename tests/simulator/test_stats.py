@@ -7,7 +7,7 @@ import threading
 import kubernetes
 from kubernetes import watch
 
-from webapp.simcluster import SimCluster
+from simkube import SimCluster
 
 
 def test_list_and_watch_counters(cluster: SimCluster, v1: kubernetes.client.CoreV1Api) -> None:

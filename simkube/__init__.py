@@ -1,5 +1,5 @@
 """A simulated Kubernetes cluster that speaks the Kubernetes HTTP API on loopback, answering
-as kube-apiserver 1.37 does (tests/simcluster/test_parity.py runs against both).
+as kube-apiserver 1.37 does (tests/simulator/test_parity.py runs against both).
 
 For tests, benchmarks and demos of code that uses the real ``kubernetes`` client: the kinds
 of a full dashboard (Deployments, StatefulSets, DaemonSets, ReplicaSets, Jobs, CronJobs,
@@ -79,10 +79,10 @@ Python API (all in ``SimCluster`` unless noted)::
     server.go_down() / come_back() / outage(seconds)   # connection refused, same port
     cluster.wait_for(predicate, timeout=5.0)
     cluster.errors           # exceptions from background callbacks (should stay [])
-    demo = cluster.seed_demo(seed=0)
+    demo = seed_demo(cluster, seed=0)
     Churn(cluster, demo=None, *, rate=2.0, log_rate=20.0, seed=None).start() / .stop()
 
-CLI: ``python -m webapp.simcluster --port 8001 --kubeconfig PATH [--demo] [--churn]``;
+CLI: ``python -m simkube --port 8001 --kubeconfig PATH [--demo] [--churn]``;
 SIGHUP replaces the cluster, SIGUSR1 is an outage, SIGUSR2 cuts every stream.
 
 Modules: ``cluster`` (Python API; ``kubelet`` its pods' lives, ``seeding`` its ``add_*``
@@ -100,7 +100,7 @@ discovery), ``faults``, ``errors``, ``demo`` (seed data + churn), ``__main__`` (
 """
 
 from .cluster import SimCluster
-from .demo import Churn, Demo
+from .demo import Churn, Demo, seed_demo
 from .errors import ApiError
 from .flux import inventory_entry, inventory_id
 from .pods import STATES, kubectl_status
@@ -116,4 +116,5 @@ __all__ = [
     "inventory_entry",
     "inventory_id",
     "kubectl_status",
+    "seed_demo",
 ]

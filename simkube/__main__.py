@@ -1,6 +1,6 @@
 """CLI: serve a simulated cluster until interrupted.
 
-    python -m webapp.simcluster --port 8001 --kubeconfig /tmp/sim.kubeconfig --demo --churn
+    python -m simkube --port 8001 --kubeconfig /tmp/sim.kubeconfig --demo --churn
 
 Faults on demand, by signal (``kill -HUP <pid>``):
   SIGHUP   replace the cluster behind the same address (resourceVersions restart lower,
@@ -18,11 +18,11 @@ import threading
 from collections.abc import Callable
 
 from .cluster import SimCluster
-from .demo import Churn
+from .demo import Churn, seed_demo
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m webapp.simcluster", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m simkube", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=8001)
@@ -55,12 +55,12 @@ def main(argv: list[str] | None = None) -> int:
     churn = None
     seeded = args.demo or args.churn
     if seeded:
-        demo = cluster.seed_demo()
+        demo = seed_demo(cluster)
         if args.churn:
             churn = Churn(cluster, demo, rate=args.churn_rate, log_rate=args.log_rate,
                           gitops_per_minute=args.gitops_per_minute or None,
                           event_ttl=args.event_ttl or None).start()
-    print(f"simcluster serving {server.url}"
+    print(f"simkube serving {server.url}"
           + (f" (kubeconfig {args.kubeconfig})" if args.kubeconfig else ""), flush=True)
 
     done = threading.Event()
@@ -88,12 +88,12 @@ def main(argv: list[str] | None = None) -> int:
                 if what == "replace":
                     # Churn goes on: the new demo has the same deployments, other pods.
                     rv = cluster.replace(_reseed(cluster.replacements + 1) if seeded else None)
-                    print(f"simcluster replaced: resourceVersion now {rv}", flush=True)
+                    print(f"simkube replaced: resourceVersion now {rv}", flush=True)
                 elif what == "outage":
                     server.outage(args.outage_seconds)
-                    print(f"simcluster down for {args.outage_seconds:g} s", flush=True)
+                    print(f"simkube down for {args.outage_seconds:g} s", flush=True)
                 else:
-                    print(f"simcluster cut {server.cut_streams()} streams", flush=True)
+                    print(f"simkube cut {server.cut_streams()} streams", flush=True)
     except KeyboardInterrupt:
         pass
     if churn is not None:
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _reseed(seed: int) -> Callable[[SimCluster], object]:
-    return lambda fresh: fresh.seed_demo(seed=seed)
+    return lambda fresh: seed_demo(fresh, seed=seed)
 
 
 if __name__ == "__main__":

@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from .errors import ApiError
+from .events import EventRecorder
 from .resources import (
     BY_PLURAL,
     ENDPOINTSLICES,
@@ -19,10 +20,9 @@ from .resources import (
     REPLICASETS,
     ResourceType,
 )
+from .scheduler import Scheduler
+from .store import Store
 from .util import JSON, json_copy, rand_hex, rfc3339
-
-if TYPE_CHECKING:
-    from .cluster import SimCluster
 
 STATE_ANNOTATION = "simcluster.agentwatch.dev/state"
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
@@ -106,10 +106,29 @@ def omit_zero(status: JSON, *keys: str) -> JSON:
     return status
 
 
+class ControllerHost(Protocol):
+    """What the controllers use of their cluster (``SimCluster`` is one): its parts, read
+    each time (a replaced cluster has new ones), and the deletes and pod states a kubelet
+    and the API server carry out."""
+
+    store: Store
+    scheduler: Scheduler
+    events: EventRecorder
+
+    def delete_object(self, rt: ResourceType, namespace: str, name: str,
+                      grace_period: int | None = None,
+                      preconditions: dict[str, Any] | None = None) -> JSON: ...
+
+    def set_pod_state(self, namespace: str, name: str, state: str,
+                      container: str | None = None, *, restarts: int | None = None,
+                      events: bool = True) -> JSON: ...
+
+
 class ControllerBase:
     """The queue and helpers; each controller mixin adds reconcilers to ``reconcilers``."""
 
-    def __init__(self, cluster: SimCluster, delay: float = 0.02, job_seconds: float = 1.0) -> None:
+    def __init__(self, cluster: ControllerHost, delay: float = 0.02,
+                 job_seconds: float = 1.0) -> None:
         self.cluster = cluster
         self.store = cluster.store
         self.delay = delay

@@ -15,7 +15,7 @@ import pytest
 import urllib3
 from clusters import Target, realkube
 
-from webapp.simcluster import SimCluster, SimServer
+from simkube import SimCluster, SimServer
 
 __all__ = ["realkube"]  # the real control plane, shared with tests/realkube
 

@@ -1,4 +1,4 @@
-"""Helpers shared by the simcluster tests."""
+"""Helpers shared by the simkube tests."""
 
 from __future__ import annotations
 

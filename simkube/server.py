@@ -17,18 +17,15 @@ import socket
 import sys
 import threading
 from collections.abc import Iterator
-from http.server import ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .exchange import Listener, ServedCluster
 from .http import Handler
-
-if TYPE_CHECKING:
-    from .cluster import SimCluster
 
 log = logging.getLogger(__name__)
 
 
-class HTTPServer(ThreadingHTTPServer):
+class HTTPServer(Listener):
     daemon_threads = True
     block_on_close = False
     allow_reuse_address = True
@@ -44,7 +41,7 @@ class HTTPServer(ThreadingHTTPServer):
 
     def process_request(self, request: Any, client_address: Any) -> None:
         t = threading.Thread(target=self._run_request, args=(request, client_address),
-                             name="simcluster-conn", daemon=True)
+                             name="simkube-conn", daemon=True)
         with self.conns_lock:
             self.conns[request] = t
         t.start()
@@ -60,7 +57,7 @@ class HTTPServer(ThreadingHTTPServer):
         exc = sys.exc_info()[1]
         if isinstance(exc, OSError):
             return  # client went away mid-request: normal for streams
-        log.exception("simcluster request failed")
+        log.exception("simkube request failed")
         if exc is not None:
             self.sim.errors.append(exc)
 
@@ -68,7 +65,7 @@ class HTTPServer(ThreadingHTTPServer):
 class SimServer:
     """An HTTP front end of a ``SimCluster``; ``url`` is ``http://127.0.0.1:<port>``."""
 
-    def __init__(self, cluster: SimCluster, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, cluster: ServedCluster, host: str = "127.0.0.1", port: int = 0) -> None:
         self.cluster = cluster
         self.stopping = threading.Event()
         self.errors: list[BaseException] = []
@@ -89,7 +86,7 @@ class SimServer:
     def start(self) -> SimServer:
         self._thread = threading.Thread(target=self._httpd.serve_forever,
                                         kwargs={"poll_interval": 0.05},
-                                        name="simcluster-http", daemon=True)
+                                        name="simkube-http", daemon=True)
         self._thread.start()
         return self
 

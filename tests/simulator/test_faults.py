@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import urllib3
 
-from webapp.simcluster import ApiError, SimCluster, SimServer
+from simkube import ApiError, SimCluster, SimServer
 
 from .helpers import eventually, raw, stream_lines
 
@@ -177,7 +177,7 @@ def test_the_demo_is_replaced_on_sighup(tmp_path: Path) -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     with subprocess.Popen(
-        [sys.executable, "-m", "webapp.simcluster", "--port", str(port), "--demo",
+        [sys.executable, "-m", "simkube", "--port", str(port), "--demo",
          "--token", "t"], stdout=subprocess.PIPE, text=True,
         cwd=Path(__file__).resolve().parents[2], env={**os.environ, "PYTHONUNBUFFERED": "1"},
     ) as proc:

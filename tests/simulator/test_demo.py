@@ -9,15 +9,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from webapp.simcluster import Churn, Demo, SimCluster
-from webapp.simcluster.printers import PRINTERS
-from webapp.simcluster.resources import BY_KIND, EVENTS
+from simkube import Churn, Demo, SimCluster, seed_demo
+from simkube.printers import PRINTERS
+from simkube.resources import BY_KIND, EVENTS
 
 
 @pytest.fixture(scope="module")
 def seeded() -> Iterator[tuple[SimCluster, Demo]]:
     cluster = SimCluster(flux_delay=0.1)
-    demo = cluster.seed_demo()
+    demo = seed_demo(cluster)
     yield cluster, demo
     cluster.close()
     assert cluster.errors == []
@@ -101,7 +101,7 @@ def test_the_demo_shows_failures(seeded: tuple[SimCluster, Demo]) -> None:
 
 def test_gitops_changes_on_their_own_clock() -> None:
     cluster = SimCluster(flux_delay=0.1)
-    demo = cluster.seed_demo()
+    demo = seed_demo(cluster)
     churn = Churn(cluster, demo, rate=50, log_rate=0, seed=4, gitops_per_minute=1.0,
                   failure_chance=1.0)
     assert {churn.step() for _ in range(30)}.isdisjoint({"revision", "reconcile", "chart"})
@@ -118,7 +118,7 @@ def test_gitops_changes_on_their_own_clock() -> None:
 
 def test_a_crash_in_the_demo_says_why_in_the_log_of_the_run_that_crashed() -> None:
     cluster = SimCluster(flux_delay=0.1)
-    demo = cluster.seed_demo()
+    demo = seed_demo(cluster)
     churn = Churn(cluster, demo, rate=50, log_rate=0, seed=7)
     for _ in range(20):
         churn._crash()
@@ -145,7 +145,7 @@ def test_events_last_seen_longer_ago_than_the_ttl_go() -> None:
     """As kube-apiserver's --event-ttl: the demo's Events are its last while, not
     everything since it started."""
     cluster = SimCluster(flux_delay=0.1)
-    demo = cluster.seed_demo()
+    demo = seed_demo(cluster)
     churn = Churn(cluster, demo, rate=0, log_rate=0, event_ttl=3600)
     before = len(cluster.list("events"))
     assert before and churn.expire_events() == 0  # all of them recent

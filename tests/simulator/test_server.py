@@ -16,7 +16,7 @@ import pytest
 import urllib3
 from kubernetes import dynamic, watch
 
-from webapp.simcluster import Churn, SimCluster, kubectl_status
+from simkube import Churn, SimCluster, kubectl_status, seed_demo
 
 from .helpers import raw
 
@@ -94,13 +94,13 @@ def test_stop_ends_open_streams_quickly(tmp_path: Path) -> None:
         t.join(5)
         assert not t.is_alive()
     assert time.monotonic() - t0 < 2
-    assert not any(t.name.startswith("simcluster") for t in threading.enumerate())
+    assert not any(t.name.startswith("simkube") for t in threading.enumerate())
     assert server.errors == []
     client.close()
 
 
 def test_seed_demo(cluster: SimCluster, v1: kubernetes.client.CoreV1Api) -> None:
-    demo = cluster.seed_demo()
+    demo = seed_demo(cluster)
     assert {"shop", "payments", "monitoring", "flux-system"} <= set(demo.namespaces)
     pods = raw(v1.list_pod_for_all_namespaces(_preload_content=False))["items"]
     statuses = {kubectl_status(p) for p in pods}
@@ -124,7 +124,7 @@ def test_seed_demo(cluster: SimCluster, v1: kubernetes.client.CoreV1Api) -> None
 
 
 def test_churn_keeps_changing_things(cluster: SimCluster) -> None:
-    demo = cluster.seed_demo()
+    demo = seed_demo(cluster)
     churn = Churn(cluster, demo, rate=50, log_rate=200, seed=3, grace_period=0)
     rv = int(cluster.resource_version)
     actions = {churn.step() for _ in range(40)}
@@ -141,12 +141,12 @@ def test_cli_serves_until_terminated(tmp_path: Path) -> None:
     kc = tmp_path / "kubeconfig"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "webapp.simcluster", "--port", "0", "--kubeconfig", str(kc),
+        [sys.executable, "-m", "simkube", "--port", "0", "--kubeconfig", str(kc),
          "--demo"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
-        assert line.startswith("simcluster serving http://127.0.0.1:"), line
+        assert line.startswith("simkube serving http://127.0.0.1:"), line
         client = kubernetes.config.new_client_from_config(config_file=str(kc))
         try:
             names = {n.metadata.name for n in kubernetes.client.CoreV1Api(client)
@@ -167,7 +167,7 @@ def test_cli_serves_until_terminated(tmp_path: Path) -> None:
 
 def test_close_stops_background_workers() -> None:
     cluster = SimCluster()
-    demo = cluster.seed_demo()
+    demo = seed_demo(cluster)
     churn = Churn(cluster, demo, rate=20, log_rate=50, seed=1).start()
     web = cluster.list("pods", "shop", "app=web")[0]["metadata"]["name"]
     gen = cluster.generate_logs("shop", web, "web", rate=100)

@@ -27,7 +27,7 @@ class Handle:
 
 
 class Scheduler:
-    def __init__(self, name: str = "simcluster-timer") -> None:
+    def __init__(self, name: str = "simkube-timer") -> None:
         self._cond = threading.Condition(threading.Lock())
         self._heap: list[tuple[float, int, Handle, Callable[[], None]]] = []
         self._seq = itertools.count()
@@ -66,7 +66,7 @@ class Scheduler:
             try:
                 fn()
             except Exception as exc:  # keep the timer alive; surface via .errors
-                log.exception("simcluster timer callback failed")
+                log.exception("simkube timer callback failed")
                 self.errors.append(exc)
 
     def stop(self) -> None:

@@ -111,7 +111,7 @@ class Handler(Reads, Writes, Subresources):
         except OSError:
             raise
         except Exception as exc:  # a simulator bug: answer 500 and keep it for tests
-            log.exception("simcluster handler failed")
+            log.exception("simkube handler failed")
             self.server.sim.errors.append(exc)
             self._send_error(ApiError(500, f"internal error: {exc!r}"))
 

@@ -11,7 +11,7 @@ import kubernetes
 import pytest
 from kubernetes import watch
 
-from webapp.simcluster import SimCluster
+from simkube import SimCluster
 
 from .helpers import later, stream_lines
 

@@ -16,7 +16,7 @@ import threading
 import kubernetes
 import pytest
 
-from webapp.simcluster import SimCluster
+from simkube import SimCluster
 
 from .helpers import later, raw, stream_lines
 

@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import yaml
 
@@ -47,14 +47,11 @@ from .resources import (
 from .scheduler import Scheduler
 from .seeding import Seeding, allocated_service
 from .selectors import compile_selector
+from .server import SimServer
 from .stats import Stats
 from .store import HiddenWrites, Store
 from .util import JSON, json_copy, rfc3339
 from .workloads import Workloads, owner_ref, random_suffix
-
-if TYPE_CHECKING:
-    from .demo import Demo
-    from .server import SimServer
 
 T = TypeVar("T")
 
@@ -117,8 +114,6 @@ class SimCluster(Seeding):
 
     def serve(self, host: str = "127.0.0.1", port: int = 0) -> SimServer:
         """Start an HTTP server for this cluster in a daemon thread."""
-        from .server import SimServer
-
         server = SimServer(self, host, port)
         server.start()
         self._servers.append(server)
@@ -158,7 +153,7 @@ class SimCluster(Seeding):
         """Drop watch history: open watches get an in-stream 410, old RVs an HTTP 410.
 
         Returns the new resourceVersion.  ``changes(w)`` may write through ``w.put`` /
-        ``w.update`` / ``w.remove`` (resource types from ``webapp.simcluster.resources``)
+        ``w.update`` / ``w.remove`` (resource types from ``simkube.resources``)
         in the same lock hold: those changes never appear as watch events, so a client's
         relist after the 410 must discover exactly them.
         """
@@ -174,7 +169,7 @@ class SimCluster(Seeding):
         or etcd is restored from a backup: a new store whose resourceVersions start again
         at ``start_rv``, new logs, Flux state and timers; the same servers, tokens and
         RBAC. ``populate(cluster)`` fills it before it is served (e.g.
-        ``lambda c: c.seed_demo(seed=1)``). Every open connection is cut, as a restarted
+        ``lambda c: seed_demo(c, seed=1)``). Every open connection is cut, as a restarted
         API server's are; with ``graceful``, open watches end cleanly instead (with their
         final chunk, as an API server shutting down gracefully ends them), so a client that
         resumes from its last version meets the new store's silent watch. Returns the new
@@ -366,11 +361,3 @@ class SimCluster(Seeding):
         gen = LogGenerator(self.logs, namespace, pod, container, rate, seed).start()
         self.add_background(gen)
         return gen
-
-    # --- demo ---------------------------------------------------------------------------------
-
-    def seed_demo(self, seed: int = 0) -> Demo:
-        """Populate a few namespaces with workloads, services, Flux objects and events."""
-        from .demo import seed_demo
-
-        return seed_demo(self, seed=seed)

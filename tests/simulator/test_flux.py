@@ -9,7 +9,7 @@ import kubernetes
 import pytest
 from kubernetes import watch
 
-from webapp.simcluster import SimCluster, inventory_entry
+from simkube import SimCluster, inventory_entry
 
 KS = ("kustomize.toolkit.fluxcd.io", "v1", "flux-system", "kustomizations")
 HR = ("helm.toolkit.fluxcd.io", "v2", "apps", "helmreleases")
@@ -190,7 +190,7 @@ def test_delete_waits_for_flux_finalizer(cluster: SimCluster, ks: dict[str, Any]
 
 
 def test_missing_source_fails_like_flux(cluster: SimCluster) -> None:
-    from webapp.simcluster.flux import build_kustomization
+    from simkube.flux import build_kustomization
 
     cluster.create(build_kustomization("flux-system", "orphan", source="nope"))
     obj = cluster.wait_for(lambda: (o := cluster.get("kustomizations", "orphan", "flux-system"))

@@ -1,4 +1,4 @@
-"""The same list/watch/patch client code against simcluster and against kmock.
+"""The same list/watch/patch client code against simkube and against kmock.
 
 kmock (a third-party Kubernetes emulator) keeps us from testing only against our own idea
 of Kubernetes.  It is deliberately simpler, so the shared code path below only relies on
@@ -9,7 +9,7 @@ what both implement; where kmock differs, the difference is asserted and explain
   current objects as ADDED before live events.  The shared code therefore tolerates
   replays (it de-duplicates ADDED by name) instead of relying on RV resume.
 * kmock has no ``timeoutSeconds``, bookmarks, 410 Gone, selectors or status subresource,
-  so those are covered only by the simcluster tests.
+  so those are covered only by the simkube tests.
 * PATCH: kmock merges the body recursively (``None`` deletes a key), which matches JSON
   merge patch for the bodies used here.
 """
@@ -28,7 +28,7 @@ import pytest
 import yaml
 from kubernetes import watch
 
-from webapp.simcluster import SimCluster
+from simkube import SimCluster
 
 GROUP, VERSION, PLURAL = "kustomize.toolkit.fluxcd.io", "v1", "kustomizations"
 NS = "flux-system"
@@ -94,7 +94,7 @@ def _client(path: Path, server: str) -> kubernetes.client.ApiClient:
 
 
 @pytest.fixture()
-def on_simcluster(tmp_path: Path) -> Iterator[kubernetes.client.ApiClient]:
+def on_simkube(tmp_path: Path) -> Iterator[kubernetes.client.ApiClient]:
     with SimCluster() as cluster:
         server = cluster.serve()
         cluster.add_namespace(NS)
@@ -141,8 +141,8 @@ def _check_common(result: dict[str, Any]) -> None:
     assert obj["spec"]["path"] == "./"  # merge, not replace
 
 
-def test_simcluster(on_simcluster: kubernetes.client.ApiClient) -> None:
-    result = list_watch_patch(on_simcluster)
+def test_simkube(on_simkube: kubernetes.client.ApiClient) -> None:
+    result = list_watch_patch(on_simkube)
     _check_common(result)
     # real-cluster semantics kmock does not have: a numeric RV and no replay on resume
     assert int(result["rv"]) > 0

@@ -11,10 +11,10 @@ import kubernetes
 import pytest
 from kubernetes import watch
 
-from webapp.simcluster import SimCluster
-from webapp.simcluster.pods import build_pod
-from webapp.simcluster.resources import NAMESPACES, PODS
-from webapp.simcluster.store import Expired, HiddenWrites
+from simkube import SimCluster
+from simkube.pods import build_pod
+from simkube.resources import NAMESPACES, PODS
+from simkube.store import Expired, HiddenWrites
 
 from .helpers import later, raw, stream_lines
 

@@ -12,8 +12,8 @@ import pytest
 from clusters import Target
 from kubernetes.client import AppsV1Api, BatchV1Api, CoreV1Api, DiscoveryV1Api
 
-from webapp.simcluster import SimCluster
-from webapp.simcluster import builders as b
+from simkube import SimCluster
+from simkube import builders as b
 
 from .helpers import eventually
 from .wire import STRATEGIC, TABLE, call, ok

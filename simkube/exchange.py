@@ -9,21 +9,65 @@ from __future__ import annotations
 import json
 import select
 import socket
-from http.server import BaseHTTPRequestHandler
-from typing import TYPE_CHECKING, Any
+import threading
+from contextlib import AbstractContextManager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Protocol
 
 import yaml
 
 from .errors import ApiError
+from .faults import Faults
+from .logs import LogBuffer, LogStore
 from .negotiation import PLAIN, Representation
-from .rbac import Identity, Request
-from .util import dumps
-
-if TYPE_CHECKING:
-    from .cluster import SimCluster
-    from .server import HTTPServer
+from .rbac import RBAC, Identity, Request
+from .resources import ResourceType
+from .stats import Stats
+from .store import Store
+from .util import JSON, dumps
 
 POLL = 0.5  # longest sleep of a stream before it checks for shutdown / client hang-up
+
+
+class ServedCluster(Protocol):
+    """What the HTTP layer serves (``SimCluster`` is one): the cluster's parts, and the
+    deletes and log reads that carry the API server's semantics."""
+
+    store: Store
+    stats: Stats
+    rbac: RBAC
+    faults: Faults
+    logs: LogStore  # woken when a front end stops, so following streams end
+    token: str | None  # when set, requests must carry it as their bearer token
+    bookmark_interval: float
+    block_timeout: float
+    closed: threading.Event
+
+    @property
+    def resource_version(self) -> str: ...
+
+    def delete_object(self, rt: ResourceType, namespace: str, name: str,
+                      grace_period: int | None = None,
+                      preconditions: dict[str, Any] | None = None) -> JSON: ...
+
+    def log_source(self, namespace: str, pod: str, container: str | None,
+                   previous: bool) -> tuple[str, LogBuffer]: ...
+
+
+class Front(Protocol):
+    """The front end (``server.SimServer``) a request came through."""
+
+    cluster: ServedCluster
+    stopping: threading.Event  # set while it stops: streams end with their final chunk
+    errors: list[BaseException]  # a handler's unexpected exception, for the tests to see
+
+    def streaming(self, sock: socket.socket | None = None) -> AbstractContextManager[None]: ...
+
+
+class Listener(ThreadingHTTPServer):
+    """The HTTP server of a front end, as its handlers see it."""
+
+    sim: Front
 
 
 class Exchange(BaseHTTPRequestHandler):
@@ -31,8 +75,8 @@ class Exchange(BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
     rep: Representation = PLAIN  # this request's answer: plain objects or a Table
-    server: HTTPServer
-    server_version = "simcluster"
+    server: Listener
+    server_version = "simkube"
     sys_version = ""
 
     def setup(self) -> None:
@@ -45,7 +89,7 @@ class Exchange(BaseHTTPRequestHandler):
         pass  # the stats/request log records requests; stderr noise helps nobody
 
     @property
-    def cluster(self) -> SimCluster:
+    def cluster(self) -> ServedCluster:
         return self.server.sim.cluster
 
     def _send(self, code: int, body: bytes, ctype: str = "application/json") -> None:

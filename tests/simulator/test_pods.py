@@ -8,7 +8,7 @@ import kubernetes
 import pydantic
 import pytest
 
-from webapp.simcluster import STATES, SimCluster, kubectl_status
+from simkube import STATES, SimCluster, kubectl_status
 
 from .helpers import raw
 

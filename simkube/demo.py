@@ -33,16 +33,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import builders as b
+from .cluster import SimCluster
 from .errors import ApiError
 from .flux import inventory_entry
 from .resources import HELMRELEASES, PODS
 from .util import JSON
-
-if TYPE_CHECKING:  # the cluster imports this module lazily: avoid a cycle
-    from .cluster import SimCluster
 
 log = logging.getLogger(__name__)
 NODE_NAMES = ("sim-control-plane", "sim-worker", "sim-worker2", "sim-worker3")
@@ -327,7 +325,7 @@ class Churn:
         self._thread: threading.Thread | None = None
 
     def start(self) -> Churn:
-        self._thread = threading.Thread(target=self._run, name="simcluster-churn", daemon=True)
+        self._thread = threading.Thread(target=self._run, name="simkube-churn", daemon=True)
         self._thread.start()
         self.cluster.add_background(self)  # cluster.close() stops it too
         return self

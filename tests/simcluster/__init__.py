@@ -1,1 +1,0 @@
-"""Tests of the simulated Kubernetes cluster (webapp.simcluster)."""
