@@ -7,13 +7,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from .kube import KubeError
 from .resources import Identity, WatchParams
-
-if TYPE_CHECKING:
-    from .upstream import UpstreamWatch
 
 JSON = dict[str, Any]
 
@@ -93,11 +90,17 @@ class Owner(Protocol):
     def release(self, key: Hashable) -> None: ...
 
 
+class Feed(Protocol):
+    """What feeds a subscription (upstream.UpstreamWatch): it stops when asked."""
+
+    def unsubscribe(self, subscription: Subscription) -> None: ...
+
+
 @dataclass(eq=False)
 class Subscription:
     watch_id: str
     sink: Sink
-    upstream: UpstreamWatch | None = None
+    upstream: Feed | None = None
     owner: Owner | None = None
     prefix: bytes = field(init=False)
     held: WatchKey | None = field(default=None, init=False)  # counted against `owner`
