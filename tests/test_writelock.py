@@ -82,3 +82,31 @@ def test_the_same_thread_may_nest(tmp_path: Path) -> None:
     threading.Thread(target=lambda: (lock.__enter__(), done.set(),
                                      lock.__exit__(None, None, None))).start()
     assert done.wait(5), "a nested use left the lock held"
+
+
+def test_a_change_made_after_another_writer_committed_is_written(app) -> None:  # type: ignore[no-untyped-def]
+    """A request reads (its user, the agent) and then writes; meanwhile another process
+    commits. On SQLite a read transaction cannot become a writer once its snapshot is old:
+    the write failed at once with "database is locked" (no busy wait can help). Every
+    change of an account or an agent is made in a write transaction of its own."""
+    from sqlalchemy import text
+
+    from webapp import agents, db, users
+
+    with app.app_context():
+        users.create("alice", "admin", "correct-horse-battery")
+        agents.create("prod")
+        db.session().commit()
+    with app.app_context():
+        alice = users.get("alice")  # the request's read transaction begins here
+        prod = agents.get("prod")
+        with app.extensions["db_engine"].connect() as other:  # another worker writes
+            other.execute(text("UPDATE agents SET connection_state = 'connected'"))
+            other.commit()
+        raw = users.issue_token(alice, "ci")
+        agents.set_connection(prod, None, None, tunnel=True)
+        users.set_role(users.create("bob", "viewer", "correct-horse-battery"), "maintainer")
+    with app.app_context():
+        assert users.authenticate_token(raw).name == "alice"
+        assert agents.get("prod").tunnel
+        assert users.get("bob").role == "maintainer"

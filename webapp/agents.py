@@ -56,12 +56,10 @@ def create(name: str, kubeconfig_path: str | None = None, kube_context: str | No
     agent = Agent(name=name, kubeconfig_path=kubeconfig_path or None,
                   kube_context=kube_context or None, in_cluster=in_cluster, tunnel=tunnel,
                   created_at=clock.now(), connection_state="never")
-    session = db.session()
-    session.add(agent)
     try:
-        session.commit()
+        with db.write_transaction() as session:
+            session.add(agent)
     except IntegrityError:
-        session.rollback()
         raise Conflict(f"An agent named {name!r} already exists", code="agent_exists") from None
     return agent
 
@@ -103,11 +101,11 @@ def set_connection(agent: Agent, kubeconfig_path: str | None, kube_context: str 
         raise Invalid("A tunneled agent's cluster is reached through the agent: "
                       "give no kubeconfig or in-cluster access")
     check_kubeconfig(kubeconfig_path, kube_context)
-    agent.kubeconfig_path = kubeconfig_path or None
-    agent.kube_context = kube_context or None
-    agent.in_cluster = in_cluster
-    agent.tunnel = tunnel
-    db.session().commit()
+    with db.write_transaction():
+        agent.kubeconfig_path = kubeconfig_path or None
+        agent.kube_context = kube_context or None
+        agent.in_cluster = in_cluster
+        agent.tunnel = tunnel
 
 
 _BY_NAME = select(Agent).where(Agent.name == bindparam("name"))  # every agent page runs it

@@ -43,12 +43,10 @@ def create(name: str, role: str, password: str) -> User:
     validate(name, role, password)
     user = User(name=name, role=role, created_at=clock.now(),
                 password_hash=generate_password_hash(password, method=_HASH_METHOD))
-    session = db.session()
-    session.add(user)
     try:
-        session.commit()
+        with db.write_transaction() as session:
+            session.add(user)
     except IntegrityError:
-        session.rollback()
         raise Conflict(f"A user named {name!r} already exists", code="user_exists") from None
     return user
 
@@ -80,28 +78,28 @@ def set_role(user: User, role: str) -> None:
     if role not in ROLES:
         raise Invalid(f"Role must be one of {', '.join(ROLES)}, not {role!r}",
                       code="invalid_role")
-    if user.role == "admin" and role != "admin" and _admin_count() <= 1:
-        raise Conflict("The last admin cannot be demoted", code="last_admin")
-    user.role = role
-    db.session().commit()
+    with db.write_transaction():
+        if user.role == "admin" and role != "admin" and _admin_count() <= 1:
+            raise Conflict("The last admin cannot be demoted", code="last_admin")
+        user.role = role
 
 
 def set_password(user: User, password: str, keep_session: int | None = None) -> None:
     """A new password ends every session of the user but `keep_session` (the browser
     that changed it): whoever knew the old password is signed out."""
     validate(user.name, user.role, password)
-    user.password_hash = generate_password_hash(password, method=_HASH_METHOD)
-    db.session().commit()
+    password_hash = generate_password_hash(password, method=_HASH_METHOD)
+    with db.write_transaction():
+        user.password_hash = password_hash
     user_sessions.end_all(user.id, keep=keep_session)
 
 
 def delete(user: User) -> None:
     """The user, their sessions and personal tokens go (ON DELETE CASCADE)."""
-    if user.role == "admin" and _admin_count() <= 1:
-        raise Conflict("The last admin cannot be deleted", code="last_admin")
-    session = db.session()
-    session.delete(user)
-    session.commit()
+    with db.write_transaction() as session:
+        if user.role == "admin" and _admin_count() <= 1:
+            raise Conflict("The last admin cannot be deleted", code="last_admin")
+        session.delete(user)
 
 
 def _admin_count() -> int:
@@ -111,10 +109,9 @@ def _admin_count() -> int:
 def issue_token(user: User, name: str = "api") -> str:
     """A personal API token; the raw value is returned here and never again."""
     secret = secrets_util.issue("u")
-    session = db.session()
-    session.add(PersonalToken(user_id=user.id, name=name, digest=secret.digest,
-                              prefix=secret.prefix, created_at=clock.now()))
-    session.commit()
+    with db.write_transaction() as session:
+        session.add(PersonalToken(user_id=user.id, name=name, digest=secret.digest,
+                                  prefix=secret.prefix, created_at=clock.now()))
     return secret.raw
 
 
@@ -125,12 +122,11 @@ def personal_tokens(user: User) -> list[PersonalToken]:
 
 
 def revoke_token(user: User, token_id: int) -> None:
-    session = db.session()
-    token = session.get(PersonalToken, token_id)
-    if token is None or token.user_id != user.id or token.revoked_at is not None:
-        raise NotFound("No such active token", code="token_not_found")
-    token.revoked_at = clock.now()
-    session.commit()
+    with db.write_transaction() as session:
+        token = session.get(PersonalToken, token_id)
+        if token is None or token.user_id != user.id or token.revoked_at is not None:
+            raise NotFound("No such active token", code="token_not_found")
+        token.revoked_at = clock.now()
 
 
 def authenticate_token(raw: str) -> User:
