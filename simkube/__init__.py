@@ -77,7 +77,7 @@ Python API (all in ``SimCluster`` unless noted)::
                              # versions restart lower, new objects, connections cut
     server.cut_streams() / cut_connections()   # closed mid-stream, no final chunk
     server.go_down() / come_back() / outage(seconds)   # connection refused, same port
-    cluster.wait_for(predicate, timeout=5.0)
+    cluster.wait_for(predicate, timeout=30.0)
     cluster.errors           # exceptions from background callbacks (should stay [])
     demo = seed_demo(cluster, seed=0)
     Churn(cluster, demo=None, *, rate=2.0, log_rate=20.0, seed=None).start() / .stop()

@@ -223,9 +223,11 @@ class SimCluster(Seeding):
         p.write_text(yaml.safe_dump(doc, sort_keys=False))
         return p
 
-    def wait_for(self, predicate: Callable[[], T], timeout: float = 5.0,
+    def wait_for(self, predicate: Callable[[], T], timeout: float = 30.0,
                  interval: float = 0.02) -> T:
-        """Poll until ``predicate()`` is truthy and return it; TimeoutError otherwise."""
+        """Poll until ``predicate()`` is truthy and return it; TimeoutError otherwise. The
+        deadline is generous: it costs nothing when things are fast, and a test waiting on
+        a busy machine must not fail for want of it."""
         deadline = time.monotonic() + timeout
         while True:
             value = predicate()
@@ -343,7 +345,7 @@ class SimCluster(Seeding):
                                component="cronjob-controller")
         return job
 
-    def settle(self, timeout: float = 10.0) -> None:
+    def settle(self, timeout: float = 30.0) -> None:
         """Wait until the controllers have nothing queued and every pod has been started
         by the kubelet (or left Pending for want of a node)."""
         def settled() -> bool:

@@ -69,7 +69,7 @@ class Stats:
                 return sum(self._open.values())
             return self._open[resource]
 
-    def wait_open_watches(self, resource: str, n: int, timeout: float = 5.0) -> bool:
+    def wait_open_watches(self, resource: str, n: int, timeout: float = 30.0) -> bool:
         """Block until exactly n watches of the resource are open; False on timeout."""
         deadline = time.monotonic() + timeout
         with self._lock:
