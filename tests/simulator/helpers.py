@@ -45,7 +45,9 @@ def later(delay: float, fn: Callable[[], Any]) -> threading.Thread:
     return t
 
 
-def eventually(pred: Callable[[], Any], timeout: float = 5.0) -> Any:
+def eventually(pred: Callable[[], Any], timeout: float = 30.0) -> Any:
+    """Polls until ``pred()`` is truthy and returns it. The deadline is generous (a busy
+    machine); it costs nothing when the condition holds at once."""
     deadline = time.monotonic() + timeout
     while True:
         value = pred()

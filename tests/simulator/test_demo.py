@@ -50,7 +50,9 @@ def test_owner_chains_reach_their_workloads(seeded: tuple[SimCluster, Demo]) -> 
 def test_flux_inventories_list_objects_that_exist(seeded: tuple[SimCluster, Demo]) -> None:
     cluster, _ = seeded
     for name in ("infrastructure", "apps", "payments"):
-        ks = cluster.get("kustomizations", name, "flux-system")
+        # Flux reconciles in the background: seeding waits for payments only.
+        ks = cluster.wait_for(lambda name=name: (o := cluster.get(
+            "kustomizations", name, "flux-system")).get("status", {}).get("inventory") and o)
         entries = ks["status"]["inventory"]["entries"]
         assert entries, name
         for entry in entries:

