@@ -30,7 +30,7 @@ def test_pods_entering_and_leaving_a_field_selector(
         v1.patch_namespaced_pod_status("leaving", namespace, {"status": {"phase": "Succeeded"}})
 
     writer = after(0.3, start_one_stop_the_other)
-    seen = collect(watch_pods(v1, namespace, resource_version=rv, timeout_seconds=5,
+    seen = collect(watch_pods(v1, namespace, resource_version=rv, timeout_seconds=30,
                               field_selector="status.phase=Running"),
                    until=lambda got: len(got) == 2)
     writer.join()
@@ -54,7 +54,7 @@ def test_deleting_a_running_pod_answers_200_and_only_marks_it(
     assert response.status == 200  # not 202: that is for orphanDependents=false only
     answered = json.loads(response.data)["metadata"]
     assert answered["deletionTimestamp"] and answered["deletionGracePeriodSeconds"] == 30
-    [marked] = collect(watch_pods(v1, namespace, resource_version=rv, timeout_seconds=5),
+    [marked] = collect(watch_pods(v1, namespace, resource_version=rv, timeout_seconds=30),
                        until=lambda got: len(got) == 1)
     assert marked["type"] == "MODIFIED"
     assert marked["object"]["metadata"]["deletionGracePeriodSeconds"] == 30
@@ -215,7 +215,7 @@ def test_lists_of_built_in_kinds_leave_kind_and_api_version_to_the_list(
     assert [sorted(set(item) & {"kind", "apiVersion"}) for item in listed["items"]] == [[]]
     # A GET and a watch event name the kind; so does every item of a custom resource's list.
     got = json.loads(v1.read_namespaced_pod("web", namespace, _preload_content=False).data)
-    [added] = collect(watch_pods(v1, namespace, resource_version=rv, timeout_seconds=5),
+    [added] = collect(watch_pods(v1, namespace, resource_version=rv, timeout_seconds=30),
                       until=lambda got: len(got) == 1)
     custom = kubernetes.client.CustomObjectsApi(target_api)
     custom.create_namespaced_custom_object(*in_ns(KS, namespace), kustomization("apps", "repo"))

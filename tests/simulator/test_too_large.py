@@ -142,23 +142,31 @@ def test_plain_watch_ahead_of_the_store_is_accepted_and_silent(cluster, http, ur
 
     def watch() -> None:
         resp = http.request("GET", url(f"/api/v1/namespaces/default/pods?watch=1&resourceVersion="
-                                       f"{rv + 3}&allowWatchBookmarks=true&timeoutSeconds=2"),
+                                       f"{rv + 3}&allowWatchBookmarks=true&timeoutSeconds=30"),
                             preload_content=False)
         assert resp.status == 200
         opened.set()
-        for line in resp.read().splitlines():
-            seen.append(json.loads(line))
-        resp.release_conn()
+        buffered = b""
+        try:  # until its first event: a busy machine may take its time to get there
+            for chunk in resp.stream(amt=None, decode_content=False):
+                *lines, buffered = (buffered + chunk).split(b"\n")
+                seen.extend(json.loads(line) for line in lines if line.strip())
+                if any(e["type"] != "BOOKMARK" for e in seen):
+                    break
+        finally:
+            resp.close()
+            resp.release_conn()
 
     t = threading.Thread(target=watch)
     t.start()
     assert cluster.stats.wait_open_watches("pods", 1)
-    assert opened.wait(5)
+    assert opened.wait(30)
     # Bookmarks are due every 0.2 s in these tests; none may come while the watch is ahead.
     threading.Event().wait(0.6)
     for name in ("p1", "p2", "p3", "p4"):  # rv+1 .. rv+4
         cluster.add_pod("default", name, events=False)
-    t.join(10)
+    t.join(30)
+    assert not t.is_alive()
     # Only what comes after its version: p4. A bookmark may come once the store has reached
     # that version (on a busy machine, between p3 and p4), never one from before.
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in seen

@@ -289,8 +289,10 @@ def test_a_table_watch_follows_a_scale(target: Target, client: kubernetes.client
     rv = ok(target, "GET", path)["metadata"]["resourceVersion"]
     sim.scheduler.call_later(0.2, lambda: sim.patch("deployments", "web",
                                                     {"spec": {"replicas": 2}}, NS))
+    # Until the scale shows whole (a busy machine may take longer than a short watch).
     events = call(target, "GET", path, accept=TABLE, query={
-        "watch": "1", "resourceVersion": rv, "timeoutSeconds": "3"}).lines
+        "watch": "1", "resourceVersion": rv, "timeoutSeconds": "30"},
+        until=lambda lines: lines[-1]["object"]["rows"][0]["cells"][1] == "2/2").lines
     readies = [e["object"]["rows"][0]["cells"][1] for e in events]
     assert readies[0] == "1/2" and readies[-1] == "2/2"
     assert events[0]["object"]["columnDefinitions"] and all(
