@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from simkube.stats import RequestRecord
 
-from .conftest import Live, events_of
+from .conftest import Live, events_of, eventually
 
 AS_USER = {"access_as": "user", "view": {"role": "viewer"}, "act": {"role": "maintainer"}}
 
@@ -44,6 +44,8 @@ def test_watches_impersonate_the_signed_in_user(live: Live) -> None:
     agent = live.ws("plain", token=live.token("alice"))
     agent.watch("pods", namespace="default")
     agent.synced("pods")
+    # Each watch follows its list: the request log is whole once all three are open.
+    eventually(lambda: live.sim.stats.open_watches("pods") == 3)
     as_agent = pod_requests(live, "admin")  # the simulator's name for the kubeconfig's token
     assert as_agent
     for record in as_agent:

@@ -52,7 +52,8 @@ def test_server_timeouts_resume_without_relist_or_loss(live: Live, admin: str) -
     got = ws.events(len(names))
     assert events_of(got) == [("ADDED", name) for name in names]
     assert [m["type"] for m in got] == ["event"] * len(names)  # no error, no resync
-    assert stats.watches("pods") >= watches + 2, "the server did not end any watch"
+    eventually(lambda: stats.watches("pods") >= watches + 2,
+               message="the server did not end any watch")
     assert relists(sim) == lists
     versions = pod_watch_versions(live.sim)
     assert all(v not in ("", "0") for v in versions), versions  # resumed, never re-listed

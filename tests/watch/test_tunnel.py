@@ -129,8 +129,9 @@ def test_the_token_of_a_tunnel_counts_as_used(live: Live, tunneled: RunningAgent
 def test_a_revoked_token_closes_the_connection_at_once(live: Live, tunneled: Any) -> None:
     with live.app.app_context():
         tokens.revoke(agents.get("prod"), "in-cluster", "alice")
-    eventually(lambda: not tunneled.agent.connected.is_set(), timeout=5)
-    assert live.app.extensions["tunnels"].count("prod") == 0
+    eventually(lambda: not tunneled.agent.connected.is_set())
+    # The agent may hear the close before the server has taken the connection off.
+    eventually(lambda: live.app.extensions["tunnels"].count("prod") == 0)
     response = proxy_get(live, "/api/v1/namespaces/default/pods")
     assert response.status_code == 503
     assert response.json()["message"] == "The agent of prod is not connected to agentwatch"
@@ -203,7 +204,8 @@ def test_an_agent_killed_and_back_resumes_watches_without_a_relist(
     mux = tunneled.agent._mux
     assert mux is not None
     mux.websocket.sock.shutdown(socket.SHUT_RDWR)
-    error = ws.recv_until(lambda m: m["type"] == "error", timeout=5)[-1]["error"]
+    # Well before the tunnel's silence timeout could tell it.
+    error = ws.recv_until(lambda m: m["type"] == "error", timeout=WAIT)[-1]["error"]
     assert error["message"] == "The agent of prod is not connected to agentwatch"
 
     live.sim.add_pod("default", "web-2", ["app"])  # while no agent is there

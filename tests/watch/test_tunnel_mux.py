@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import queue
 import threading
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -73,9 +72,9 @@ def test_a_reader_behind_gets_all_that_arrived_in_one_read(
     events = [b'{"type":"MODIFIED","n":%d}\n' % i for i in range(50)]
     for event in events:
         answer.write(event)
-    assert agent_end.peer is not None
-    eventually(agent_end.peer.inbox.empty)
-    time.sleep(0.2)  # the server's reader has handed the last frame to the stream
+    # The server's reader has handed every frame to the stream (not only taken it off the
+    # wire): waited for, not slept on.
+    eventually(lambda: stream._buffered == sum(map(len, events)))
     assert stream.read(timeout=5) == b"".join(events)  # one write to the relay, not 50
 
 
@@ -90,12 +89,15 @@ def test_the_window_holds_the_sender_to_what_the_reader_took(
         answer.write(body, timeout=10)
         answer.end()
 
+    def data_sent() -> int:
+        return sum(len(m) - 5 for m in list(agent_end.sent) if decode(m).kind is Kind.DATA)
+
     writer = threading.Thread(target=send)
     writer.start()
-    writer.join(1.0)
+    eventually(lambda: data_sent() >= INITIAL_WINDOW)  # the window sent (a busy machine)
+    writer.join(1.0)  # and a while to go past it, were it not held
     assert writer.is_alive(), "the sender went past its window while nobody read"
-    data_sent = sum(len(m) - 5 for m in agent_end.sent if decode(m).kind is Kind.DATA)
-    assert data_sent == INITIAL_WINDOW
+    assert data_sent() == INITIAL_WINDOW
     assert all(len(m) - 5 <= MAX_DATA for m in agent_end.sent)
     got = []
     while (data := stream.read(timeout=5)) is not None:
