@@ -5,7 +5,6 @@ panel lists the events the server selects for it."""
 
 from __future__ import annotations
 
-import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -174,14 +173,13 @@ def test_a_namespace_of_many_pods_renders_its_first_screen_and_pages_the_rest(
         list(pool.map(lambda name: v1.create_namespaced_pod(namespace, pod(name)), names))
     browser = live.browser("alice")
 
-    started = time.monotonic()
     page = browser.http.get(f"{live.base_url}/agents/prod/cluster",
                             params={"namespace": namespace}, timeout=60)
-    elapsed = time.monotonic() - started
     assert page.status_code == 200
     table = section(page.text, "pods")
     shown = rows(table)
-    # The first screen, in kubectl's order; the count is the whole list's.
+    # The first screen, in kubectl's order (rows, not the snapshot's timeout error: within
+    # its 10 s; how fast is bench/realkube_bench.py's); the count is the whole list's.
     assert [row.name for row in shown] == names[:listing.PAGE_SIZE]
     assert {row.cells["status"] for row in shown} == {"Pending"}
     assert f'data-total="{MANY}"' in table
@@ -198,9 +196,6 @@ def test_a_namespace_of_many_pods_renders_its_first_screen_and_pages_the_rest(
         fetched += [row.name for row in rows(more.text)]
         offset = more.headers["X-Next-Offset"]
     assert fetched == names[listing.PAGE_SIZE:]
-    # Far below the page's snapshot timeout (10 s) even on a loaded 2-core machine; the
-    # 5,000-pod measurement is a benchmark's job.
-    assert elapsed < 8, f"first render of {MANY} pods took {elapsed:.1f} s"
 
 
 def test_a_user_the_cluster_refuses_reads_why_on_the_page(

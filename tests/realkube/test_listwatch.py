@@ -141,7 +141,7 @@ def test_a_watch_list_sends_the_current_objects_then_a_bookmark_marking_their_en
     v1.create_namespaced_pod(namespace, pod("b"))
     seen = collect(watch_pods(v1, namespace, send_initial_events=True,
                               resource_version_match="NotOlderThan", allow_watch_bookmarks=True,
-                              timeout_seconds=3),
+                              timeout_seconds=30),
                    until=lambda got: got[-1]["type"] == "BOOKMARK")
     assert sorted(names(seen, "ADDED")) == ["a", "b"] and len(seen) == 3
     assert seen[-1]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}

@@ -459,14 +459,16 @@ def test_the_probe_port_holds_idle_connections_without_a_thread_each() -> None:
 
         def get(path: str) -> int:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=1) as r:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=WAIT) as r:
                     return int(r.status)
             except urllib.error.HTTPError as refused:
                 return refused.code
 
         started = time.monotonic()
         assert get("/healthz") == 200
-        assert time.monotonic() - started < 1.0
+        # Let in at once, not once the crowd's heads ran out of time (5 s each): a bound
+        # with room for a busy machine.
+        assert time.monotonic() - started < 2.5
         assert get("/readyz") == 503
         agent.connected.set()
         assert get("/readyz") == 200
