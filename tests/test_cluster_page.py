@@ -343,7 +343,7 @@ def test_suspend_outcome_reads_suspended(app: Flask, signed_in: FlaskClient, sim
     assert answer.json == {"result": "done", "message": f"suspended kustomization {FLUX_NS}/apps"}
 
 
-def wait_for(condition: Any, timeout: float = 5.0) -> None:
+def wait_for(condition: Any, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, "condition not met in time"

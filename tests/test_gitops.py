@@ -68,7 +68,7 @@ def gitops_events(h):
     return [(e.type, e.commit_sha) for e in h.events() if e.category == "gitops"]
 
 
-def wait_for(predicate, timeout=10.0):
+def wait_for(predicate, timeout=30.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
@@ -110,7 +110,7 @@ def test_sync_then_failures_then_success_each_recorded_once(observed, cluster, h
     wait_for(lambda: ("gitops_sync_failed", sha) in gitops_events(h))
     cluster.flux.request_reconcile("flux-system", "apps")
     wait_for(lambda: ("gitops_sync_succeeded", sha) in gitops_events(h))
-    observer.wait_idle(5)
+    observer.wait_idle(30)
     events = gitops_events(h)
     assert len(events) == len(set(events)), f"an event was recorded twice: {events}"
     assert events.count(("gitops_commit_received", sha)) == 1
@@ -135,16 +135,17 @@ def test_restart_and_relist_record_nothing_twice(observed, cluster, h):
     cluster.add_helmrelease("flux-system", "redis", version="6.1.0")
     first = observed()
     wait_for(lambda: len([t for t, _ in gitops_events(h) if t == "gitops_sync_succeeded"]) == 2)
-    first.wait_idle(5)
+    first.wait_idle(30)
     before = gitops_events(h)
     first.stop()
     # The app comes back (a new process: a new observer) and relists.
     second = observed()
-    second.wait_idle(10)
+    second.wait_idle(30)
+    listed = [(reflector, reflector.lists) for reflector in second.reflectors()]
     cluster.expire_history()  # and its watch falls out of history: relist again
     cluster.add_namespace("other")
-    time.sleep(0.5)
-    second.wait_idle(10)
+    wait_for(lambda: all(reflector.lists > lists for reflector, lists in listed))
+    second.wait_idle(30)
     assert gitops_events(h) == before
 
 
