@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from flask import Flask
 from loopback import serve_wsgi
-from playwright.sync_api import Browser, Page, Playwright, sync_playwright
+from playwright.sync_api import Browser, Page, Playwright, expect, sync_playwright
 
 CHROMIUM = os.environ.get("AGENTWATCH_TEST_CHROMIUM", "/usr/bin/chromium")
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -34,6 +34,11 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 POLL_SECONDS = 1
+# What a page shows comes from its scripts, polls and live connections, which take their
+# time on a busy machine: an action or an expect() waits up to this long (ms), and returns
+# as soon as what it waits for is there.
+WAIT_MS = 15_000
+expect.set_options(timeout=WAIT_MS)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -158,7 +163,7 @@ def page(browser: Browser, live_server: str) -> Iterator[Page]:
     """
     context = browser.new_context(base_url=live_server, viewport={"width": 1200, "height": 900},
                                   timezone_id="UTC", locale="en-GB")
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(WAIT_MS)
     problems = PageProblems()
     tab = context.new_page()
     tab.on("pageerror", lambda exc: problems.errors.append(f"script error: {exc}"))

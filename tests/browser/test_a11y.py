@@ -95,7 +95,7 @@ def check(page: Page, path: str) -> list[tuple[str, str]]:
     page.goto(path)
     if path.endswith("/cluster"):
         expect(page.locator("#watch-badge")).to_have_attribute("data-state", "connected",
-                                                               timeout=8_000)
+                                                               timeout=20_000)
     page.wait_for_load_state("networkidle")
     return [(path, problem) for problem in axe_problems(page)]
 

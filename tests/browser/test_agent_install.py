@@ -66,6 +66,7 @@ def test_the_install_page_says_what_the_manifest_grants(page: Page, h: Any, app:
     sign_in(page, path="/agents/prod/tokens")
     page.get_by_label(choice, exact=True).check()
     page.get_by_role("button", name="Install the agent…").click()
+    page.wait_for_load_state("load")  # the page the form answers with, whole
     manifest_text = page.locator("#install-manifest").text_content() or ""
     expect(page.locator(".install-says")).to_contain_text(said)
     assert _secrets_rule(manifest_text) == verbs

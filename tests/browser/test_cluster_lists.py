@@ -23,7 +23,7 @@ from .signin import sign_in
 
 pytestmark = pytest.mark.browser
 
-SLOW = 8_000
+SLOW = 20_000
 BADGE = "#watch-badge"
 PODS = "#pods tbody.rows > tr"
 

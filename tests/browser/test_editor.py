@@ -32,7 +32,7 @@ def page(browser: Browser, live_server: str) -> Iterator[Page]:
     test), except for the 422 of a refused save, which is the answer under test."""
     context = browser.new_context(base_url=live_server, viewport={"width": 1200, "height": 900},
                                   timezone_id="UTC", locale="en-GB")
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(15_000)
     errors: list[str] = []
     tab = context.new_page()
     tab.on("pageerror", lambda exc: errors.append(f"script error: {exc}"))
@@ -188,7 +188,8 @@ def test_leaving_with_unsaved_edits_asks_first(page: Page, maintainer: None) -> 
         asked.append(dialog.type)
         dialog.dismiss()
     page.on("dialog", stay)
-    page.get_by_role("link", name="Activity", exact=True).click()
+    with page.expect_event("dialog"):  # reported after the click may have returned
+        page.get_by_role("link", name="Activity", exact=True).click()
     expect(page).to_have_url(re.compile(re.escape(SETTINGS)))
     assert asked == ["beforeunload"]
 

@@ -17,7 +17,7 @@ from .signin import sign_in
 
 pytestmark = pytest.mark.browser
 
-LIVE = 8_000
+LIVE = 15_000
 
 
 def create_agent(page: Page, name: str, connection: str) -> None:
@@ -26,6 +26,7 @@ def create_agent(page: Page, name: str, connection: str) -> None:
     page.locator(f'input[name="connection"][value="{connection}"]').check()
     page.get_by_role("button", name="Create agent").click()
     expect(page.get_by_role("heading", name=f"Agent {name} created: connect it")).to_be_visible()
+    page.wait_for_load_state("load")  # whole, before a test reads its token and command
 
 
 def test_a_new_agent_shows_its_token_and_install_command_with_copy_buttons(
