@@ -230,11 +230,14 @@ def test_replicas_forward_to_each_other_over_tls(live: Live, serve: Callable[...
                     "Sec-WebSocket-Protocol": "agentwatch.watch.v1"})
         live._track(ws.close)
 
-        def watched() -> list[Any]:
-            ws.send_json({"type": "watch", "watchId": "pods", "watchParams": PODS})
-            return [ws.recv() for _ in range(2)]
+        def on_record() -> bool:  # the agent hears the handshake's answer before that
+            answer = requests.get(f"{other.base_url}/api/v1/agents/prod", timeout=WAIT,
+                                  headers={"Authorization": f"Bearer {personal}"})
+            return bool(answer.json()["connection"]["connections"])
 
-        got = eventually(lambda: watched() if agent.connected.is_set() else None)
+        eventually(on_record, message="the agent's connection is not on record")
+        ws.send_json({"type": "watch", "watchId": "pods", "watchParams": PODS})
+        got = [ws.recv() for _ in range(2)]
         assert events_of(got) == [("ADDED", "web-1")], got
 
         # The port other replicas call: TLS only, with a certificate the CA signed.
