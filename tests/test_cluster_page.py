@@ -110,7 +110,7 @@ def test_page_renders_every_table_server_side(app: Flask, signed_in: FlaskClient
     assert 'data-live="true"' in html
     assert re.search(r'data-socket-path="(ws://localhost)?/agents/prod/watch"', html)
     assert '"resource": "pods"' in pods
-    assert "watch.js" in html and 'id="watch-badge"' in html
+    assert "cluster/main.js" in html and 'id="watch-badge"' in html
 
 
 def test_namespace_comes_from_the_url(app: Flask, signed_in: FlaskClient, sim: SimCluster,

@@ -157,9 +157,9 @@ class PageProblems:
 def page(browser: Browser, live_server: str) -> Iterator[Page]:
     """A fresh context (cookies, storage) per test on the live server.
 
-    Uncaught script errors, failed requests (4xx/5xx, favicon aside) and anything the
-    Content-Security-Policy blocks fail the test: a broken poll shows nowhere on the page
-    until much later.
+    Uncaught script errors, failed requests (4xx/5xx, favicon aside), modules that do not
+    load and anything the Content-Security-Policy blocks fail the test: a broken poll shows
+    nowhere on the page until much later.
     """
     context = browser.new_context(base_url=live_server, viewport={"width": 1200, "height": 900},
                                   timezone_id="UTC", locale="en-GB")
@@ -173,6 +173,10 @@ def page(browser: Browser, live_server: str) -> Iterator[Page]:
     # a page feature silently gone.
     tab.on("console", lambda m: problems.errors.append(f"blocked by the CSP: {m.text}")
            if m.type == "error" and "Content Security Policy" in m.text else None)
+    # A module the browser refuses (a JavaScript file served with another MIME type) is
+    # said in the console only: its page would run without it.
+    tab.on("console", lambda m: problems.errors.append(f"module not loaded: {m.text}")
+           if m.type == "error" and "module script" in m.text else None)
     try:
         yield tab
     finally:

@@ -367,7 +367,7 @@ def test_blocked_websocket_falls_back_to_http_streaming(cluster_page: Page,
     # per host, and logs and actions need some too); the panel's own object rides on the
     # pods watch. Opening the panel reopened the stream with its events watch added.
     page.wait_for_function(  # a function: a bare expression is eval'd, which the CSP refuses
-        "() => { const s = window.agentwatchCluster.manager.streams; "
+        "() => { const s = window.agentwatchCluster.manager.httpStreams.streams; "
         "return s.length === 1 && s[0].source.readyState === 1; }")
     latest = json.loads(parse_qs(urlsplit(streams[-1]).query)["watches"][0])
     resources = {w["watchParams"]["resource"] for w in latest}
@@ -391,7 +391,8 @@ def test_blocked_websocket_falls_back_to_http_streaming(cluster_page: Page,
     page.evaluate("window.agentwatchCluster.manager.retryWebSocket()")
     expect(badge.locator(".label")).to_have_text("Live", timeout=SLOW)
     expect(badge).to_have_attribute("title", re.compile(r"WebSocket"))
-    page.wait_for_function("() => window.agentwatchCluster.manager.streams.length === 0")
+    page.wait_for_function(
+        "() => window.agentwatchCluster.manager.httpStreams.streams.length === 0")
     sim.record_event(pod, "Socketed", "over the WebSocket again")
     expect(page.locator("#panel-events")).to_contain_text("over the WebSocket again",
                                                           timeout=LIVE)

@@ -106,10 +106,10 @@ def test_more_watches_than_one_stream_carries_are_all_live(signed_in: Page,
 
     # A stream that drops resumes by itself from its own last id (the others stay open).
     before = len(streams)
-    page.evaluate("() => { const s = window.agentwatchCluster.manager.streams[2]; "
-                  "s.source.close(); window.agentwatchCluster.manager.openStream(s); }")
-    page.wait_for_function("() => { const s = window.agentwatchCluster.manager.streams[2]; "
-                           "return s.open && s.gotData; }")
+    page.evaluate("() => { const h = window.agentwatchCluster.manager.httpStreams; "
+                  "const s = h.streams[2]; s.source.close(); h.openStream(s); }")
+    page.wait_for_function("() => { const h = window.agentwatchCluster.manager.httpStreams; "
+                           "const s = h.streams[2]; return s.open && s.gotData; }")
     expect(badge.locator(".label")).to_have_text("Live (HTTP streaming)")
     assert len(streams) == before + 1
     assert "lastEventId" in parse_qs(urlsplit(streams[-1]).query)
@@ -140,9 +140,9 @@ def test_a_stream_the_server_refuses_is_said_and_tried_again(signed_in: Page, ap
     # first data has come: waited for, not read once).
     page.wait_for_function("""() => {
       const m = window.agentwatchCluster.manager;
-      const refused = m.streams.filter((s) => s.refused);
+      const refused = m.httpStreams.streams.filter((s) => s.refused);
       return refused.length === 1 && refused[0].ids.every((id) => m.watches.get(id).notLive)
-        && m.streams.filter((s) => !s.refused).every((s) => s.open && s.gotData);
+        && m.httpStreams.streams.filter((s) => !s.refused).every((s) => s.open && s.gotData);
     }""", timeout=SLOW)
 
     # Room again: the server's Retry-After passes, the stream opens, everything is live.

@@ -28,8 +28,9 @@ EDITOR = "#config-editor .cm-editor"
 
 @pytest.fixture
 def page(browser: Browser, live_server: str) -> Iterator[Page]:
-    """As the suite's page (script errors, failed requests and CSP violations fail the
-    test), except for the 422 of a refused save, which is the answer under test."""
+    """As the suite's page (script errors, failed requests, modules that do not load and CSP
+    violations fail the test), except for the 422 of a refused save, which is the answer
+    under test."""
     context = browser.new_context(base_url=live_server, viewport={"width": 1200, "height": 900},
                                   timezone_id="UTC", locale="en-GB")
     context.set_default_timeout(15_000)
@@ -44,7 +45,8 @@ def page(browser: Browser, live_server: str) -> Iterator[Page]:
             errors.append(f"HTTP {r.status} for {r.url}")
     tab.on("response", response)
     tab.on("console", lambda m: errors.append(f"console: {m.text}")
-           if m.type == "error" and "Content Security Policy" in m.text else None)
+           if m.type == "error" and ("Content Security Policy" in m.text
+                                     or "module script" in m.text) else None)
     try:
         yield tab
     finally:

@@ -203,6 +203,10 @@ def test_the_namespace_chosen_comes_back_with_the_cluster_tab(cluster_page: Page
     sim.add_pod("shop", "web-1", state="Running")
     open_cluster(page, "?namespace=shop")
     page.get_by_role("link", name="Activity", exact=True).click()
+    # The page script (app.js) puts the namespace back on the Cluster link once it runs: a
+    # click while the page is still loading would go before it (a click waits for no more
+    # than the navigation's start).
+    page.wait_for_load_state()
     page.get_by_role("link", name="Cluster", exact=True).click()
     expect(page).to_have_url(re.compile(r"/agents/prod/cluster\?namespace=shop$"))
     expect(row(page, "pods", "web-1")).to_be_visible()

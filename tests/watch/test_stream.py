@@ -18,7 +18,7 @@ from .conftest import SSE, TIMING, Live, SSEMessage, events_of, eventually
 GRACE = 2.0
 PARAMS = {"watchId": "w", "version": "v1", "resource": "pods", "namespace": "default"}
 PATH = "/agents/prod/watch/stream"
-WATCH_JS = Path(__file__).parents[2] / "webapp" / "static" / "watch.js"
+STREAMS_JS = Path(__file__).parents[2] / "webapp" / "static" / "cluster/watch/http-streams.js"
 
 
 @pytest.fixture
@@ -286,7 +286,7 @@ def test_bad_watch_sets_are_refused_and_start_nothing(live: Live, admin: str, co
 
 
 def test_the_page_splits_its_watches_by_the_servers_limit_per_stream() -> None:
-    """watch.js spreads a page's watches over streams of STREAM_WATCHES: more than the
-    server takes would be refused (422), fewer would open streams for nothing."""
-    found = re.search(r"const STREAM_WATCHES = (\d+);", WATCH_JS.read_text())
+    """The page (http-streams.js) spreads its watches over streams of STREAM_WATCHES: more
+    than the server takes would be refused (422), fewer would open streams for nothing."""
+    found = re.search(r"const STREAM_WATCHES = (\d+);", STREAMS_JS.read_text())
     assert found and int(found.group(1)) == MAX_WATCHES

@@ -1,6 +1,6 @@
 """The Cluster tab: every kind the cluster serves (discovery), listed as kubectl prints it
 (the API server's Table), rendered from the shared watches' caches first, then kept live
-by static/watch.js; and the side panel of one object.
+by static/cluster/ (the page's modules); and the side panel of one object.
 
 The URL holds the list's whole state (listing.ListState): the kind (none: the overview of
 pods, services and Flux objects), the namespaces (none: every namespace — Flux objects live
@@ -508,8 +508,8 @@ def object_panel(name: str) -> tuple[str, int] | Response:
     except KubeError as exc:
         status = exc.code if 400 <= exc.code < 600 else 502
         # In words, never a library's text; a cluster out of reach is tried again by the
-        # page (panel.js) until it answers. The page's fragment is an answer it shows (200);
-        # anyone else gets the status.
+        # page (static/cluster/panel/) until it answers. The page's fragment is an answer it
+        # shows (200); anyone else gets the status.
         fragment = request.headers.get("HX-Request") == "true"
         return render_template("cluster/_panel_error.html", message=_readable(exc.message),
                                unreachable=_unreachable(exc) is not None, params=params,

@@ -8,7 +8,8 @@ Two forms of `GET /agents/NAME/watch/stream`:
   (JSON); each message's id holds every watch's position (`w1=123&w2=456`), so one
   Last-Event-ID resumes them all. Browsers allow six HTTP/1.1 connections per host: a
   page whose every watch took one would leave none for its logs and actions. A page with
-  more than MAX_WATCHES watches opens a few such streams (watch.js, at most three).
+  more than MAX_WATCHES watches opens a few such streams (at most three:
+  static/cluster/watch/http-streams.js).
 
 A stream holds a server thread while it is open: it counts against its user's streams and
 the process's long-lived connections (limits.py; 429 with Retry-After beyond them), and

@@ -1,0 +1,113 @@
+// cluster/: the Cluster tab, as native modules; this is the page's one script
+// (<script type="module">, cluster/page.html), which wires the others (see docs/ui.md):
+//   watch/   the transport: every watch of the page over one WebSocket or HTTP streams,
+//            whether each is live, the badge and the banner
+//   lists/   what the watches feed: tables patched by key, paged lists, the workloads'
+//            counts, the list's state in the address
+//   panel/   the side panel of one object: tabs, logs, actions, relations
+//   ages.js, problems.js, fragment.js: small helpers they share
+// A click on a row opens the panel; the page's watches are shared with it.
+
+import { humanDuration, refreshAges } from "./ages.js";
+import { ListState } from "./lists/list-state.js";
+import { ListTable } from "./lists/list-table.js";
+import { namespacePicker } from "./lists/namespace-picker.js";
+import { ListSink, fanOut } from "./lists/sinks.js";
+import { Tally } from "./lists/tally.js";
+import { addressState } from "./panel/address.js";
+import { Panel } from "./panel/panel.js";
+import { parseTime, readableProblem } from "./problems.js";
+import { Badge } from "./watch/badge.js";
+import { Banner } from "./watch/banner.js";
+import { WatchManager } from "./watch/manager.js";
+import { LiveStatus } from "./watch/status.js";
+
+const AGE_REFRESH = 5000;
+
+// The problem the server rendered the page with (the banner), as a watch's `problem`.
+function initialProblem() {
+  const banner = document.getElementById("cluster-banner");
+  if (!banner || banner.hidden) return null;
+  const retryIn = parseFloat(banner.dataset.retryIn || "");
+  return {
+    message: readableProblem({ message: banner.querySelector(".banner-message").textContent }),
+    retryAt: isNaN(retryIn) ? null : Date.now() + retryIn * 1000,
+  };
+}
+
+// Every list and count of the page fed by the page's watches; a click on a row asks for
+// its panel (`open(row, params, watchId)`).
+function watchLists(root, manager, live, open) {
+  const outage = initialProblem();
+  const list = new ListState(root.querySelector("[data-list-form]"));
+  // Watches by their params: a list and the strip that count the same objects share one.
+  const wanted = new Map();  // JSON of params -> {params, sinks, initial, holders: [holder]}
+  const want = (params, sink, initial) => {
+    const key = JSON.stringify(params);
+    if (!wanted.has(key)) wanted.set(key, { params, sinks: [], initial: initial || null, holders: [] });
+    const entry = wanted.get(key);
+    entry.sinks.push(sink);
+    return entry;
+  };
+  for (const section of root.querySelectorAll("section.k8s-section")) {
+    const table = new ListTable(section, list);
+    list.tables.push(table);
+    // Rendered while the cluster was down: stale from the start.
+    const initial = section.classList.contains("is-stale")
+      ? { since: parseTime(section.dataset.staleSince), problem: outage } : null;
+    const ids = new Map();  // namespace ("" for all) -> its watch, for the panel
+    for (const params of JSON.parse(section.dataset.watches || "[]")) {
+      const holder = { id: null, params };
+      want(params, new ListSink(table, params.namespace || null), initial).holders.push(holder);
+      ids.set(params.namespace || "", holder);
+    }
+    section.addEventListener("click", (event) => {
+      const row = event.target.closest("tbody.rows > tr");
+      if (!row || event.target.closest("button, input, select")) return;
+      event.preventDefault();
+      const watch = ids.get(row.dataset.namespace || "") || ids.get("") || ids.values().next().value;
+      // `params` are the row's watch, `watchId` its id on the page.
+      if (watch) open(row, watch.params, watch.id);
+    });
+  }
+  for (const el of root.querySelectorAll("[data-summary]")) {
+    const tally = new Tally(el);
+    for (const params of JSON.parse(el.dataset.watches || "[]")) want(params, tally.sink(params.namespace || null));
+  }
+  if (!live) return;
+  for (const entry of wanted.values()) {
+    const sink = entry.sinks.length === 1 ? entry.sinks[0] : fanOut(entry.sinks);
+    // A watch only the strip counts with is minor: the first to go without a stream.
+    const id = manager.add(entry.params, sink, null, entry.initial, entry.holders.length === 0);
+    for (const holder of entry.holders) holder.id = id;
+  }
+}
+
+function start(root) {
+  const badge = new Badge(document.getElementById("watch-badge"));
+  const status = new LiveStatus(badge, new Banner(document.getElementById("cluster-banner")));
+  const manager = new WatchManager({
+    ticket: root.dataset.ticketUrl, socket: root.dataset.socketPath, stream: root.dataset.streamUrl,
+  }, status);
+  badge.onReconnect(() => manager.reconnect());
+  const live = root.dataset.live === "true";
+  const panel = new Panel(document.getElementById("object-panel"), root, manager, {
+    object: root.dataset.objectUrl, logs: root.dataset.logsUrl, actions: root.dataset.actionsUrl,
+  });
+  watchLists(root, manager, live, (row, params, watchId) => {
+    panel.open({ params, namespace: row.dataset.namespace || "", name: row.dataset.name || "" },
+      { row, watchId, push: true });
+  });
+  namespacePicker(root);
+  refreshAges(root);
+  setInterval(() => refreshAges(root), AGE_REFRESH);
+  if (live) { manager.render(); manager.start(); }
+  window.addEventListener("popstate", () => panel.follow());
+  if (addressState().ref) panel.follow();
+  // Handles for debugging and for the browser tests (tests/browser/test_cluster_*.py).
+  window.agentwatchCluster = { manager, panel, humanDuration, refreshAges };
+}
+
+// A module runs once the document is parsed, like a deferred script.
+const root = document.getElementById("cluster");
+if (root) start(root);
