@@ -197,6 +197,26 @@ def test_a_deleted_objects_panel_offers_no_actions(cluster_page: Page,
     expect(panel.locator(".panel-actions")).to_be_hidden()
 
 
+def test_a_panel_of_an_object_deleted_before_its_watch_began_says_it_is_gone(
+        cluster_page: Page, sim: SimCluster) -> None:
+    """The panel's HTML is drawn, then the pod goes, then the panel's own watch begins: its
+    snapshot holds no pod, and no DELETED will ever come."""
+    page = cluster_page
+    sim.add_pod("default", "web-1", state="Running")
+    open_cluster(page, "?namespace=default")
+
+    def drawn_then_deleted(route: Any) -> None:
+        answer = route.fetch()
+        sim.delete("pods", "web-1", namespace="default", grace_period=0)
+        route.fulfill(response=answer)
+
+    page.route(re.compile(r"/cluster/object\?.*name=web-1.*tab="), drawn_then_deleted)
+    row(page, "pods", "web-1").locator("a.object-link").click()
+    panel = page.locator(PANEL)
+    expect(panel.locator(".panel-gone")).to_be_visible(timeout=SLOW)
+    expect(panel.locator(".panel-actions")).to_be_hidden()
+
+
 def test_the_namespace_chosen_comes_back_with_the_cluster_tab(cluster_page: Page,
                                                               sim: SimCluster) -> None:
     page = cluster_page

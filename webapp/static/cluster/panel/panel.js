@@ -118,11 +118,16 @@ export class Panel {
     if (template) summary.fill(template.innerHTML);
     const gone = panel.querySelector(".panel-gone");
     const within = this.parentWatch && { watchId: this.parentWatch, namespace: panel.dataset.namespace, name: panel.dataset.name };
+    // The object's own watch: its snapshot holds the object, or it is gone (deleted before
+    // the watch began: no DELETED event will ever say so).
+    let seen = false;
     const objectSink = {
-      start() {}, reset() {}, error() {}, stale() {}, synced() {},
+      start() { seen = false; }, reset() { seen = false; }, error() {}, stale() {},
+      synced: () => { if (!seen) objectSink.event({ type: "DELETED" }, ""); },
       event: (event, html) => {
         const obj = event.object || {};
         const deleted = event.type === "DELETED";
+        seen = !deleted;
         gone.hidden = !deleted;
         // Nothing can be done to an object that is gone.
         const actions = panel.querySelector(".panel-actions");
