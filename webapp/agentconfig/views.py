@@ -12,8 +12,9 @@ from ..auth import login_required, role_required
 from ..errors import AppError
 from ..models import Agent
 from ..watch.access import for_agent
-from . import edit, service
+from . import edit, reading, service
 from .schema import DEPRECATED, DOCS_PATH, FLUX_RESOURCES, SCHEMA
+from .user_access import user_access_section
 from .validate import MAX_BYTES, Problem
 
 bp = Blueprint("agentconfig", __name__)
@@ -24,16 +25,16 @@ HISTORY_LIMIT = 20
 def editor_context(agent: Agent, text: str | None = None,
                    problems: tuple[Problem, ...] = ()) -> dict[str, Any]:
     """What the Settings tab needs to draw the editor; `text` and `problems` after a refusal."""
-    versions = service.history(agent, HISTORY_LIMIT)
+    versions = reading.history(agent, HISTORY_LIMIT)
     return {
         "in_force": versions[0] if versions else None,
         "versions": versions,
-        "text": service.editor_text(agent) if text is None else text,
+        "text": reading.editor_text(agent) if text is None else text,
         "problems": problems,
         "max_bytes": MAX_BYTES,
         # What "Edit access" adds when the text has no `user_access` yet: today's access.
         "access_section": edit.section_text(
-            "user_access", service.user_access_section(for_agent(agent))),
+            "user_access", user_access_section(for_agent(agent))),
     }
 
 

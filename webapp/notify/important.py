@@ -19,7 +19,7 @@ from flask import current_app
 from sqlalchemy import ColumnElement, and_, false, or_, select
 
 from .. import db, events
-from ..agentconfig import service as agentconfig
+from ..agentconfig import reading as agentconfig
 from ..models import Agent, Event
 
 
