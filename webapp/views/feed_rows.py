@@ -16,7 +16,7 @@ import contextlib
 from datetime import date
 from typing import Any
 
-from flask import current_app, url_for
+from flask import Flask, current_app, url_for
 from markupsafe import Markup, escape
 
 from .. import clock, events, folding
@@ -213,5 +213,5 @@ def event_rows(rows: list[Event], agent_name: str, headings: bool = True) -> Mar
     return feed_items(rows, agent_name, headings=headings, fold=False)
 
 
-def jinja_globals() -> dict[str, Any]:
-    return {"feed_items": feed_items, "event_rows": event_rows}
+def init_app(app: Flask) -> None:
+    app.jinja_env.globals.update(feed_items=feed_items, event_rows=event_rows)
