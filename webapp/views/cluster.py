@@ -47,7 +47,7 @@ from ..watch.listing import ListState
 from ..watch.registry import connection_of
 from ..watch.resources import Identity, WatchParams
 from ..watch.subscriptions import RenderedRow, Snapshot
-from .activity import status_key
+from .status_badge import status_key
 
 bp = Blueprint("cluster", __name__)
 SNAPSHOT_TIMEOUT = 10.0

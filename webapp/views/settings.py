@@ -17,7 +17,7 @@ from ..agentconfig.editor import editor_context
 from ..auth import login_required, role_required
 from ..errors import AppError
 from ..watch.access import for_agent
-from .activity import status_key
+from .status_badge import status_key
 
 bp = Blueprint("settings", __name__)
 
