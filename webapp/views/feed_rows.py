@@ -22,7 +22,7 @@ from markupsafe import Markup, escape
 from .. import clock, events, folding
 from ..gitops import sources
 from ..models import Event
-from . import cluster
+from . import cluster_links
 from .filters import (
     _day_text,
     _time_open,
@@ -45,13 +45,13 @@ def object_link(event: Event, agent_name: str) -> tuple[str, str] | None:
     details = event.details or {}
     observed = details.get("object")
     if isinstance(observed, str):
-        href = cluster.scope_url(agent_name, observed)
+        href = cluster_links.scope_url(agent_name, observed)
         return (href, observed.split("/", 1)[1]) if href else None
     resource, name, where = details.get("resource"), details.get("name"), details.get("namespace")
     if isinstance(resource, str) and resource and isinstance(name, str) and name:
         space = where if isinstance(where, str) and where else None
         group = details.get("group")
-        href = cluster.object_url(agent_name, resource, space, name,
+        href = cluster_links.object_url(agent_name, resource, space, name,
                                   group=group if isinstance(group, str) and group else None)
         return href, f"{space}/{name}" if space else name
     return None
