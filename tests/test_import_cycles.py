@@ -72,3 +72,10 @@ def test_type_checking_else_branch_counts(tmp_path: Path) -> None:
     result = run("pkg", cwd=tmp_path)
     assert result.returncode == 1
     assert "pkg.a -> pkg.b  (pkg/a.py:5)" in result.stdout
+
+
+def test_webapp_and_simkube_have_no_import_cycles() -> None:
+    # The same run as `make lint`.
+    result = run("webapp", "simkube")
+    assert result.returncode == 0, result.stdout
+    assert result.stdout.startswith("no import cycles in webapp simkube: ")
