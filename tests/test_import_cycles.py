@@ -41,6 +41,19 @@ def test_finds_a_circle_hidden_in_a_function(tmp_path: Path) -> None:
     assert "pkg.lone" not in result.stdout
 
 
+def test_finds_a_circle_across_packages(tmp_path: Path) -> None:
+    write_package(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/a.py": "from other.b import thing\n",
+        "other/__init__.py": "",
+        "other/b.py": "import pkg.a\nthing = 1\n",
+    })
+    result = run("pkg", "other", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "import cycle among 2 modules: other.b, pkg.a" in result.stdout
+    assert run("pkg", cwd=tmp_path).returncode == 0  # other's modules are not edges then
+
+
 def test_passes_on_an_acyclic_package(tmp_path: Path) -> None:
     write_package(tmp_path, {
         "pkg/__init__.py": "from .a import thing\n",

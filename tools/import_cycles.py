@@ -9,8 +9,11 @@ still ties A to B; it only hides the circle until some call order breaks it, so 
 there is one, else to `a.b` (its `__init__`, which defines `c`); relative imports resolve the
 same way. Only imports under `if TYPE_CHECKING:` are left out: they are read by type checkers,
 never run, so they tie nothing at run time. Imports of modules outside the given packages (or
-under an excluded directory) are not edges. Each strongly connected component of more than one
-module is reported with one circle through it; the exit status is 1 when there is any.
+under an excluded directory) are not edges, nor are the packages Python initialises on the way
+to a module (`a` and `a.b` for `a.b.c`): a package's `__init__` here sets the app up from its
+modules, and counting it would tie every module to everything. Each strongly connected
+component of more than one module is reported with one circle through it; the exit status is 1
+when there is any.
 """
 
 from __future__ import annotations
