@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from flask import current_app
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -22,6 +23,18 @@ from .schema import DEFAULT_FLUX_NAMESPACE, DEFAULT_LEVELS, DEFAULT_TYPES, FLUX_
 from .user_access import user_access_section
 
 GitopsTarget = tuple[str, str, str, str, str | None]
+_VERSION_MARK = "agentconfig_version_mark"
+
+
+def version_mark() -> object:
+    """Replaced whenever this process stores a new version: a cache of what configurations
+    say (notify's important-event rules) holds while the mark it saw is still the one here.
+    A mark to compare, so that configuration needs to know nothing of who caches it."""
+    return current_app.extensions.setdefault(_VERSION_MARK, object())
+
+
+def mark_new_version() -> None:
+    current_app.extensions[_VERSION_MARK] = object()
 
 
 def latest(session: Session, agent_id: int) -> ConfigVersion | None:

@@ -15,12 +15,11 @@ from sqlalchemy.orm import Session
 from .. import clock, db
 from ..errors import AppError, Invalid
 from ..models import Agent, AgentToken
-from ..notify.important import forget_cached_rules
 from ..recorder import NewEvent, record
 from ..watch.access import ClusterAccess, for_agent
 from . import edit
 from .models import ConfigVersion
-from .reading import latest
+from .reading import latest, mark_new_version
 from .schema import Deprecated
 from .user_access import access_from, user_access_section
 from .validate import MAX_BYTES, Checked, Problem, characters_problem, check
@@ -177,7 +176,7 @@ def _submit(agent: Agent, make_text: Callable[[ConfigVersion | None, ClusterAcce
         raise (AccessChangeRefused if refused else ConfigInvalid)(checked.problems)
     if not result.duplicate:
         # Which events are important may have changed: this process recounts at once.
-        forget_cached_rules()
+        mark_new_version()
     return result
 
 
