@@ -1,6 +1,6 @@
 """Fail when the modules of the given packages import each other in a circle.
 
-    python tools/import_cycles.py webapp simkube --exclude webapp/simcluster
+    python tools/import_cycles.py webapp simkube [--exclude DIR]
 
 An edge A -> B is any `import` statement in module A that names module B, wherever it stands:
 at the top, inside a function or inside a `try`. An import moved into a function still runs and
