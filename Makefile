@@ -36,14 +36,19 @@ run: $(VENV)/.installed
 	  tools/run-demo.sh $(BIN) $(HOST) $(PORT) $(SIM_PORT) $(DEMO_KUBECONFIG) $(DEMO_TOKEN) \
 	  $(CURDIR)/instance/demo-admin-password
 
+# No module may import itself through others (tools/import_cycles.py says what counts).
+IMPORT_CYCLES := tools/import_cycles.py webapp simkube
+
 ## test: install test dependencies and run the whole suite (lint and types included)
 test: $(VENV)/.installed-test
-	$(BIN)/ruff check webapp simkube tests bench
+	$(BIN)/ruff check webapp simkube tests bench tools
+	$(BIN)/python $(IMPORT_CYCLES)
 	$(BIN)/mypy
 	$(BIN)/pytest -n 2 -q
 
 lint: $(VENV)/.installed-test
-	$(BIN)/ruff check webapp simkube tests bench
+	$(BIN)/ruff check webapp simkube tests bench tools
+	$(BIN)/python $(IMPORT_CYCLES)
 	$(BIN)/mypy
 
 migrate: $(VENV)/.installed

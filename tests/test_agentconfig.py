@@ -10,7 +10,7 @@ from conftest import bearer
 from sqlalchemy import func, select
 
 from webapp import agents, db
-from webapp.agentconfig import service
+from webapp.agentconfig import reading, service
 from webapp.agentconfig.models import ConfigVersion
 from webapp.agentconfig.schema import SCHEMA
 from webapp.agentconfig.validate import MAX_BYTES, digest
@@ -66,12 +66,12 @@ def test_accepted_version_is_answered_and_recorded_once(client, h, app, clock):
     assert received[0].details == {"version": 1, "digest": digest(VALID), "source": "api"}
     with app.app_context():
         agent = agents.get("prod")
-        assert service.current(agent) == {"gitops": {"kustomizations": [
+        assert reading.current(agent) == {"gitops": {"kustomizations": [
             {"name": "web", "namespace": "apps"}]}, "notifications": {"important": {
                 "levels": ["error"]}}}
-        assert service.gitops_targets(agent) == [
+        assert reading.gitops_targets(agent) == [
             ("kustomize.toolkit.fluxcd.io", "v1", "kustomizations", "apps", "web")]
-        important = service.important(agent)
+        important = reading.important(agent)
         assert important.levels == ("error",) and important.types == ("agent_disconnected",)
         assert not important.matches("gitops_deprecated_api", "warning")
         assert important.matches("agent_disconnected", "warning")
@@ -142,8 +142,8 @@ def test_invalid_config_is_refused_with_its_position_and_recorded_once(client, h
     assert invalid[0].details["errors"][0]["line"] == 3
     with app.app_context():
         agent = agents.get("prod")
-        assert service.in_force(agent).commit_sha == SHA  # the last valid one stays
-        assert service.gitops_targets(agent)[0][4] == "web"
+        assert reading.in_force(agent).commit_sha == SHA  # the last valid one stays
+        assert reading.gitops_targets(agent)[0][4] == "web"
     assert version_count(app) == 1
 
 
@@ -179,7 +179,7 @@ def test_a_late_pod_with_an_older_commit_does_not_take_over(client, h, app):
     late = put(client, token, VALID, SHA).get_json()
     assert late == {**old, "duplicate": True, "in_force": False}
     with app.app_context():
-        assert service.in_force(agents.get("prod")).id == new["id"]
+        assert reading.in_force(agents.get("prod")).id == new["id"]
 
 
 def test_going_back_to_older_content_is_a_new_version(client, h, app):
@@ -188,7 +188,7 @@ def test_going_back_to_older_content_is_a_new_version(client, h, app):
                for text in (VALID, "gitops: {}\n", VALID)]
     assert numbers == [1, 2, 3]
     with app.app_context():
-        assert service.current(agents.get("prod"))["notifications"]["important"]["levels"] == [
+        assert reading.current(agents.get("prod"))["notifications"]["important"]["levels"] == [
             "error"]
 
 
@@ -203,8 +203,8 @@ def test_defaults_without_configuration(h, app):
     h.agent()
     with app.app_context():
         agent = agents.get("prod")
-        assert service.current(agent) is None and service.gitops_targets(agent) == []
-        important = service.important(agent)
+        assert reading.current(agent) is None and reading.gitops_targets(agent) == []
+        important = reading.important(agent)
         assert (important.levels, important.types, important.exclude_types) == (
             ("error", "warning"), ("agent_disconnected",), ())
         assert important.matches("gitops_sync_failed", "error")
@@ -226,7 +226,7 @@ def test_gitops_targets_and_important_from_a_full_config(client, h, app):
     assert put(client, token, text).status_code == 200
     with app.app_context():
         agent = agents.get("prod")
-        assert service.gitops_targets(agent) == [
+        assert reading.gitops_targets(agent) == [
             ("kustomize.toolkit.fluxcd.io", "v1", "kustomizations", "apps", "web"),
             ("kustomize.toolkit.fluxcd.io", "v1", "kustomizations", "flux-system", "infra"),
             ("helm.toolkit.fluxcd.io", "v2", "helmreleases", "data", "redis"),
@@ -234,7 +234,7 @@ def test_gitops_targets_and_important_from_a_full_config(client, h, app):
             ("kustomize.toolkit.fluxcd.io", "v1", "kustomizations", "apps", None),
             ("helm.toolkit.fluxcd.io", "v2", "helmreleases", "apps", None),
             ("source.toolkit.fluxcd.io", "v1", "gitrepositories", "apps", None)]
-        important = service.important(agent)
+        important = reading.important(agent)
         assert important.matches("gitops_sync_succeeded", "success")
         assert important.matches("gitops_sync_failed", "error")
         assert not important.matches("gitops_deprecated_api", "warning")

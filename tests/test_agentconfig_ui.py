@@ -9,7 +9,7 @@ from conftest import bearer
 from markupsafe import escape
 
 from webapp import agents
-from webapp.agentconfig import service
+from webapp.agentconfig import reading, service
 
 VALID = "gitops:\n  namespaces: [apps]\n"
 
@@ -40,7 +40,7 @@ def test_maintainer_saves_a_version_and_sees_it_in_force(maintainer, h, app):
     assert "version 1</strong>" in page and "from ui by mia" in page
     assert "gitops:\n  namespaces: [apps]\n</textarea>" in page
     with app.app_context():
-        version = service.in_force(agents.get("prod"))
+        version = reading.in_force(agents.get("prod"))
         assert (version.text, version.source, version.created_by) == (VALID, "ui", "mia")
     # Unchanged text: no new version.
     save(maintainer, h, VALID)
@@ -85,7 +85,7 @@ def test_check_validates_without_recording(maintainer, h, app):
     assert "Valid." in ok.text
     assert h.events() == []
     with app.app_context():
-        assert service.in_force(agents.get("prod")) is None
+        assert reading.in_force(agents.get("prod")) is None
 
 
 def test_history_lists_versions_with_who_when_source_and_commit(maintainer, h, clock):
@@ -116,7 +116,7 @@ def test_viewers_read_the_configuration_but_cannot_change_it(client, h, app):
     assert client.post("/agents/prod/settings/config/check", data={"config": VALID},
                        headers={"X-CSRF-Token": csrf}).status_code == 403
     with app.app_context():
-        assert service.in_force(agents.get("prod")).number == 1
+        assert reading.in_force(agents.get("prod")).number == 1
 
 
 def test_editor_starts_from_the_access_set_before_any_version(maintainer, h, app):
@@ -144,7 +144,7 @@ def test_text_that_cannot_be_kept_is_refused_in_the_editor(maintainer, h, app, t
     response = save(maintainer, h, text)
     assert response.status_code == 422
     with app.app_context():
-        assert service.in_force(agents.get("prod")) is None
+        assert reading.in_force(agents.get("prod")) is None
 
 
 def test_check_answers_the_editor_in_json_without_recording(maintainer, h, app):

@@ -157,6 +157,20 @@ def test_rules_are_cached_per_process_when_configured(app, h, monkeypatch):
         assert calls == ["prod", "prod"]
 
 
+def test_cached_rules_see_a_new_configuration_of_this_process_at_once(app, h):
+    h.agent("prod")
+    app.config["NOTIFY_RULES_CACHE_SECONDS"] = 60
+    with app.app_context():
+        prod = agents.get("prod")
+        assert important.rules().types_for(prod.id) == important.DEFAULT_TYPES
+        agentconfig.submit(prod, STAGING_CONFIG, source="cli")
+        configured = important.rules()
+        assert "config_commit_received" in configured.types_for(prod.id)
+        assert "gitops_manifest_invalid" not in configured.types_for(prod.id)
+        agentconfig.submit(prod, STAGING_CONFIG, source="cli")  # the same text: no new version
+        assert important.rules() is configured
+
+
 # --- marking read -----------------------------------------------------------------------------
 
 def test_mark_one_read_with_htmx_updates_the_item_and_the_count(signed_in, h, app, clock):

@@ -13,6 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from . import clock, db
 from .errors import Conflict, Invalid, NotFound
 from .models import Agent
+from .tunnel import liveness
 from .watch import kubeconfig
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -149,8 +150,7 @@ def status(agent: Agent, now: datetime | None = None) -> ConnectionStatus:
     now = now or clock.now()
     last = agent.last_contact_at
     if agent.tunnel:
-        from .tunnel import connections
-        count = connections.open_count(agent.id, now)
+        count = liveness.open_count(agent.id, now)
         state = "connected" if count else \
             ("never" if agent.connection_state == "never" else "disconnected")
         return ConnectionStatus(state, last, "tunnel", count)

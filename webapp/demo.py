@@ -13,7 +13,7 @@ from pathlib import Path
 from flask import current_app
 
 from . import agents, clock, db, tokens, users
-from .agentconfig import service as agentconfig
+from .agentconfig import reading, service
 from .errors import AppError, NotFound
 from .models import Agent
 from .recorder import NewEvent, record
@@ -60,8 +60,8 @@ def seed(echo: Callable[[str], None] = print, kubeconfig: str | None = None,
     elif kubeconfig:
         agents.set_connection(agent, os.path.abspath(kubeconfig), context)
         echo(f"demo agent {DEMO_AGENT} watches the cluster of {kubeconfig}")
-    if (tunnel or kubeconfig) and agentconfig.in_force(agent) is None:
-        agentconfig.submit(agent, DEMO_CONFIG, source="cli", by="admin")
+    if (tunnel or kubeconfig) and reading.in_force(agent) is None:
+        service.submit(agent, DEMO_CONFIG, source="cli", by="admin")
     echo(f"sign in as admin / {password}  (stored in {_password_file()})")
 
 

@@ -17,15 +17,14 @@ from sqlalchemy import (
     false,
     text,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import Mapped, mapped_column
 
-# SQLite only makes INTEGER PRIMARY KEY an alias of the rowid (fast, auto-assigned).
-BigId = BigInteger().with_variant(Integer(), "sqlite")
-
-
-class Base(DeclarativeBase):
-    pass
-
+# Feature tables live beside their features; importing them here registers them on Base, so
+# that whoever reads Base.metadata from here (the app, migrations, tests) sees every table.
+from .agentconfig import models as _agentconfig_models  # noqa: F401
+from .hooks import models as _hooks_models  # noqa: F401
+from .model_base import Base, BigId
+from .notify import models as _notify_models  # noqa: F401
 
 # Ids that reach a cookie, a token or a ticket are never handed out twice (SQLite reuses
 # the highest rowid once its row is deleted unless the table says AUTOINCREMENT; PostgreSQL
@@ -247,9 +246,3 @@ class WatchTicket(Base):
     token_id: Mapped[int | None] = mapped_column(
         ForeignKey("personal_tokens.id", ondelete="CASCADE"))
 
-
-# Feature tables live beside their features; importing them here registers them on Base
-# for the app and for migrations alike.
-from .agentconfig import models as _agentconfig_models  # noqa: E402,F401
-from .hooks import models as _hooks_models  # noqa: E402,F401
-from .notify import models as _notify_models  # noqa: E402,F401

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from . import events, histogram
 from .hooks.enqueue import enqueue as enqueue_deliveries
 from .models import Event
+from .notify import flood
 
 # Core, not ORM, inserts: the ORM's bulk path with RETURNING falls back to a statement per
 # row (and re-splices every result) when rows differ in which columns are None.
@@ -166,9 +167,6 @@ def _resolve(results: list[Recorded | None], item: _Pending, event_id: int,
 
 def _fold_floods(session: Session, agent_id: int, fresh: list[tuple[int, dict[str, Any]]],
                  now: datetime) -> None:
-    # Imported here: which events are important comes from the agents' configuration,
-    # whose module records its events through this one.
-    from .notify import flood
     flood.fold(session, agent_id, [(event_id, row["type"]) for event_id, row in fresh], now)
 
 

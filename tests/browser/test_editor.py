@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from webapp import agents
-from webapp.agentconfig import service
+from webapp.agentconfig import reading, service
 
 from .signin import sign_in
 
@@ -139,13 +139,13 @@ def test_the_changes_are_shown_before_saving(page: Page, maintainer: None, app: 
     review.get_by_role("button", name="Keep editing").click()
     expect(review).to_be_hidden()
     with app.app_context():
-        assert service.in_force(agents.get("prod")).number == 1
+        assert reading.in_force(agents.get("prod")).number == 1
     page.get_by_role("button", name="Save configuration").click()
     review.get_by_role("button", name="Save configuration").click()
     expect(page.get_by_role("status").filter(has_text="Configuration version 2 saved")
            ).to_be_visible()
     with app.app_context():
-        assert service.in_force(agents.get("prod")).text == changed
+        assert reading.in_force(agents.get("prod")).text == changed
 
 
 def test_a_refused_save_stays_on_the_page_and_records_nothing(
@@ -177,7 +177,7 @@ def test_a_refused_save_stays_on_the_page_and_records_nothing(
     # Nothing was committed: no event, so no notification either.
     assert config_events(h) == ["config_commit_received"]
     with app.app_context():
-        assert service.in_force(agents.get("prod")).number == 1
+        assert reading.in_force(agents.get("prod")).number == 1
     expect(page.locator("#notify-count")).to_be_hidden()
 
 
@@ -241,7 +241,7 @@ def test_without_scripts_the_form_still_saves(browser: Browser, live_server: str
     finally:
         context.close()
     with app.app_context():
-        assert service.in_force(agents.get("prod")).text.endswith("# no script\n")
+        assert reading.in_force(agents.get("prod")).text.endswith("# no script\n")
 
 
 def test_a_viewer_reads_the_configuration_without_editing_it(page: Page, maintainer: None,

@@ -7,7 +7,7 @@ import pytest
 from conftest import bearer
 
 from webapp import agents
-from webapp.agentconfig import service
+from webapp.agentconfig import reading, service
 from webapp.cli import main
 from webapp.watch import access
 
@@ -41,7 +41,7 @@ def cluster_access(app):
 
 def versions(app):
     with app.app_context():
-        return [v.number for v in service.history(agents.get("prod"))]
+        return [v.number for v in reading.history(agents.get("prod"))]
 
 
 @pytest.mark.parametrize("text", [
@@ -82,13 +82,13 @@ def test_an_agent_config_without_user_access_keeps_the_one_in_force(client, h, a
     assert body["user_access_kept"] is True and body["version"] == 2
     assert cluster_access(app) == IN_FORCE
     with app.app_context():
-        version = service.in_force(agents.get("prod"))
+        version = reading.in_force(agents.get("prod"))
         # The version says what applies: the agent's text plus the access in force.
         assert version.text == ("# from git\ngitops:\n  namespaces: [apps]\n"
                                 "user_access:\n  access_as: user\n"
                                 "  view: {role: maintainer, users: [val]}\n"
                                 "  act: {role: admin, users: []}\n")
-        assert service.gitops_targets(agents.get("prod"))
+        assert reading.gitops_targets(agents.get("prod"))
     # Every other pod sending the same commit finds that version.
     again = put(client, token, "# from git\ngitops:\n  namespaces: [apps]\n", SHA).get_json()
     assert (again["duplicate"], again["version"], again["user_access_kept"]) == (True, 2, True)

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import JSON, ForeignKey, Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from ..models import Base
+from ..model_base import Base
 
 
 class ConfigVersion(Base):

@@ -1,5 +1,5 @@
-"""Agent configuration: the one way in for new versions (UI, CLI, agent API), and what the
-rest of the app reads from the version in force."""
+"""Agent configuration: the one way in for new versions (UI, CLI, agent API). What the rest
+of the app reads from the version in force is in reading.py."""
 
 from __future__ import annotations
 
@@ -16,21 +16,16 @@ from .. import clock, db
 from ..errors import AppError, Invalid
 from ..models import Agent, AgentToken
 from ..recorder import NewEvent, record
-from ..watch.access import Allowed, ClusterAccess, for_agent
+from ..watch.access import ClusterAccess, for_agent
 from . import edit
 from .models import ConfigVersion
-from .schema import (
-    DEFAULT_FLUX_NAMESPACE,
-    DEFAULT_LEVELS,
-    DEFAULT_TYPES,
-    FLUX_RESOURCES,
-    Deprecated,
-)
+from .reading import latest, mark_new_version
+from .schema import Deprecated
+from .user_access import access_from, user_access_section
 from .validate import MAX_BYTES, Checked, Problem, characters_problem, check
 
 SOURCES = ("ui", "cli", "api")
 
-GitopsTarget = tuple[str, str, str, str, str | None]
 # Spends the submitter's ingestion quota (webapp/quotas.py) in the storing transaction.
 Charge = Callable[[Session], None]
 
@@ -145,7 +140,7 @@ def _submit(agent: Agent, make_text: Callable[[ConfigVersion | None, ClusterAcce
         # One submission per agent at a time, so pods sending the same commit together
         # find each other's version. (SQLite: the write transaction already is exclusive.)
         session.execute(select(Agent.id).where(Agent.id == agent.id).with_for_update())
-        current = _latest(session, agent.id)
+        current = latest(session, agent.id)
         target = session.get(Agent, agent.id)
         assert target is not None
         access = for_agent(target)
@@ -181,14 +176,8 @@ def _submit(agent: Agent, make_text: Callable[[ConfigVersion | None, ClusterAcce
         raise (AccessChangeRefused if refused else ConfigInvalid)(checked.problems)
     if not result.duplicate:
         # Which events are important may have changed: this process recounts at once.
-        from ..notify.important import forget_cached_rules
-        forget_cached_rules()
+        mark_new_version()
     return result
-
-
-def _latest(session: Session, agent_id: int) -> ConfigVersion | None:
-    return session.scalar(select(ConfigVersion).where(ConfigVersion.agent_id == agent_id)
-                          .order_by(ConfigVersion.number.desc()).limit(1))
 
 
 def _same_version(session: Session, agent_id: int, current: ConfigVersion | None,
@@ -280,101 +269,3 @@ def _by(new_events: list[NewEvent], by: str | None,
         else:
             new.user_name = by
     return new_events
-
-
-# --- reading -----------------------------------------------------------------------------
-
-def in_force(agent: Agent) -> ConfigVersion | None:
-    return _latest(db.session(), agent.id)
-
-
-def history(agent: Agent, limit: int = 20) -> list[ConfigVersion]:
-    return list(db.session().scalars(
-        select(ConfigVersion).where(ConfigVersion.agent_id == agent.id)
-        .order_by(ConfigVersion.number.desc()).limit(limit)))
-
-
-def current(agent: Agent) -> dict[str, Any] | None:
-    """The parsed document in force, or None when the agent was never configured."""
-    version = in_force(agent)
-    return dict(version.document) if version is not None else None
-
-
-def editor_text(agent: Agent) -> str:
-    """What the editor starts from: the text in force, or today's access written as YAML."""
-    version = in_force(agent)
-    if version is not None:
-        return version.text
-    if agent.cluster_access:
-        return edit.section_text("user_access", user_access_section(for_agent(agent)))
-    return ""
-
-
-def gitops_targets(agent: Agent) -> list[GitopsTarget]:
-    """(group, version, resource, namespace, name or None for all) to observe, no repeats."""
-    gitops = (current(agent) or {}).get("gitops") or {}
-    targets: list[GitopsTarget] = []
-    for kind, (group, api_version, resource) in FLUX_RESOURCES.items():
-        for ref in gitops.get(kind) or ():
-            namespace = ref.get("namespace") or DEFAULT_FLUX_NAMESPACE
-            targets.append((group, api_version, resource, namespace, ref["name"]))
-    for namespace in gitops.get("namespaces") or ():
-        for group, api_version, resource in FLUX_RESOURCES.values():
-            targets.append((group, api_version, resource, namespace, None))
-    return list(dict.fromkeys(targets))
-
-
-@dataclass(frozen=True)
-class Important:
-    """Which events of an agent are important (notified): by level, plus or minus types."""
-
-    levels: tuple[str, ...] = DEFAULT_LEVELS
-    types: tuple[str, ...] = DEFAULT_TYPES
-    exclude_types: tuple[str, ...] = ()
-
-    def matches(self, event_type: str, level: str) -> bool:
-        if event_type in self.exclude_types:
-            return False
-        return level in self.levels or event_type in self.types
-
-
-def important(agent: Agent) -> Important:
-    return important_from(current(agent))
-
-
-def important_from(document: dict[str, Any] | None) -> Important:
-    section = ((document or {}).get("notifications") or {}).get("important") or {}
-    return Important(
-        levels=tuple(section.get("levels", DEFAULT_LEVELS)),
-        types=tuple(section.get("types", DEFAULT_TYPES)),
-        exclude_types=tuple(section.get("exclude_types", ())),
-    )
-
-
-# --- user_access <-> the agent's cluster access ------------------------------------------
-
-def access_from(document: dict[str, Any]) -> ClusterAccess | None:
-    """The cluster access a document gives; None (the defaults) without `user_access`."""
-    section = document.get("user_access")
-    if not section:
-        return None
-    defaults = ClusterAccess()
-    return ClusterAccess(
-        access_as=section.get("access_as", defaults.access_as),
-        view=_allowed(section.get("view"), defaults.view),
-        act=_allowed(section.get("act"), defaults.act),
-    ).validate()
-
-
-def _allowed(raw: dict[str, Any] | None, default: Allowed) -> Allowed:
-    if raw is None:
-        return default
-    # A missing role keeps the default; `role: null` means nobody by role.
-    role = raw.get("role", default.role)
-    return Allowed(role, tuple(raw.get("users") or ()))
-
-
-def user_access_section(access: ClusterAccess) -> dict[str, Any]:
-    return {"access_as": access.access_as,
-            "view": {"role": access.view.role, "users": list(access.view.users)},
-            "act": {"role": access.act.role, "users": list(access.act.users)}}

@@ -2,39 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask import Blueprint, flash, g, jsonify, redirect, render_template, request, url_for
 from werkzeug.wrappers import Response
 
 from .. import agents
 from ..auth import login_required, role_required
 from ..errors import AppError
-from ..models import Agent
-from ..watch.access import for_agent
-from . import edit, service
+from ..views.settings import render_page  # the Settings tab, editor included, is drawn there
+from . import service
 from .schema import DEPRECATED, DOCS_PATH, FLUX_RESOURCES, SCHEMA
-from .validate import MAX_BYTES, Problem
 
 bp = Blueprint("agentconfig", __name__)
-
-HISTORY_LIMIT = 20
-
-
-def editor_context(agent: Agent, text: str | None = None,
-                   problems: tuple[Problem, ...] = ()) -> dict[str, Any]:
-    """What the Settings tab needs to draw the editor; `text` and `problems` after a refusal."""
-    versions = service.history(agent, HISTORY_LIMIT)
-    return {
-        "in_force": versions[0] if versions else None,
-        "versions": versions,
-        "text": service.editor_text(agent) if text is None else text,
-        "problems": problems,
-        "max_bytes": MAX_BYTES,
-        # What "Edit access" adds when the text has no `user_access` yet: today's access.
-        "access_section": edit.section_text(
-            "user_access", service.user_access_section(for_agent(agent))),
-    }
 
 
 # The editor posts to the page's own address: after a refusal (the page drawn again with
@@ -43,8 +21,6 @@ def editor_context(agent: Agent, text: str | None = None,
 @bp.post("/agents/<name>/settings/config")
 @role_required("maintainer")
 def save(name: str) -> Response | tuple[str, int]:
-    from ..views.settings import render_page  # the Settings tab is drawn in one place
-
     agent = agents.get(name)
     text = request.form.get("config", "")
     try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from flask import Flask
 
 from .. import agents
-from ..agentconfig import service
+from ..agentconfig import reading
 from ..watch.kube import ClusterClient
 from .observer import GitOpsObserver, agents_with_clusters
 from .reflector import Timing
@@ -32,7 +32,7 @@ def observer(app: Flask) -> GitOpsObserver:
 
 def run(app: Flask) -> int:
     with app.app_context():
-        wanted = {agent.name: service.gitops_targets(agent) for agent in agents_with_clusters()}
+        wanted = {agent.name: reading.gitops_targets(agent) for agent in agents_with_clusters()}
         return observer(app).sync({name: t for name, t in wanted.items() if t})
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import JSON, BigInteger, ForeignKey, Index, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from ..models import Base, BigId
+from ..model_base import Base, BigId
 
 
 class Hook(Base):

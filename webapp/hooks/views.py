@@ -16,7 +16,7 @@ from ..auth import login_required, role_required
 from ..converters import clamp_id
 from ..errors import AppError, Invalid
 from ..models import Agent
-from ..views.activity import status_key
+from ..views.status_badge import status_key
 from . import safety, service
 from .models import Hook
 from .sender import Outcome

@@ -19,7 +19,7 @@ from flask import current_app
 from sqlalchemy import ColumnElement, and_, false, or_, select
 
 from .. import db, events
-from ..agentconfig import service as agentconfig
+from ..agentconfig import reading as agentconfig
 from ..models import Agent, Event
 
 
@@ -78,16 +78,20 @@ def load_rules() -> Rules:
 
 
 def rules() -> Rules:
-    """The rules, cached for NOTIFY_RULES_CACHE_SECONDS in this process: every open tab asks
-    for the unread count every few seconds, configurations change rarely."""
+    """The rules, cached for NOTIFY_RULES_CACHE_SECONDS in this process, or until it stores a
+    new configuration: every open tab asks for the unread count every few seconds,
+    configurations change rarely."""
     ttl = float(current_app.config.get("NOTIFY_RULES_CACHE_SECONDS", 0))
     if ttl <= 0:
         return load_rules()
     cache: dict[str, Any] = current_app.extensions.setdefault("notify_rules", {})
     now = time.monotonic()
-    if cache.get("until", 0.0) <= now:
+    # Read before loading: a version stored while the rules load makes the next call reload.
+    mark = agentconfig.version_mark()
+    if cache.get("until", 0.0) <= now or cache.get("mark") is not mark:
         cache["rules"] = load_rules()
         cache["until"] = now + ttl
+        cache["mark"] = mark
     cached: Rules = cache["rules"]
     return cached
 

@@ -12,7 +12,7 @@ from datetime import datetime
 from sqlalchemy import BigInteger, ForeignKey, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from ..models import Base, BigId
+from ..model_base import Base, BigId
 
 
 class NotificationSettings(Base):

@@ -7,25 +7,23 @@ as used while it is open (its "last used", and `token_first_used` the first time
 the last one stamps
 the agent's last contact with the moment of the close, so the `disconnects` job records
 `agent_disconnected` once the threshold has passed since then (not since some earlier
-call). A row whose process died is recognised by its old `seen_at` and removed.
+call). A row whose process died is recognised by its old `seen_at` (liveness.py) and removed.
 """
 
 from __future__ import annotations
 
 import os
 import socket
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from .. import clock, db
 from ..models import Agent, AgentConnection, AgentToken
 from ..recorder import NewEvent, record_one
 from ..tokens import Credential
-
-REFRESH_SECONDS = 10
-FRESH = timedelta(seconds=3 * REFRESH_SECONDS)  # older than this: its process is gone
+from .liveness import FRESH
 
 
 def process_name() -> str:
@@ -83,14 +81,6 @@ def closed(connection_id: int, agent_id: int) -> None:
     with db.write_transaction() as session:
         session.execute(delete(AgentConnection).where(AgentConnection.id == connection_id))
         session.execute(update(Agent).where(Agent.id == agent_id).values(last_contact_at=now))
-
-
-def open_count(agent_id: int, now: datetime | None = None) -> int:
-    now = now or clock.now()
-    count = db.session().scalar(
-        select(func.count()).select_from(AgentConnection)
-        .where(AgentConnection.agent_id == agent_id, AgentConnection.seen_at >= now - FRESH))
-    return int(count or 0)
 
 
 def forget_stale(now: datetime | None = None) -> int:

@@ -16,7 +16,7 @@ from flask import Flask, current_app, request
 from .. import tokens
 from ..errors import AppError
 from ..watch import limits
-from . import connections
+from . import connections, liveness
 from .frames import SUBPROTOCOL
 from .mux import Mux
 from .registry import Tunnels
@@ -115,7 +115,7 @@ def _keep(app: Flask, mux: Mux, raw: str | None, connection_id: int, agent_id: i
                     mux.shutdown(f"token no longer valid: {exc.message}")
                     _close_socket(mux)
                     return
-                if since_refresh >= connections.REFRESH_SECONDS:
+                if since_refresh >= liveness.REFRESH_SECONDS:
                     since_refresh = 0.0
                     connections.still_open(connection_id, agent_id, token_id)
             except Exception:  # a database hiccup must not end the agent's connection

@@ -14,6 +14,7 @@ from . import (
     auth,
     cluster,
     errors,
+    feed_rows,
     filters,
     settings,
     tokens,
@@ -23,6 +24,7 @@ from . import (
 
 def init_app(app: Flask) -> None:
     filters.init_app(app)
+    feed_rows.init_app(app)  # built on the filters: registered here, not by them
     errors.init_app(app)
     for module in (auth, agents, activity, cluster, tokens, settings, agentconfig, users,
                    account):

@@ -12,6 +12,7 @@ from ..auth import login_required
 from ..errors import Invalid
 from ..models import Agent
 from . import charts
+from .status_badge import status_key
 
 bp = Blueprint("activity", __name__)
 
@@ -41,12 +42,6 @@ def _histogram(agent: Agent, filters: feed.Filters) -> dict[str, object]:
             "histogram_text": charts.counts_text(
                 {level: series.total(level) for level in charts.STACK}),
             "hour_label": charts.hour_label(filters.hour) if filters.hour else None}
-
-
-def status_key(status: agents.ConnectionStatus) -> str:
-    """What the badge shows, coarse enough that an unchanged badge is not re-sent."""
-    minute = status.last_contact.strftime("%Y%m%d%H%M") if status.last_contact else "-"
-    return f"{status.state}.{minute}"
 
 
 @bp.get("/agents/<name>")

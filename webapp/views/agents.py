@@ -9,8 +9,8 @@ from .. import agents, clock, histogram
 from ..auth import login_required, role_required
 from ..errors import AppError
 from . import tokens
-from .activity import status_key
 from .charts import sparkline
+from .status_badge import status_key
 
 bp = Blueprint("agents", __name__)
 

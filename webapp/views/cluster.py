@@ -47,7 +47,8 @@ from ..watch.listing import ListState
 from ..watch.registry import connection_of
 from ..watch.resources import Identity, WatchParams
 from ..watch.subscriptions import RenderedRow, Snapshot
-from .activity import status_key
+from .cluster_links import object_url, panel_ref, scope_url
+from .status_badge import status_key
 
 bp = Blueprint("cluster", __name__)
 SNAPSHOT_TIMEOUT = 10.0
@@ -285,44 +286,11 @@ RELATIONS_POLL_SECONDS = 10
 RELATIONS_SNAPSHOT_TIMEOUT = 5.0
 
 
-def panel_ref(resource: str, namespace: str | None, name: str, group: str | None = None
-              ) -> str:
-    """`<resource>/<namespace>/<name>` (the namespace empty for cluster-scoped kinds); with
-    a group, the resource as kubectl names it, `<resource>.<group>` (`deployments.apps`),
-    so that a CRD's plural never stands for another kind."""
-    qualified = f"{resource}.{group}" if group else resource
-    return f"{qualified}/{namespace or ''}/{name}"
-
-
 def _served_kind(served: Served) -> Callable[[str, str], tuple[str, str, bool] | None]:
     """(group, Kind) -> (version, resource, namespaced) of the version the cluster prefers,
     when it serves that kind: how the relations find what an inventory or an owner names."""
     by_kind = {(k.group, k.kind): (k.version, k.resource, k.namespaced) for k in served.shown}
     return lambda group, kind: by_kind.get((group, kind))
-
-
-def object_url(agent: str, resource: str, namespace: str | None, name: str,
-               tab: str | None = None, group: str | None = None) -> str:
-    """The Cluster tab of `agent` with the side panel of this object open (and `tab`):
-    where activity that names an object links to."""
-    args: dict[str, Any] = {"panel": panel_ref(resource, namespace, name, group)}
-    if tab and tab != "overview":
-        args["tab"] = tab
-    return url_for("cluster.page", name=agent, **args)
-
-
-def scope_url(agent: str, scope: Any) -> str | None:
-    """object_url of an object named as GitOps events and cluster actions name it in
-    `details.object`: `Kind/namespace/name` (`Kustomization/flux-system/apps`); None when
-    that is not a kind agentwatch knows by name."""
-    if not isinstance(scope, str) or scope.count("/") != 2:
-        return None
-    kind, namespace, name = scope.split("/")
-    found = [(group, known[1]) for (group, k), known in relations.KINDS.items() if k == kind]
-    if len(found) != 1 or not name:
-        return None
-    group, resource = found[0]
-    return object_url(agent, resource, namespace or None, name, group=group)
 
 
 bp.add_app_template_global(object_url, "cluster_object_url")

@@ -16,13 +16,13 @@ import contextlib
 from datetime import date
 from typing import Any
 
-from flask import current_app, url_for
+from flask import Flask, current_app, url_for
 from markupsafe import Markup, escape
 
 from .. import clock, events, folding
 from ..gitops import sources
 from ..models import Event
-from . import cluster
+from . import cluster_links
 from .filters import (
     _day_text,
     _time_open,
@@ -45,13 +45,13 @@ def object_link(event: Event, agent_name: str) -> tuple[str, str] | None:
     details = event.details or {}
     observed = details.get("object")
     if isinstance(observed, str):
-        href = cluster.scope_url(agent_name, observed)
+        href = cluster_links.scope_url(agent_name, observed)
         return (href, observed.split("/", 1)[1]) if href else None
     resource, name, where = details.get("resource"), details.get("name"), details.get("namespace")
     if isinstance(resource, str) and resource and isinstance(name, str) and name:
         space = where if isinstance(where, str) and where else None
         group = details.get("group")
-        href = cluster.object_url(agent_name, resource, space, name,
+        href = cluster_links.object_url(agent_name, resource, space, name,
                                   group=group if isinstance(group, str) and group else None)
         return href, f"{space}/{name}" if space else name
     return None
@@ -213,5 +213,5 @@ def event_rows(rows: list[Event], agent_name: str, headings: bool = True) -> Mar
     return feed_items(rows, agent_name, headings=headings, fold=False)
 
 
-def jinja_globals() -> dict[str, Any]:
-    return {"feed_items": feed_items, "event_rows": event_rows}
+def init_app(app: Flask) -> None:
+    app.jinja_env.globals.update(feed_items=feed_items, event_rows=event_rows)

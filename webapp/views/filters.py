@@ -89,9 +89,7 @@ def level_icon(level: str) -> Markup:
 
 
 def init_app(app: Flask) -> None:
-    from .feed_rows import jinja_globals
-
-    app.jinja_env.globals.update(time=time_tag, level_icon=level_icon, **jinja_globals())
+    app.jinja_env.globals.update(time=time_tag, level_icon=level_icon)
     app.jinja_env.filters.update(
         isoformat=isoformat, day_label=day_label, local_day=local_day,
         exact_time=exact_time, epoch_micros=epoch_micros, relative_time=relative_time,

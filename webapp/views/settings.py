@@ -1,5 +1,6 @@
 """The Settings tab: the agent's cluster connection, who may view or act on it, and its
-configuration (the editor itself lives in webapp/agentconfig/views.py).
+configuration (the editor's routes live in webapp/agentconfig/views.py, what it shows in
+webapp/agentconfig/editor.py).
 
 Access is changed in one place, the configuration's `user_access` section; the tab shows
 what it says and links there."""
@@ -12,11 +13,11 @@ from flask import Blueprint, flash, redirect, render_template, request, url_for
 from werkzeug.wrappers import Response
 
 from .. import agents
-from ..agentconfig.views import editor_context
+from ..agentconfig.editor import editor_context
 from ..auth import login_required, role_required
 from ..errors import AppError
 from ..watch.access import for_agent
-from .activity import status_key
+from .status_badge import status_key
 
 bp = Blueprint("settings", __name__)
 

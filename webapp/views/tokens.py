@@ -22,7 +22,8 @@ from ..models import Agent
 from ..tunnel import manifest
 from ..tunnel.secret_reads import SecretReads
 from ..watch import access
-from .activity import FOLD_WINDOW_MICROS, status_key
+from .activity import FOLD_WINDOW_MICROS
+from .status_badge import status_key
 
 bp = Blueprint("tokens", __name__)
 
