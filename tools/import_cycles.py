@@ -1,19 +1,20 @@
 """Fail when the modules of the given packages import each other in a circle.
 
-    python tools/import_cycles.py webapp simkube [--exclude DIR]
+    python tools/import_cycles.py webapp simkube
 
 An edge A -> B is any `import` statement in module A that names module B, wherever it stands:
-at the top, inside a function or inside a `try`. An import moved into a function still runs and
-still ties A to B; it only hides the circle until some call order breaks it, so it counts here.
-`import a.b.c` is an edge to `a.b.c`; `from a.b import c` is an edge to the module `a.b.c` when
-there is one, else to `a.b` (its `__init__`, which defines `c`); relative imports resolve the
-same way. Only imports under `if TYPE_CHECKING:` are left out: they are read by type checkers,
-never run, so they tie nothing at run time. Imports of modules outside the given packages (or
-under an excluded directory) are not edges, nor are the packages Python initialises on the way
-to a module (`a` and `a.b` for `a.b.c`): a package's `__init__` here sets the app up from its
-modules, and counting it would tie every module to everything. Each strongly connected
-component of more than one module is reported with one circle through it; the exit status is 1
-when there is any.
+at the top, inside a function, inside a `try` or under `if TYPE_CHECKING:`. An import moved
+into a function still runs and still ties A to B; it only hides the circle until some call
+order breaks it. One kept for the type checker ties nothing at run time, but the two modules
+must still be read together: a part that names the whole it belongs to (a controller typed
+with the cluster that holds it) is a circle of ideas, and a narrow `Protocol` beside the part
+says what it needs instead. `import a.b.c` is an edge to `a.b.c`; `from a.b import c` is an
+edge to the module `a.b.c` when there is one, else to `a.b` (its `__init__`, which defines
+`c`); relative imports resolve the same way. Imports of modules outside the given packages are
+not edges, nor are the packages Python initialises on the way to a module (`a` and `a.b` for
+`a.b.c`): a package's `__init__` here sets the app up from its modules, and counting it would
+tie every module to everything. Each strongly connected component of more than one module is
+reported with one circle through it; the exit status is 1 when there is any.
 """
 
 from __future__ import annotations
@@ -30,14 +31,12 @@ from pathlib import Path
 Graph = dict[str, dict[str, int]]
 
 
-def find_modules(packages: Sequence[Path], excluded: Sequence[Path]) -> dict[str, Path]:
+def find_modules(packages: Sequence[Path]) -> dict[str, Path]:
     """Dotted name -> file for every module under the package directories."""
     modules: dict[str, Path] = {}
     for package in packages:
         root = package.resolve().parent
         for path in sorted(package.resolve().rglob("*.py")):
-            if any(path.is_relative_to(skip) for skip in excluded):
-                continue
             parts = path.relative_to(root).with_suffix("").parts
             if parts[-1] == "__init__":
                 parts = parts[:-1]
@@ -45,23 +44,11 @@ def find_modules(packages: Sequence[Path], excluded: Sequence[Path]) -> dict[str
     return modules
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    if isinstance(test, ast.Name):
-        return test.id == "TYPE_CHECKING"
-    return isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-
-
-def runtime_imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Every import statement of the tree except those under `if TYPE_CHECKING:`."""
-    pending: list[ast.AST] = [tree]
-    while pending:
-        node = pending.pop()
+def all_imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement of the tree, wherever it stands."""
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import | ast.ImportFrom):
             yield node
-        elif isinstance(node, ast.If) and _is_type_checking(node.test):
-            pending.extend(node.orelse)
-        else:
-            pending.extend(ast.iter_child_nodes(node))
 
 
 def imported_modules(node: ast.Import | ast.ImportFrom, module: str, is_package: bool,
@@ -92,7 +79,7 @@ def build_graph(modules: dict[str, Path]) -> Graph:
         edges: dict[str, int] = {}
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         is_package = path.name == "__init__.py"
-        for node in runtime_imports(tree):
+        for node in all_imports(tree):
             for target in imported_modules(node, name, is_package, modules):
                 if target != name:
                     edges[target] = min(edges.get(target, node.lineno), node.lineno)
@@ -158,10 +145,8 @@ def shortest_cycle(graph: Graph, component: list[str]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("packages", nargs="+", type=Path, help="package directories")
-    parser.add_argument("--exclude", action="append", default=[], type=Path, metavar="DIR",
-                        help="leave out the modules under DIR (repeatable)")
     args = parser.parse_args(argv)
-    modules = find_modules(args.packages, [path.resolve() for path in args.exclude])
+    modules = find_modules(args.packages)
     graph = build_graph(modules)
     components = strongly_connected(graph)
     for component in components:
