@@ -22,6 +22,10 @@ from .subscriptions import (
     no_rows,
 )
 from .upstream import Timing, UpstreamWatch
+from .view import View, ViewSpec, Window
+
+# A view is shared by every page with the same list: its watches, order and filter.
+ViewKey = tuple[str, Identity, tuple[WatchParams, ...], ViewSpec]
 
 
 class Hub:
@@ -38,6 +42,7 @@ class Hub:
         self._check = check
         self._lock = threading.Lock()
         self._watches: dict[WatchKey, UpstreamWatch] = {}
+        self._views: dict[ViewKey, View] = {}
         self.reachability = Reachability("live view")
 
     def _upstream(self, key: WatchKey,
@@ -69,6 +74,71 @@ class Hub:
         except BaseException:
             subscription.cancel()
             raise
+
+    def subscribe_view(self, agent: str, identity: Identity, sources: list[WatchParams],
+                       spec: ViewSpec, window: Window, owner: Owner | None = None) -> Window:
+        """A page's window on a list (view.py): the list made of `sources` (one watch per
+        namespace shown), ordered and filtered as `spec` says. Each source counts against
+        `owner`'s watches as a subscription to it would."""
+        if self._check is not None:
+            for params in sources:
+                self._check(agent, params)
+        keys = [WatchKey(agent, identity, params) for params in sources]
+        held: list[WatchKey] = []
+
+        def release() -> None:
+            for key in held:
+                if owner is not None:
+                    owner.release(key)
+            held.clear()
+
+        window.on_cancel = release
+        try:
+            if owner is not None:
+                for key in keys:
+                    owner.acquire(key)  # limits.LimitReached: over the user's cap
+                    held.append(key)
+            view_key: ViewKey = (agent, identity, tuple(sources), spec)
+            while True:
+                with self._lock:
+                    view = self._views.get(view_key)
+                if view is None:
+                    view = self._new_view(view_key, keys, spec)
+                    if view is None:
+                        continue  # a watch was stopping: made again
+                if view.add(window):
+                    return window
+                self._forget_view(view)  # closed meanwhile
+        except BaseException:
+            window.cancel()
+            raise
+
+    def _new_view(self, view_key: ViewKey, keys: list[WatchKey],
+                  spec: ViewSpec) -> View | None:
+        upstreams = [self._upstream(key) for key in keys]
+        view = View(spec, upstreams, self._forget_view)
+        with self._lock:
+            existing = self._views.get(view_key)
+            if existing is not None:
+                return existing
+            self._views[view_key] = view
+            view.key = view_key
+        if view.start():
+            return view
+        self._forget_view(view)
+        for upstream in upstreams:
+            if upstream.stopping:
+                self._forget(upstream)
+        return None
+
+    def _forget_view(self, view: View) -> None:
+        with self._lock:
+            if view.key is not None and self._views.get(view.key) is view:
+                del self._views[view.key]
+
+    def views(self) -> list[View]:
+        with self._lock:
+            return list(self._views.values())
 
     def snapshot(self, agent: str, identity: Identity, params: WatchParams,
                  timeout: float = 10.0, objects: bool = True,

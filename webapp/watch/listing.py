@@ -12,21 +12,20 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from typing import Any
 from urllib.parse import urlencode
 
 from ..errors import Invalid
 from . import names
-from .cells import natural
 from .discovery import Kind, Served
 from .subscriptions import RenderedRow
+from .view import ViewSpec, ordered
 
 PAGE_SIZE = 100  # rows of the first screen, and of each page after it
 MAX_NAMESPACES = 20
 MAX_FILTER = 200
 MAX_SELECTOR = 1024
-_COLUMN = re.compile(r"[a-z0-9][-a-z0-9]{0,63}")
+COLUMN = re.compile(r"[a-z0-9][-a-z0-9]{0,63}")
 # Parameters other parts of the page keep in the URL (the side panel): kept on rewrites.
 KEPT = ("panel", "tab")
 
@@ -79,7 +78,7 @@ class ListState:
             raise Invalid(f"At most {MAX_NAMESPACES} namespaces at once",
                           code="invalid_params", field="namespace")
         sort = args.get("sort") or None
-        if sort is not None and not _COLUMN.fullmatch(sort):
+        if sort is not None and not COLUMN.fullmatch(sort):
             raise Invalid("sort must be a column of the list", code="invalid_params",
                           field="sort")
         direction = args.get("dir") or "asc"
@@ -149,43 +148,19 @@ def watch_params(kind: Kind, state: ListState) -> list[Any]:
     return [kind.params(ns, state.selector, field_selector=fields) for ns in namespaces]
 
 
-@lru_cache(maxsize=65536)  # a list sorted by a column sorts all its rows again each page
-def _natural(text: str) -> str:
-    return natural(text)
-
-
-def _number(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
-def _order(row: RenderedRow) -> tuple[str, str]:
-    return row.order
+def spec_of(state: ListState, numeric: set[str]) -> ViewSpec:
+    """The order and filter of the list `state` describes; `numeric`: the columns that
+    sort as numbers."""
+    return ViewSpec(state.sort, state.descending, tuple(state.filter.lower().split()),
+                    state.attention, state.sort in numeric)
 
 
 def select(entries: Iterable[RenderedRow], state: ListState,
            numeric: set[str]) -> list[RenderedRow]:
     """Rows matching the filter (every word, anywhere in the row's text) and, if asked,
     needing attention; sorted by the state's column (unknown values last), then by
-    namespace and name as kubectl orders them."""
-    words = state.filter.lower().split()
-    rows = [row for row in entries
-            if (not state.attention or row.attention)
-            and all(word in row.text for word in words)]
-
-    rows.sort(key=_order)
-    column = state.sort
-    if column is None:
-        return rows
-    if column in numeric:
-        known = [(n, row) for row in rows if (n := _number(row.sort.get(column, ""))) is not None]
-        unknown = [row for row in rows if _number(row.sort.get(column, "")) is None]
-        known.sort(key=lambda pair: pair[0], reverse=state.descending)
-        return [row for _, row in known] + unknown
-    rows.sort(key=lambda row: _natural(row.sort.get(column, "")), reverse=state.descending)
-    return rows
+    namespace and name as kubectl orders them: as a view (view.py) orders its windows."""
+    return ordered(entries, spec_of(state, numeric))
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,9 @@ Two forms of `GET /agents/NAME/watch/stream`:
   `resource`, ...); each message's id is the resourceVersion it brings;
 - several watches on one stream, `watches=[{"watchId": ..., "watchParams": {...}}, ...]`
   (JSON); each message's id holds every watch's position (`w1=123&w2=456`), so one
-  Last-Event-ID resumes them all. Browsers allow six HTTP/1.1 connections per host: a
+  Last-Event-ID resumes them all. An item with a `view` (docs/watch-protocol.md, "Views")
+  is a window on a list: it has no position and starts with its window again. Browsers
+  allow six HTTP/1.1 connections per host: a
   page whose every watch took one would leave none for its logs and actions. A page with
   more than MAX_WATCHES watches opens a few such streams (at most three:
   static/cluster/watch/http-streams.js).
@@ -30,13 +32,14 @@ from flask import Response, current_app, request
 from .. import agents, auth, credentials
 from ..api.errors import json_error
 from ..errors import Invalid
-from . import access, limits
+from . import access, limits, view_request
 from .kube import KubeError
 from .limits import LimitReached
 from .outbox import Outbox
 from .recheck import FORBIDDEN, GONE, SIGNED_OUT, Recheck
 from .resources import WatchParams
 from .subscriptions import Subscription
+from .view import Window
 
 KEEPALIVE_SECONDS = 15.0
 MAX_WATCHES = 10
@@ -70,7 +73,7 @@ def watch_stream(name: str) -> Response:
     multiplexed = "watches" in request.args
     requested = _requested_watches() if multiplexed else [_query_watch()]
     last_event_id = request.headers.get("Last-Event-ID") or request.args.get("lastEventId")
-    positions = _positions(last_event_id, [watch_id for watch_id, _ in requested]) \
+    positions = _positions(last_event_id, [watch_id for watch_id, _, _ in requested]) \
         if multiplexed else {requested[0][0]: unquote(last_event_id or "")}
     hub = current_app.extensions["watch_hub"]
     try:
@@ -80,7 +83,7 @@ def watch_stream(name: str) -> Response:
     owner = limits.current().owner(user.id)
     recheck = Recheck(credentials.current(), agent.name, identity)
     outbox = Outbox(int(current_app.config["WATCH_QUEUE_LIMIT"]))
-    subscriptions: list[Subscription] = []
+    subscriptions: list[Subscription | Window] = []
 
     def release() -> None:  # once the response is closed, whether or not it was read
         for subscription in subscriptions:
@@ -89,8 +92,13 @@ def watch_stream(name: str) -> Response:
         lease.release()
 
     try:
-        for watch_id, params in requested:
+        for watch_id, params, view in requested:
             sink = _Tagged(outbox, watch_id) if multiplexed else outbox
+            if view is not None:
+                subscriptions.append(hub.subscribe_view(
+                    agent.name, identity, view.sources(params), view.spec,
+                    Window(watch_id, sink, view.limit), owner))
+                continue
             subscriptions.append(hub.subscribe(agent.name, identity, params,
                                                Subscription(watch_id, sink, owner=owner),
                                                positions.get(watch_id) or None))
@@ -113,13 +121,16 @@ def watch_stream(name: str) -> Response:
     return response
 
 
-def _query_watch() -> tuple[str, WatchParams]:
+Requested = tuple[str, WatchParams, "view_request.ViewRequest | None"]
+
+
+def _query_watch() -> Requested:
     watch_id = _check_watch_id(request.args.get("watchId") or "stream", "watchId")
     return watch_id, WatchParams.parse({key: request.args[key] for key in _PARAM_NAMES
-                                        if key in request.args})
+                                        if key in request.args}), None
 
 
-def _requested_watches() -> list[tuple[str, WatchParams]]:
+def _requested_watches() -> list[Requested]:
     """The `watches` list of a multiplexed stream. Whatever the text, a refusal is a 422
     naming the item and the field: never an error of the server."""
     text = request.args["watches"]
@@ -137,18 +148,27 @@ def _requested_watches() -> list[tuple[str, WatchParams]]:
     if len(raw) > MAX_WATCHES:
         raise Invalid(f"At most {MAX_WATCHES} watches per stream", code="invalid_params",
                       field="watches")
-    requested: list[tuple[str, WatchParams]] = []
+    requested: list[Requested] = []
+    max_rows = int(current_app.config["WATCH_VIEW_MAX_ROWS"])
     for index, item in enumerate(raw):
         field = f"watches[{index}]"
-        if not isinstance(item, dict) or set(item) - {"watchId", "watchParams"}:
-            raise Invalid(f"{field} must be an object with watchId and watchParams",
-                          code="invalid_params", field=field)
+        if not isinstance(item, dict) or set(item) - {"watchId", "watchParams", "view"}:
+            raise Invalid(f"{field} must be an object with watchId, watchParams and "
+                          "optionally view", code="invalid_params", field=field)
         watch_id = _check_watch_id(item.get("watchId"), f"{field}.watchId")
-        if any(watch_id == seen for seen, _ in requested):
+        if any(watch_id == seen for seen, _, _ in requested):
             raise Invalid(f"{field}: watchId {watch_id!r} is used twice",
                           code="invalid_params", field=f"{field}.watchId")
-        requested.append((watch_id, WatchParams.parse(item.get("watchParams"),
-                                                      prefix=f"{field}.watchParams.")))
+        params = WatchParams.parse(item.get("watchParams"), prefix=f"{field}.watchParams.")
+        view = None
+        if item.get("view") is not None:
+            try:
+                view = view_request.parse(item["view"], max_rows)
+                view.sources(params)
+            except Invalid as exc:
+                raise Invalid(f"{field}: {exc.message}", code="invalid_params",
+                              field=f"{field}.{exc.extra.get('field') or 'view'}") from None
+        requested.append((watch_id, params, view))
     return requested
 
 

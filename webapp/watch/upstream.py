@@ -15,7 +15,7 @@ import random
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -44,6 +44,7 @@ from .subscriptions import (
     message,
     no_rows,
 )
+from .view import Cached, Listener
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +125,8 @@ class UpstreamWatch:
         self._on_stopped = on_stopped
         self._lock = threading.RLock()
         self._subscribers: list[Subscription] = []
+        # Views over this watch (view.View): told of each change as an object, not bytes.
+        self._listeners: list[Listener] = []
         # Recent events (resourceVersion, line, suffix), so a reconnecting HTTP stream
         # resumes without a snapshot; emptied whenever a relist breaks the sequence.
         self._history: deque[tuple[str, bytes, bytes]] = deque(maxlen=timing.history)
@@ -203,16 +206,42 @@ class UpstreamWatch:
         with self._lock:
             if subscription in self._subscribers:
                 self._subscribers.remove(subscription)
-            if not self._subscribers and not self._stopping.is_set():
-                self._idle_timer = threading.Timer(self.timing.grace_seconds, self._stop_if_idle)
-                self._idle_timer.daemon = True
-                self._idle_timer.start()
+            self._idle_unless_followed()
+
+    def attach(self, listener: Listener) -> tuple[bool, Mapping[str, Cached] | None,
+                                                  JSON | None]:
+        """Follow this watch as objects (a view): (attached, the cached state if synced,
+        the current error). False if this watch is already stopping."""
+        with self._lock:
+            if self._stopping.is_set():
+                return False, None, None
+            if self._idle_timer is not None:
+                self._idle_timer.cancel()
+                self._idle_timer = None
+            self._listeners.append(listener)
+            self._release_claims()
+            return (True, dict(self._cache) if self._synced else None,
+                    self._error.to_json() if self._error is not None else None)
+
+    def detach(self, listener: Listener) -> None:
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+            self._idle_unless_followed()
+
+    def _idle_unless_followed(self) -> None:
+        if not self._subscribers and not self._listeners and not self._stopping.is_set():
+            if self._idle_timer is not None:
+                self._idle_timer.cancel()
+            self._idle_timer = threading.Timer(self.timing.grace_seconds, self._stop_if_idle)
+            self._idle_timer.daemon = True
+            self._idle_timer.start()
 
     def unsubscribe_idle(self) -> None:
         """Start the idle countdown of a watch nobody subscribed to (a page render)."""
         with self._lock:
-            if not self._subscribers and self._idle_timer is None and \
-                    not self._stopping.is_set():
+            if not self._subscribers and not self._listeners and \
+                    self._idle_timer is None and not self._stopping.is_set():
                 self._idle_timer = threading.Timer(self.timing.grace_seconds, self._stop_if_idle)
                 self._idle_timer.daemon = True
                 self._idle_timer.start()
@@ -236,12 +265,16 @@ class UpstreamWatch:
         return self._synced
 
     @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    @property
     def subscriber_count(self) -> int:
-        return len(self._subscribers)
+        return len(self._subscribers) + len(self._listeners)
 
     def _stop_if_idle(self) -> None:
         with self._lock:
-            if self._subscribers:
+            if self._subscribers or self._listeners:
                 return
             self.stop()
 
@@ -408,6 +441,8 @@ class UpstreamWatch:
             self._error = KubeError(exc.code, exc.reason, sentence(exc, self._where),
                                     retry_in=round(retry_in, 1), since=self._down_since)
             self._broadcast("error", error=self._error.to_json())
+            for listener in self._listeners:
+                listener.failed(self, self._error.to_json())
         self._synced_event.set()  # whoever waits for a first state gets the error
 
     def _recovered(self) -> None:
@@ -415,6 +450,8 @@ class UpstreamWatch:
         if self._error is not None:
             self._error = None
             self._broadcast("synced", self.resource_version)
+            for listener in self._listeners:
+                listener.recovered(self)
 
     def _cached(self, obj: JSON, raw: JSONText | None = None) -> _Cached:
         """`raw`: the object's JSON text as the API server sent it (a Table row, not sent
@@ -477,6 +514,8 @@ class UpstreamWatch:
                         self._broadcast_event(_event_line("MODIFIED", cached.object_bytes),
                                               cached.suffix)
                 self._cache = fresh
+                for listener in self._listeners:
+                    listener.relisted(self, fresh)
                 self.resource_version = resource_version
                 self._history.clear()
                 self._history_base = None  # the difference above went out without positions
@@ -489,6 +528,8 @@ class UpstreamWatch:
             self._error = None
             for subscription in list(self._subscribers):
                 self._send_snapshot(subscription)
+            for listener in self._listeners:
+                listener.relisted(self, fresh)
         self._synced_event.set()
 
     def _watch_once(self) -> End:
@@ -537,6 +578,8 @@ class UpstreamWatch:
                         self._history_base = None  # its oldest entry falls off now
                     self._history.append((self.resource_version, line, suffix))
                     self._broadcast_event(line, suffix, self.resource_version)
+                    for listener in self._listeners:
+                        listener.changed(self, key, cached)
         finally:
             with self._lock:
                 self._stream = None

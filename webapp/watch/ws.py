@@ -167,7 +167,8 @@ def _serve(ws: Any, name: str) -> None:
     outbox = Outbox(int(current_app.config["WATCH_QUEUE_LIMIT"]), positions=False)
     conn = Connection(ws.sock, outbox)
     session = WatchSession(current_app.extensions["watch_hub"], agent.name, identity, outbox,
-                           owner=limits.current().owner(user.id))
+                           owner=limits.current().owner(user.id),
+                           max_rows=int(current_app.config["WATCH_VIEW_MAX_ROWS"]))
     conn.start()
     try:
         while ws.connected and not conn.failed:
