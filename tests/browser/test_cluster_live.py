@@ -363,23 +363,22 @@ def test_blocked_websocket_falls_back_to_http_streaming(cluster_page: Page,
     sim.record_event(pod, "Streamed", "over server-sent events")
     expect(page.locator("#panel-events")).to_contain_text("over server-sent events",
                                                           timeout=LIVE)
-    # The page's ten watches share one stream (browsers allow six HTTP/1.1 connections
-    # per host, and logs and actions need some too); the panel's own object rides on the
-    # pods watch. Opening the panel reopened the stream with its events watch added.
+    # The page's ten watches share one stream (browsers allow six HTTP/1.1 connections per
+    # host, and logs and actions need some too): a view per table and per count of the
+    # strip. The panel's object's and events' watches take a second one.
     page.wait_for_function(  # a function: a bare expression is eval'd, which the CSP refuses
         "() => { const s = window.agentwatchCluster.manager.httpStreams.streams; "
-        "return s.length === 1 && s[0].source.readyState === 1; }")
-    latest = json.loads(parse_qs(urlsplit(streams[-1]).query)["watches"][0])
+        "return s.length === 2 && s.every((x) => x.source.readyState === 1); }")
+    latest = [w for url in streams[-2:]
+              for w in json.loads(parse_qs(urlsplit(url).query)["watches"][0])]
     resources = {w["watchParams"]["resource"] for w in latest}
-    # The tables and the workloads' strip (pods shared with their table), the panel's events.
+    # The tables and the workloads' strip, as views; the panel's object and its events.
     assert {"cronjobs", "daemonsets", "deployments", "helmreleases", "jobs", "kustomizations",
             "pods", "services", "statefulsets"} <= resources
-    selectors = [w["watchParams"].get("fieldSelector", "") for w in latest]
-    assert [w["watchParams"]["resource"] for w in latest
-            if w["watchParams"].get("fieldSelector", "").startswith("involvedObject")] == \
-        ["events"]
-    assert not [f for f in selectors if f.startswith("metadata.name=")]  # it rides along
-    assert "lastEventId" in parse_qs(urlsplit(streams[-1]).query)  # the others resumed
+    views = [w for w in latest if "view" in w]
+    assert {w["view"]["limit"] for w in views} == {0, 100}
+    assert sorted(w["watchParams"]["fieldSelector"].split("=")[0] for w in latest
+                  if "view" not in w) == ["involvedObject.uid", "metadata.name"]
     sim.set_pod_state("default", "web-1", "NotReady")
     summary = page.locator("#object-panel dl.panel-summary")
     expect(summary.locator('dd[data-col="ready"]')).to_have_text("0/1", timeout=LIVE)

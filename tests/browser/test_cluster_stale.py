@@ -123,8 +123,8 @@ def test_the_banner_says_the_relays_words_and_counts_down_to_the_next_try(
     sim.add_namespace("quiet")
     open_cluster(page, "?namespace=quiet")
     ids = page.evaluate("Array.from(window.agentwatchCluster.manager.watches.keys())")
-    # The tables' watches and the workloads' strip's (pods shared with its table).
-    assert len(ids) == len(RESOURCES) + len(STRIP) - 1
+    # A view per table and one (of counts alone) per entry of the workloads' strip.
+    assert len(ids) == len(RESOURCES) + len(STRIP)
     since = (datetime.now(UTC) - timedelta(seconds=40)).isoformat().replace("+00:00", "Z")
 
     def error(watch_id: str, message: str) -> None:

@@ -1,7 +1,8 @@
-"""The Cluster tab's HTTP-streaming fallback with more watches than one stream carries: the
-overview of several namespaces (a watch per namespace per kind, plus the workloads' strip)
-spreads its watches over a few streams of at most ten, all of them live; a stream the
-server refuses (too many streams for the user) is said on the page, not silently missed."""
+"""The Cluster tab's HTTP-streaming fallback with more watches than one stream carries: a
+page's views (one per list and per count of the workloads' strip, however many namespaces)
+and its panel's watches spread over a few streams of at most ten, all of them live; a
+stream the server refuses (too many streams for the user) is said on the page, not
+silently missed."""
 
 from __future__ import annotations
 
@@ -74,6 +75,15 @@ def add_job(sim: SimCluster, namespace: str, name: str) -> None:
     sim.create(builders.job(namespace, name, [builders.container("main", "busybox:1")]))
 
 
+def open_panel_of_a_release(page: Page, sim: SimCluster, name: str) -> None:
+    """A HelmRelease's side panel: its object's and its events' watches join the page's."""
+    sim.add_helmrelease("team-c", name)
+    row = page.locator(f'#helmreleases-table tbody.rows > tr[data-name="{name}"]')
+    expect(row).to_be_visible(timeout=LIVE)
+    row.click()
+    expect(page.locator("#object-panel")).to_be_visible()
+
+
 def test_more_watches_than_one_stream_carries_are_all_live(signed_in: Page,
                                                            sim: SimCluster) -> None:
     page = signed_in
@@ -84,32 +94,33 @@ def test_more_watches_than_one_stream_carries_are_all_live(signed_in: Page,
     badge = page.locator(BADGE)
     expect(badge.locator(".label")).to_have_text("Live (HTTP streaming)", timeout=SLOW)
 
-    # Four kinds listed and five more counted in three namespaces: 27 watches, three
-    # streams of at most ten, each watch on exactly one.
+    # Four kinds listed and six counted, each one view over the three namespaces: ten
+    # watches, one stream.
     sent = stream_watches(streams)
-    assert len(sent) == 3 and all(len(watches) <= MAX_WATCHES for watches in sent)
-    ids = [w["watchId"] for watches in sent for w in watches]
-    assert len(ids) == len(set(ids)) == 27
-    # The lists' watches come first; the strip's counts are the ones beyond the tenth.
-    beyond = [(w["watchParams"]["resource"], w["watchParams"]["namespace"])
-              for watches in sent[1:] for w in watches]
-    assert ("helmreleases", "team-c") in beyond and ("jobs", "team-c") in beyond
+    assert len(sent[-1]) == MAX_WATCHES and all("view" in w for w in sent[-1])
+    assert {tuple(w["view"]["namespaces"]) for w in sent[-1]} == {NAMESPACES}
 
-    # A list's watch and a count's watch beyond the tenth both follow the cluster.
-    sim.add_helmrelease("team-c", "late-release")
-    expect(page.locator('#helmreleases-table tbody.rows > tr[data-name="late-release"]')) \
-        .to_be_visible(timeout=LIVE)
+    # The side panel's two watches take a second stream; both streams are live.
+    open_panel_of_a_release(page, sim, "late-release")
+    page.wait_for_function("() => { const s = window.agentwatchCluster.manager.httpStreams"
+                           ".streams; return s.length === 2 && s.every((x) => x.open && "
+                           "x.gotData); }", timeout=SLOW)
+    expect(badge.locator(".label")).to_have_text("Live (HTTP streaming)")
+    ids = [w["watchId"] for watches in stream_watches(streams)[-2:] for w in watches]
+    assert len(ids) == len(set(ids)) == MAX_WATCHES + 2
+
+    # A list's view and a count's view both follow the cluster.
     jobs = page.locator('[data-summary="jobs.batch"] .summary-total')
     expect(jobs).to_have_text("0")
     add_job(sim, "team-c", "nightly")
     expect(jobs).to_have_text("1", timeout=LIVE)
 
-    # A stream that drops resumes by itself from its own last id (the others stay open).
+    # A stream that drops resumes by itself from its own last id (the other stays open).
     before = len(streams)
     page.evaluate("() => { const h = window.agentwatchCluster.manager.httpStreams; "
-                  "const s = h.streams[2]; s.source.close(); h.openStream(s); }")
+                  "const s = h.streams[1]; s.source.close(); h.openStream(s); }")
     page.wait_for_function("() => { const h = window.agentwatchCluster.manager.httpStreams; "
-                           "const s = h.streams[2]; return s.open && s.gotData; }")
+                           "const s = h.streams[1]; return s.open && s.gotData; }")
     expect(badge.locator(".label")).to_have_text("Live (HTTP streaming)")
     assert len(streams) == before + 1
     assert "lastEventId" in parse_qs(urlsplit(streams[-1]).query)
@@ -125,15 +136,17 @@ def test_a_stream_the_server_refuses_is_said_and_tried_again(signed_in: Page, ap
     page = signed_in.context.new_page()
     block_websocket(page)
     limits = app.extensions["watch_limits"]
-    limits.max_streams = 2  # the page needs three
+    limits.max_streams = 1  # the page and its panel need two
     page.goto(OVERVIEW)
     badge = page.locator(BADGE)
+    expect(badge.locator(".label")).to_have_text("Live (HTTP streaming)", timeout=SLOW)
+    open_panel_of_a_release(page, sim, "opened")
     expect(badge.locator(".label")).to_have_text("Partly live", timeout=SLOW)
     expect(badge).to_have_attribute("title", re.compile(r"refused an HTTP stream"))
     banner = page.locator("#cluster-banner")
     expect(banner).to_be_visible()
     expect(banner).to_contain_text("Part of the cluster view is not live")
-    expect(banner).to_contain_text("at most 2 open streams per user")
+    expect(banner).to_contain_text("at most 1 open streams per user")
     expect(banner).to_contain_text(re.compile(r"retrying in \d+ s"))
     # What the refused stream would have carried is marked as not live (a list among them
     # would be dimmed); what the others carry is live (the refusal may be said before their
@@ -146,7 +159,7 @@ def test_a_stream_the_server_refuses_is_said_and_tried_again(signed_in: Page, ap
     }""", timeout=SLOW)
 
     # Room again: the server's Retry-After passes, the stream opens, everything is live.
-    limits.max_streams = 4
+    limits.max_streams = 3
     expect(badge.locator(".label")).to_have_text("Live (HTTP streaming)", timeout=30_000)
     expect(banner).to_be_hidden()
     expect(page.locator("section.k8s-section.is-stale")).to_have_count(0)
@@ -161,18 +174,27 @@ def test_a_stream_the_server_refuses_is_said_and_tried_again(signed_in: Page, ap
 
 def test_watches_beyond_three_streams_are_said_not_live(signed_in: Page,
                                                         sim: SimCluster) -> None:
+    """Lists are views (one watch each, however many namespaces): a page reaches three
+    streams' worth only with many watches of its own, added here as the panel adds its."""
     page = signed_in
     block_websocket(page)
-    many = [f"ns-{i}" for i in range(4)]
-    for namespace in many:
-        sim.add_namespace(namespace)
-    page.goto("/agents/prod/cluster?" + "&".join(f"namespace={n}" for n in many))
+    page.goto(OVERVIEW)
     badge = page.locator(BADGE)
-    # 36 watches: three streams carry the lists' 16 and 14 of the strip's 20.
+    expect(badge.locator(".label")).to_have_text("Live (HTTP streaming)", timeout=SLOW)
+    # 26 watches of one object each, beside the page's ten views: 36 in all.
+    page.evaluate("""() => {
+      const m = window.agentwatchCluster.manager;
+      for (let i = 0; i < 26; i++) {
+        m.add({ group: "", version: "v1", resource: "configmaps", namespace: "team-a",
+                fieldSelector: "metadata.name=cm-" + i },
+              { start() {}, event() {}, synced() {}, reset() {}, error() {}, stale() {} });
+      }
+    }""")
+    # Lists first, counts last: three streams carry 30; six of the strip's counts wait.
     expect(badge.locator(".label")).to_have_text("Partly live", timeout=SLOW)
     expect(page.locator("#cluster-banner")).to_contain_text(
         "6 of this page's 36 watches (HTTP streaming carries 30; show fewer namespaces")
     expect(page.locator("section.k8s-section.is-stale")).to_have_count(0)  # every list is live
-    sim.add_helmrelease("ns-3", "still-live")
+    sim.add_helmrelease("team-b", "still-live")
     expect(page.locator('#helmreleases-table tbody.rows > tr[data-name="still-live"]')) \
         .to_be_visible(timeout=LIVE)

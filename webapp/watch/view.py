@@ -167,6 +167,7 @@ class _Group:
     limit: int
     shown: list[tuple[str, str]] = field(default_factory=list)  # (key, version) in order
     members: list[Window] = field(default_factory=list)
+    counts_due: bool = False  # the counts moved since its members last heard them
 
 
 class View:
@@ -404,27 +405,41 @@ class View:
         if not self._ready():
             return
         position = self._position(key)
-        for group in self._groups.values():
-            inside = position is not None and position < group.limit
-            if inside or any(shown_key == key for shown_key, _ in group.shown):
-                self._refresh(group)
-        self._schedule_counts()
+        told = [group for group in self._groups.values()
+                if ((position is not None and position < group.limit)
+                    or any(shown_key == key for shown_key, _ in group.shown))
+                and self._refresh(group)]
+        self._counts_moved(told)
 
     def _refresh_all(self) -> None:
         if self._ready():
-            for group in self._groups.values():
-                self._refresh(group)
-            self._schedule_counts()
+            self._counts_moved([group for group in self._groups.values()
+                                if self._refresh(group)])
 
-    def _refresh(self, group: _Group) -> None:
-        """The group's window again; its members get what changed, and the counts."""
+    def _refresh(self, group: _Group) -> bool:
+        """The group's window again; its members get what changed, and the counts.
+        False when nothing it shows changed."""
         shown = self._window(group.limit)
         if shown == group.shown:
-            return
+            return False
         body = self._rows_message(group.shown, shown)
         group.shown = shown
+        group.counts_due = False
         for window in list(group.members):
             self._send(window, body)
+        return True
+
+    def _counts_moved(self, told: list[_Group]) -> None:
+        """Groups not `told` (by a rows message) hear of new counts at most every
+        COUNT_SECONDS (count)."""
+        if not self._counts_due:
+            return
+        self._counts_due = False
+        waiting = [group for group in self._groups.values() if group not in told]
+        for group in waiting:
+            group.counts_due = True
+        if waiting:
+            self._schedule_counts()
 
     def _counts(self) -> bytes:
         return (b'"total":' + str(len(self._entries)).encode() + b',"attention":' +
@@ -441,7 +456,6 @@ class View:
         entries = self._entries
         put = [[index, key, entries[key].row.html] for index, (key, version) in
                enumerate(after) if (key, version) not in was]
-        self._counts_due = False
         return (b'"rows",' + self._counts() + b',"drop":' + _COMPACT.encode(drop).encode() +
                 b',"put":' + _COMPACT.encode(put).encode())
 
@@ -454,7 +468,7 @@ class View:
             self._send(window, b'"synced"')
 
     def _schedule_counts(self) -> None:
-        if self._counts_due and self._timer is None and not self._closed:
+        if self._timer is None and not self._closed:
             self._timer = threading.Timer(COUNT_SECONDS, self._send_counts)
             self._timer.daemon = True
             self._timer.start()
@@ -462,12 +476,14 @@ class View:
     def _send_counts(self) -> None:
         with self._lock:
             self._timer = None
-            if not self._counts_due or self._closed:
+            if self._closed:
                 return
-            self._counts_due = False
             body = b'"count",' + self._counts()
-            for window in self._windows():
-                self._send(window, body)
+            for group in list(self._groups.values()):
+                if group.counts_due:
+                    group.counts_due = False
+                    for window in list(group.members):
+                        self._send(window, body)
 
     def _windows(self) -> list[Window]:
         return [window for group in self._groups.values() for window in group.members]

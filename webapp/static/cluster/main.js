@@ -12,7 +12,6 @@ import { humanDuration, refreshAges } from "./ages.js";
 import { ListState } from "./lists/list-state.js";
 import { ListTable } from "./lists/list-table.js";
 import { namespacePicker } from "./lists/namespace-picker.js";
-import { ListSink, fanOut } from "./lists/sinks.js";
 import { Tally } from "./lists/tally.js";
 import { addressState } from "./panel/address.js";
 import { Panel } from "./panel/panel.js";
@@ -35,51 +34,50 @@ function initialProblem() {
   };
 }
 
-// Every list and count of the page fed by the page's watches; a click on a row asks for
-// its panel (`open(row, params, watchId)`).
+// A list's watches (one per namespace it shows) as one view: its watch, and the
+// namespaces when there are several.
+function viewOf(watches) {
+  const namespaces = watches.map((params) => params.namespace).filter(Boolean);
+  if (namespaces.length < 2) return { params: watches[0], namespaces: [] };
+  const params = Object.assign({}, watches[0]);
+  delete params.namespace;
+  return { params, namespaces };
+}
+
+// Every list and count of the page, each a view of its list (docs/watch-protocol.md,
+// "Views"); a click on a row asks for its panel (`open(row, params, watchId)`).
 function watchLists(root, manager, live, open) {
   const outage = initialProblem();
   const list = new ListState(root.querySelector("[data-list-form]"));
-  // Watches by their params: a list and the strip that count the same objects share one.
-  const wanted = new Map();  // JSON of params -> {params, sinks, initial, holders: [holder]}
-  const want = (params, sink, initial) => {
-    const key = JSON.stringify(params);
-    if (!wanted.has(key)) wanted.set(key, { params, sinks: [], initial: initial || null, holders: [] });
-    const entry = wanted.get(key);
-    entry.sinks.push(sink);
-    return entry;
-  };
   for (const section of root.querySelectorAll("section.k8s-section")) {
     const table = new ListTable(section, list);
     list.tables.push(table);
     // Rendered while the cluster was down: stale from the start.
     const initial = section.classList.contains("is-stale")
       ? { since: parseTime(section.dataset.staleSince), problem: outage } : null;
-    const ids = new Map();  // namespace ("" for all) -> its watch, for the panel
-    for (const params of JSON.parse(section.dataset.watches || "[]")) {
-      const holder = { id: null, params };
-      want(params, new ListSink(table, params.namespace || null), initial).holders.push(holder);
-      ids.set(params.namespace || "", holder);
-    }
+    const watches = JSON.parse(section.dataset.watches || "[]");
+    const byNamespace = new Map(watches.map((params) => [params.namespace || "", params]));
     section.addEventListener("click", (event) => {
       const row = event.target.closest("tbody.rows > tr");
       if (!row || event.target.closest("button, input, select")) return;
       event.preventDefault();
-      const watch = ids.get(row.dataset.namespace || "") || ids.get("") || ids.values().next().value;
-      // `params` are the row's watch, `watchId` its id on the page.
-      if (watch) open(row, watch.params, watch.id);
+      // `params` are the row's watch, `watchId` the list's on the page.
+      const params = byNamespace.get(row.dataset.namespace || "") || byNamespace.get("") || watches[0];
+      if (params) open(row, params, table.view ? table.view.id : null);
     });
-  }
-  for (const el of root.querySelectorAll("[data-summary]")) {
-    const tally = new Tally(el);
-    for (const params of JSON.parse(el.dataset.watches || "[]")) want(params, tally.sink(params.namespace || null));
+    if (live && watches.length) {
+      const view = viewOf(watches);
+      table.follow(manager, view.params, view.namespaces, initial);
+    }
   }
   if (!live) return;
-  for (const entry of wanted.values()) {
-    const sink = entry.sinks.length === 1 ? entry.sinks[0] : fanOut(entry.sinks);
-    // A watch only the strip counts with is minor: the first to go without a stream.
-    const id = manager.add(entry.params, sink, null, entry.initial, entry.holders.length === 0);
-    for (const holder of entry.holders) holder.id = id;
+  for (const el of root.querySelectorAll("[data-summary]")) {
+    const watches = JSON.parse(el.dataset.watches || "[]");
+    if (!watches.length) continue;
+    const view = viewOf(watches);
+    // Only counts: the first to go without a stream.
+    manager.add(view.params, new Tally(el).sink(), null, null, true,
+      { namespaces: view.namespaces, limit: 0 });
   }
 }
 

@@ -2,13 +2,18 @@
 // lists, the workloads' counts, the list's state in the address (see docs/ui.md).
 // list-table.js: a list of the page as a window on the server's list: its first screen
 // rendered by the server, the rest paged in as it scrolls. Filter and sort are the
-// server's, over the whole list (watch/listing.py); live events touch the rows on screen
-// and the counts, and never build rows nobody sees.
+// server's, over the whole list (watch/listing.py); live, the list is a view
+// (watch/view.py): the server sends the rows it shows and the counts, never the list.
 
 import { refreshAges } from "../ages.js";
 import { readableProblem } from "../problems.js";
-import { rowAttention, rowText, rowsOf } from "./rows.js";
+import { rowsOf } from "./rows.js";
+import { ViewSink } from "./sinks.js";
 import { Table } from "./table.js";
+
+// Rows a list shows at first, and adds each time it is scrolled to its end
+// (webapp/watch/listing.py PAGE_SIZE).
+export const PAGE_ROWS = 100;
 
 export class ListTable extends Table {
   // `list`: the page's ListState (filter, sort), shared by its lists.
@@ -20,22 +25,10 @@ export class ListTable extends Table {
     this.total = Number(section.dataset.total || 0);
     this.nextOffset = section.dataset.nextOffset ? Number(section.dataset.nextOffset) : null;
     this.moreRow = this.table.querySelector("tr.more-row");
-    // key -> {namespace, html, text, attention, unseen}: every object the watches told of.
-    // `text` (the filter's) is read from `html` only once a filter needs it.
-    this.known = new Map();
-    this.matching = 0;        // how many of them match the filter
-    // key -> {html, insert} or null (remove): the rows' changes, applied once a frame.
-    this.pending = new Map();
-    this.syncing = new Set(); // sinks whose (re)started state is still arriving
-    // key -> {namespace, html}: objects first told of while their watch was syncing, in
-    // a list that shows every row. The server rendered the page before they existed (a
-    // sync's objects are otherwise rows already shown or paged in), so they are shown
-    // once the sync ends. A longer list only counts them (its rows come page by page).
-    this.arrived = new Map();
-    this.counted = false;     // every watch synced once: counts are the page's own
+    this.limit = Math.max(PAGE_ROWS, this.body.children.length);  // the window's rows
+    this.view = null;         // {manager, params, namespaces, initial, id} once live
     this.fetching = null;     // the AbortController of the rows being fetched
     this.sortCol = this.table.dataset.sortCol || "";
-    this.sortAll();
     const more = this.moreRow && this.moreRow.querySelector("[data-load-more]");
     if (more) more.addEventListener("click", () => this.loadMore());
     if (this.moreRow && "IntersectionObserver" in window) {
@@ -47,6 +40,7 @@ export class ListTable extends Table {
   }
 
   matchFilter() {}  // the server filtered these rows
+  sortAll() {}      // and ordered them
 
   sortBy(col) { this.list.sortBy(col); }
 
@@ -61,110 +55,68 @@ export class ListTable extends Table {
     }
   }
 
-  matches(entry) {
-    if (this.list.attention && !entry.attention) return false;
-    const words = this.list.words();
-    if (!words.length) return true;
-    if (entry.text === null) { entry.text = rowText(entry.html); entry.html = null; }
-    return words.every((word) => entry.text.includes(word));
+  // --- live: a view of the list (docs/watch-protocol.md, "Views") ---
+
+  // What this list asks the server for: its order, its filter and how many rows it shows.
+  viewSpec() {
+    const th = this.list.sort && this.table.querySelector('thead th[data-col="' + this.list.sort + '"]');
+    return { namespaces: this.view.namespaces, sort: this.list.sort || null, dir: this.list.dir,
+      q: this.list.q, attention: this.list.attention, numeric: Boolean(th && th.hasAttribute("data-numeric")),
+      limit: this.limit };
   }
 
-  setKnown(key, entry) {
-    const old = this.known.get(key);
-    if (old && this.matches(old)) this.matching--;
-    if (entry) {
-      this.known.set(key, entry);
-      if (this.matches(entry)) this.matching++;
-    } else {
-      this.known.delete(key);
+  // Follows the list through `manager`: `params` its watch (no namespace when it shows
+  // several, `namespaces`); `initial` as manager.add takes it. Its watch's id.
+  follow(manager, params, namespaces, initial) {
+    this.view = { manager, params, namespaces, initial, id: null };
+    this.view.id = manager.add(params, new ViewSink(this), null, initial, false, this.viewSpec());
+    return this.view.id;
+  }
+
+  // The server's window: these rows, in this order, are what the list shows.
+  showWindow(message) {
+    const selected = this.selectedKey();
+    const rows = message.rows.map(([, html]) => this.rowOf(html, selected)).filter(Boolean);
+    this.body.replaceChildren(...rows);
+    this.byKey = new Map(rows.map((row) => [row.dataset.key, row]));
+    refreshAges(this.body);
+    this.setCounts(message);
+  }
+
+  // What changed in the window: rows gone, then rows put at their places, in order.
+  applyRows(message) {
+    const selected = this.selectedKey();
+    const gone = new Set();
+    for (const key of message.drop) {
+      const row = this.byKey.get(key);
+      if (row) { row.remove(); this.byKey.delete(key); gone.add(key); }
     }
-    return old;
-  }
-
-  recount() {
-    this.matching = 0;
-    for (const entry of this.known.values()) if (this.matches(entry)) this.matching++;
-  }
-
-  inScope(namespace, sink) { return sink.namespace === null || namespace === sink.namespace; }
-
-  // Whether a watch covering this namespace is receiving its snapshot (whose rows the page
-  // already shows or pages in): a new object of a namespace whose watch is live is shown
-  // even while another namespace's watch is still syncing.
-  syncingFor(namespace) {
-    for (const sink of this.syncing) if (this.inScope(namespace, sink)) return true;
-    return false;
-  }
-
-  startSync(sink) {
-    this.applyPending();
-    this.syncing.add(sink);
-    for (const entry of this.known.values()) if (this.inScope(entry.namespace, sink)) entry.unseen = true;
-    for (const row of this.rows()) if (this.inScope(row.dataset.namespace || "", sink)) row.dataset.unconfirmed = "1";
-  }
-
-  endSync(sink) {
-    this.applyPending();  // a change waiting for its frame confirms its row
-    this.syncing.delete(sink);
-    for (const [key, entry] of this.known) if (entry.unseen && this.inScope(entry.namespace, sink)) this.setKnown(key, null);
-    for (const [key, late] of this.arrived) {
-      if (!this.inScope(late.namespace, sink)) continue;
-      this.arrived.delete(key);
-      const entry = this.known.get(key);
-      if (entry && !this.byKey.has(key) && this.matches(entry)) this.pending.set(key, { html: late.html, insert: true });
+    for (const [index, key, html] of message.put) {
+      const row = this.rowOf(html, selected);
+      if (!row) continue;
+      if (!gone.has(key)) row.classList.add("fresh");
+      this.body.insertBefore(row, this.body.children[index] || null);
+      this.byKey.set(key, row);
+      refreshAges(row);
     }
-    for (const row of this.body.querySelectorAll("tr[data-unconfirmed]")) {
-      if (this.inScope(row.dataset.namespace || "", sink)) { row.remove(); this.byKey.delete(row.dataset.key); }
-    }
-    if (this.syncing.size === 0) this.counted = true;
-    this.refresh();
+    this.setCounts(message);
   }
 
-  // An object added or changed: its row is replaced if it is on screen; a new object is
-  // shown if it belongs among the rows on screen; otherwise only the counts move. Nothing
-  // here parses the row: that waits for the frame, and only for rows that will be shown.
-  change(key, namespace, html) {
-    const entry = { namespace, html, text: null, attention: rowAttention(html), unseen: false };
-    const old = this.setKnown(key, entry);
-    const match = this.matches(entry);
-    const queued = this.pending.get(key);
-    if (this.byKey.has(key)) this.pending.set(key, match ? { html, insert: false } : null);
-    else if (queued) { if (match) queued.html = html; else this.pending.delete(key); }
-    else if (match && !old && !this.syncingFor(namespace)) this.pending.set(key, { html, insert: true });
-    else if (!old && this.nextOffset === null && this.syncingFor(namespace)) this.arrived.set(key, { namespace, html });
-    if (this.arrived.has(key)) this.arrived.get(key).html = html;
+  setCounts(message) {
+    this.total = message.total;
+    this.nextOffset = this.body.children.length < this.total ? this.body.children.length : null;
     this.scheduleRefresh();
   }
 
-  forget(key) {
-    this.setKnown(key, null);
-    if (this.byKey.has(key)) this.pending.set(key, null);
-    else if (!this.pending.delete(key) && !this.counted && this.total > 0) this.total--;
-    this.scheduleRefresh();
+  selectedKey() {
+    const row = this.body.querySelector("tr.selected");
+    return row ? row.dataset.key : null;
   }
 
-  // A new row belongs on screen if every row is here, or if it sorts before the last one.
-  belongs(row) {
-    if (this.nextOffset === null) return true;
-    const last = this.body.lastElementChild;
-    return !last || this.compare(row, last) < 0;
-  }
-
-  // The rows' changes since the last frame, each object's last one only.
-  applyPending() {
-    if (!this.pending.size) return;
-    const pending = this.pending;
-    this.pending = new Map();
-    for (const [key, change] of pending) {
-      if (!change) {
-        const row = this.find(key);
-        if (row) { row.remove(); this.byKey.delete(key); }
-        continue;
-      }
-      const row = rowsOf(change.html)[0];
-      if (!row || (!this.byKey.has(key) && !this.belongs(row))) continue;
-      this.upsertRow(row);
-    }
+  rowOf(html, selected) {
+    const row = rowsOf(html)[0];
+    if (row && selected && row.dataset.key === selected) row.classList.add("selected");
+    return row || null;
   }
 
   // --- pages of rows, from the server ---
@@ -202,44 +154,56 @@ export class ListTable extends Table {
     }
   }
 
-  // The first screen again (the filter or the sort changed): the server's rows replace these.
+  // The first screen again (the filter or the sort changed): live, the view is asked
+  // for anew; otherwise the server's rows replace these.
   async reload() {
-    this.recount();
+    this.limit = PAGE_ROWS;
+    if (this.view) {
+      const { manager, params, namespaces, initial } = this.view;
+      manager.remove(this.view.id);
+      this.follow(manager, params, namespaces, initial);
+      return;
+    }
     const page = await this.fetchRows(0);
     if (!page) return;
-    this.pending.clear();  // the server's rows are newer than the old rows' changes
     this.body.replaceChildren(...page.rows);
     this.byKey = new Map(page.rows.map((row) => [row.dataset.key, row]));
-    if (!this.counted) this.total = page.total;
+    this.total = page.total;
     this.nextOffset = page.next;
     refreshAges(this.body);
     this.refresh();
   }
 
+  // Scrolled to the end: live, the window grows (the server sends the rows that follow);
+  // otherwise the next page is fetched.
   async loadMore() {
-    if (this.fetching || this.nextOffset === null || this.moreRow.hidden) return;
-    this.applyPending();  // the offset counts the rows on screen
+    if (this.nextOffset === null || this.moreRow.hidden) return;
+    if (this.view) {
+      if (this.limit > this.body.children.length) return;  // asked already
+      this.limit = this.body.children.length + PAGE_ROWS;
+      this.view.manager.resize(this.view.id, this.limit);
+      return;
+    }
+    if (this.fetching) return;
     const page = await this.fetchRows(this.body.children.length);
     if (!page) return;
-    this.applyPending();
     for (const row of page.rows) {
-      if (this.byKey.has(row.dataset.key)) continue;  // shown already (it arrived live)
+      if (this.byKey.has(row.dataset.key)) continue;
       this.body.appendChild(row);
       this.byKey.set(row.dataset.key, row);
     }
-    if (!this.counted) this.total = page.total;
+    this.total = page.total;
     this.nextOffset = page.next;
     refreshAges(this.body);
     this.refresh();
   }
 
-  // Once a frame: the rows' changes, then the counts.
+  // Once a frame: the counts and what stands in for missing rows.
   refresh() {
     if (this.refreshing) { cancelAnimationFrame(this.refreshing); this.refreshing = 0; }
     if (!this.list) return;  // Table's constructor: not ready yet
-    this.applyPending();
     const shown = this.body.children.length;
-    const total = this.counted ? this.matching : this.total;
+    const total = this.total;
     const failing = this.errorRow && !this.errorRow.hidden;
     const filtering = this.list.filtering();
     if (this.count && this.count.textContent !== String(total)) this.count.textContent = String(total);

@@ -15,8 +15,10 @@ const MAX_STREAMS = 3;
 const STREAM_REOPENS = 3;  // closed streams reopened without data before giving up
 
 // Whether a watch rides along on another watch's stream (see liveness.js, `within`).
+// A view carries rows, not its objects' events: nothing rides along on it.
 export function ridesAlong(watch, watches) {
-  return Boolean(watch.within) && watches.has(watch.within.watchId);
+  const carrier = watch.within && watches.get(watch.within.watchId);
+  return Boolean(carrier) && !carrier.view;
 }
 
 export class HttpStreams {
@@ -97,6 +99,13 @@ export class HttpStreams {
     this.on.change();
   }
 
+  // The stream carrying this watch opens again (a view's window changed): its other
+  // watches resume from their positions, the view starts with its window.
+  reopen(id) {
+    const stream = this.streams.find((s) => s.ids.includes(id));
+    if (stream && this.active) { this.keepPositions(stream); this.openStream(stream); }
+  }
+
   newStream(ids) {
     return { ids, source: null, lastEventId: "", open: false, gotData: false, reopens: 0,
       refused: null, ended: null, timer: null };
@@ -114,7 +123,11 @@ export class HttpStreams {
   streamURL(stream) {
     this.keepPositions(stream);
     const query = new URLSearchParams({
-      watches: JSON.stringify(stream.ids.map((id) => ({ watchId: id, watchParams: this.watches.get(id).params }))),
+      watches: JSON.stringify(stream.ids.map((id) => {
+        const watch = this.watches.get(id);
+        return watch.view ? { watchId: id, watchParams: watch.params, view: watch.view }
+          : { watchId: id, watchParams: watch.params };
+      })),
     });
     const known = new URLSearchParams();
     for (const id of stream.ids) if (this.positions.has(id)) known.set(id, this.positions.get(id));

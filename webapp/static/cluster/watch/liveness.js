@@ -14,9 +14,10 @@ export const STALE_GRACE = 2000;
 // one's object: over HTTP streaming it rides along on that one's messages.
 // `initial`: {since, problem} for a table the server rendered while the cluster was down.
 // `minor`: only counts (the workloads' strip): the last to get a stream.
-export function newWatch(id, params, sink, within, initial, minor) {
+// `view`: the window on a list this watch is (docs/watch-protocol.md, "Views"), or null.
+export function newWatch(id, params, sink, within, initial, minor, view) {
   const watch = { id, params, sink, within: within || null, problem: null,
-    notLive: null, lastNotLive: null, liveAt: 0, minor: Boolean(minor) };
+    notLive: null, lastNotLive: null, liveAt: 0, minor: Boolean(minor), view: view || null };
   if (initial) {
     watch.notLive = { since: initial.since, at: Date.now(), atOnce: true };
     watch.problem = initial.problem;

@@ -10,6 +10,10 @@
 //   sink.reset()          the relay starts the state again (rows are confirmed anew)
 //   sink.error(error)     {code, message, ...}: an answer (403, 404) or the cluster out of reach
 //   sink.stale(since)     not live since `since` (ISO, "" unknown) or live again (null)
+//
+// A view's sink (a watch added with `view`, docs/watch-protocol.md "Views") gets, instead
+// of events, sink.window(m) (the rows shown, whole), sink.rows(m) (what changed in them)
+// and sink.count(m) (the counts alone); each message carries `total` and `attention`.
 
 import { isConnectivity } from "../problems.js";
 import { HttpStreams, ridesAlong } from "./http-streams.js";
@@ -20,6 +24,15 @@ const FAILURES_BEFORE_FALLBACK = 3;   // WebSocket failures within FAILURE_WINDO
 const FAILURE_WINDOW = 60000;
 const WEBSOCKET_RETRY = 60000;        // while on HTTP streaming, try the WebSocket again
 const TICK = 1000;                    // "last updated … ago" and the retry countdown
+
+// Messages about objects and rows: they change nothing the badge or banner show.
+const QUIET = new Set(["event", "rows", "count"]);
+
+function watchMessage(watch) {
+  const message = { type: "watch", watchId: watch.id, watchParams: watch.params };
+  if (watch.view) message.view = watch.view;
+  return message;
+}
 
 export class WatchManager {
   // `urls`: {ticket, socket, stream}. `status`: the LiveStatus (status.js) it reports to.
@@ -54,12 +67,13 @@ export class WatchManager {
     setInterval(() => this.render(), TICK);  // "last updated … ago", the countdown
   }
 
-  // Adds a watch (see liveness.js newWatch for `within`, `initial`, `minor`); its id.
-  add(params, sink, within, initial, minor) {
+  // Adds a watch (see liveness.js newWatch for `within`, `initial`, `minor`, `view`);
+  // its id.
+  add(params, sink, within, initial, minor, view) {
     const id = "w" + this.nextId++;
-    const watch = newWatch(id, params, sink, within, initial, minor);
+    const watch = newWatch(id, params, sink, within, initial, minor, view);
     this.watches.set(id, watch);
-    if (this.mode === "websocket" && this.wsOpen) { sink.start(); this.send({ type: "watch", watchId: id, watchParams: params }); }
+    if (this.mode === "websocket" && this.wsOpen) { sink.start(); this.send(watchMessage(watch)); }
     else if (this.mode === "stream") this.streamWatch(watch);
     this.scheduleRender();
     return id;
@@ -71,6 +85,15 @@ export class WatchManager {
     if (this.wsOpen) this.send({ type: "unwatch", watchId: id });
     if (this.mode === "stream") this.httpStreams.rearrange();
     this.scheduleRender();
+  }
+
+  // A view's page shows `limit` rows now: its window follows (a stream opens again).
+  resize(id, limit) {
+    const watch = this.watches.get(id);
+    if (!watch || !watch.view) return;
+    watch.view = Object.assign({}, watch.view, { limit });
+    if (this.mode === "websocket" && this.wsOpen) this.send({ type: "window", watchId: id, limit });
+    else if (this.mode === "stream") this.httpStreams.reopen(id);
   }
 
   riding(watch) {
@@ -166,7 +189,7 @@ export class WatchManager {
     };
     for (const watch of this.watches.values()) {
       watch.sink.start();
-      this.send({ type: "watch", watchId: watch.id, watchParams: watch.params });
+      this.send(watchMessage(watch));
     }
     this.scheduleRender();
   }
@@ -246,7 +269,7 @@ export class WatchManager {
     this.handle(watch, message);
     this.forward(message);
     // An object's event changes nothing the badge, the banner or the stale marks show.
-    if (first || message.type !== "event") this.scheduleRender();
+    if (first || !QUIET.has(message.type)) this.scheduleRender();
   }
 
   handle(watch, message) {
@@ -260,6 +283,11 @@ export class WatchManager {
         break;
       case "reset":
         watch.sink.reset();
+        break;
+      case "window":
+      case "rows":
+      case "count":
+        if (watch.sink[message.type]) watch.sink[message.type](message);
         break;
       case "error": {
         const error = message.error || {};
