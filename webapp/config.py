@@ -122,6 +122,9 @@ DEFAULTS: dict[str, Any] = {
     "WATCH_QUEUE_LIMIT": 5000,
     # Rows one page's window on a list may hold (it grows as the list is scrolled).
     "WATCH_VIEW_MAX_ROWS": 5000,
+    # The Agents list's cluster health (failing pods, failed Flux objects) is counted over
+    # shared watches kept this long after the list last asked (watch/summaries.py).
+    "SUMMARY_KEEP_SECONDS": 300,
     # An agent's open tunnels per server process (its replicas each hold one or two).
     "MAX_TUNNELS_PER_AGENT": 8,
     # Long-lived connections (WebSockets, tunnels, streams) of all users and agents per
@@ -197,7 +200,7 @@ _INT_KEYS = {
     "LOGIN_MAX_FAILURES", "LOGIN_MAX_FAILURES_PER_ADDRESS", "LOGIN_LOCKOUT_SECONDS",
     "LOGIN_LOCKOUT_MAX_SECONDS", "TUNNEL_PEER_PORT",
     "MAX_SOCKETS_PER_USER", "MAX_STREAMS_PER_USER", "MAX_WATCHES_PER_USER", "WATCH_QUEUE_LIMIT",
-    "WATCH_VIEW_MAX_ROWS",
+    "WATCH_VIEW_MAX_ROWS", "SUMMARY_KEEP_SECONDS",
     "MAX_LOG_PODS",
     "MAX_TUNNELS_PER_AGENT", "MAX_LIVE_CONNECTIONS", "REQUEST_HEAD_SECONDS", "REQUEST_SECONDS",
     "MAX_REQUEST_HEAD_BYTES", "MAX_READING_PER_ADDRESS", "MAX_BUFFERED_BYTES_PER_ADDRESS",

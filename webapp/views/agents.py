@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, g, render_template, request
+from flask import Blueprint, current_app, g, render_template, request
 from werkzeug.wrappers import Response
 
 from .. import agents, clock, histogram
 from ..auth import login_required, role_required
 from ..errors import AppError
+from ..watch import access
+from ..watch.kube import KubeError
+from ..watch.registry import connection_of
 from . import tokens
 from .charts import sparkline
 from .status_badge import status_key
@@ -26,6 +29,24 @@ def index() -> str:
     listing = [(a, agents.status(a), days.get(a.id, quiet)) for a in rows]
     template = "agents/_table.html" if request.headers.get("HX-Request") else "agents/index.html"
     return render_template(template, listing=listing, sparkline=sparkline)
+
+
+@bp.get("/agents/<name>/health")
+@login_required
+def health(name: str) -> str:
+    """The Agents list's cell of this agent's cluster health (loaded after the list)."""
+    agent = agents.get(name)
+    if not access.can_view(g.user, agent):
+        return render_template("agents/_health.html", agent=agent, health=None, why=None)
+    try:
+        connection_of(agent)
+        served = current_app.extensions["discovery"].served(agent.name)
+        found = current_app.extensions["cluster_summaries"].health(
+            agent.name, access.identity(g.user, agent), served)
+    except KubeError as exc:
+        return render_template("agents/_health.html", agent=agent, health=None,
+                               why=exc.message)
+    return render_template("agents/_health.html", agent=agent, health=found, why=None)
 
 
 @bp.route("/agents/new", methods=["GET", "POST"])

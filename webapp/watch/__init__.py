@@ -17,6 +17,7 @@ def init_app(app: Flask) -> None:
     from .hub import Hub
     from .kube import ClusterClient
     from .registry import Clusters
+    from .summaries import Summaries
     from .upstream import Timing
 
     clusters = Clusters()
@@ -28,7 +29,10 @@ def init_app(app: Flask) -> None:
     app.extensions["clusters"] = clusters
     discovery = Discovery(client_for)
     app.extensions["discovery"] = discovery
-    app.extensions["watch_hub"] = Hub(client_for, timing, table_rows.hub_row,
-                                      check=lambda agent, params: discovery.kind(agent, params))
+    hub = Hub(client_for, timing, table_rows.hub_row,
+              check=lambda agent, params: discovery.kind(agent, params))
+    app.extensions["watch_hub"] = hub
+    app.extensions["cluster_summaries"] = Summaries(
+        hub, float(app.config["SUMMARY_KEEP_SECONDS"]))
     app.register_blueprint(routes.bp)
     ws.init_app(app)
