@@ -599,6 +599,12 @@ def test_scaling_what_flux_applies_warns_that_flux_may_set_it_back() -> None:
     by_hand = {"metadata": {"name": "web", "namespace": "shop"}, "spec": {"replicas": 2}}
     plain = next(a for a in _actions(params, deployments, by_hand) if a.action == "scale")
     assert "Flux" not in plain.question and "applies it" not in plain.question
+    # A restart stands (Flux does not apply the annotation it sets), and says so.
+    restart = next(a for a in _actions(params, deployments, applied) if a.action == "restart")
+    assert "Kustomization flux-system/apps applies it, and lets a restart stand" in \
+        restart.question
+    plain = next(a for a in _actions(params, deployments, by_hand) if a.action == "restart")
+    assert "applies it" not in plain.question
 
 
 def test_nodes_list_what_each_can_hold(app: Flask, signed_in: FlaskClient, sim: SimCluster,

@@ -392,7 +392,10 @@ def _actions(params: WatchParams, kind: Kind, obj: dict[str, Any]) -> list[Panel
     flux = applier.title if applier is not None else None
     if kind_key in actions.TARGETS["restart"][0]:
         found.append(PanelAction("restart", "Restart", f"Restart {target}? Its pods are "
-                                 "replaced one by one, as kubectl rollout restart does."))
+                                 "replaced one by one, as kubectl rollout restart does."
+                                 + (f" {flux} applies it, and lets a restart stand: the "
+                                    "annotation a restart sets is not one it applies."
+                                    if flux else "")))
     if kind_key in actions.TARGETS["scale"][0]:
         current = spec.get("replicas")
         found.append(PanelAction(
