@@ -108,3 +108,92 @@ def test_a_cut_table_page_is_refused_when_its_rows_are_read() -> None:
     assert odd is not None
     with pytest.raises(ValueError):
         next(odd[2])
+
+
+# --- what no view reads is dropped as the objects are read ---------------------------------
+
+APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+MANAGED = [{"manager": "kube-controller-manager", "operation": "Update", "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:metadata": {"f:labels": {".": {}, "f:app": {}}}}},
+           {"manager": "kubelet", "operation": "Update", "subresource": "status",
+            "fieldsV1": {"f:status": {"f:phase": {}}}}]
+REAL_POD = {"kind": "Pod", "apiVersion": "v1", "metadata": {
+    "name": "web-7d9f-x5k2p", "namespace": "shop", "uid": "u-1", "resourceVersion": "41",
+    "labels": {"app": "web"}, "annotations": {APPLIED: '{"kind":"Pod"}', "team": "shop"},
+    "ownerReferences": [{"kind": "ReplicaSet", "name": "web-7d9f", "controller": True}],
+    "managedFields": MANAGED}, "spec": {"containers": [{"name": "app", "image": "a:1"}]},
+    "status": {"phase": "Running", "message": "managedFields: déjà ✓"}}
+LEAN_POD = {**REAL_POD, "metadata": {
+    **{k: v for k, v in REAL_POD["metadata"].items() if k != "managedFields"},
+    "annotations": {"team": "shop"}}}
+
+
+@pytest.mark.parametrize(("dumps", "as_sent"), [
+    (lambda v: json.dumps(v, separators=(",", ":"), ensure_ascii=False),  # compact, like Go
+     '"status":{"phase":"Running","message":"managedFields: déjà ✓"}'),
+    (lambda v: json.dumps(v, indent=2),  # spaced and escaped
+     '"message": "managedFields: d\\u00e9j\\u00e0 \\u2713"'),
+])
+def test_listed_items_lose_managed_fields_and_the_last_applied_copy(dumps: object,
+                                                                     as_sent: str) -> None:
+    plain = {"metadata": {"name": "plain", "labels": {"x": "y"}}}
+    body = {"kind": "PodList", "metadata": {"resourceVersion": "42"},
+            "items": [REAL_POD, plain]}
+    items, meta = rawjson.list_items(dumps(body))  # type: ignore[operator]
+    assert meta == {"resourceVersion": "42"}
+    assert [obj for obj, _ in items] == [LEAN_POD, plain]
+    # The text the relay keeps and sends is that object: the rest of it as the server wrote it.
+    assert [json.loads(raw) for _, raw in items] == [LEAN_POD, plain]
+    assert b'"managedFields":' not in items[0][1] and APPLIED.encode() not in items[0][1]
+    assert as_sent in items[0][1].decode()
+
+
+def test_an_item_with_nothing_to_drop_keeps_its_exact_text() -> None:
+    text = ('{"kind":"PodList","metadata":{},"items":[{"metadata":{"name":"a"},"x": [1, 2]},'
+            '{"metadata":{"name":"b","managedFields":[]}}]}')
+    items, _ = rawjson.list_items(text)
+    assert items[0][1] == b'{"metadata":{"name":"a"},"x": [1, 2]}'
+    assert items[1][1] == b'{"metadata":{"name":"b"}}'
+
+
+@pytest.mark.parametrize("shape", ["as the API server writes it", "object first"])
+def test_a_watch_events_object_loses_them_too(shape: str) -> None:
+    if shape == "object first":
+        line = json.dumps({"object": REAL_POD, "type": "MODIFIED"}, indent=1,
+                          ensure_ascii=False).encode()
+    else:
+        line = ('{"type":"MODIFIED","object":' + json.dumps(
+            REAL_POD, separators=(",", ":"), ensure_ascii=False) + "}\n").encode()
+    kind, obj, text = rawjson.watch_event(line)
+    assert (kind, obj, json.loads(text)) == ("MODIFIED", LEAN_POD, LEAN_POD)
+    assert "managedFields: déjà ✓" in text.decode()  # the rest as sent, not written again
+
+
+def test_lean_metadata_copies_only_what_it_changes() -> None:
+    meta = {"name": "a", "annotations": {"team": "x"}}
+    assert rawjson.lean_metadata(meta) is meta
+    applied = {"name": "a", "annotations": {APPLIED: "{}"}, "managedFields": []}
+    assert rawjson.lean_metadata(applied) == {"name": "a", "annotations": {}}
+    assert applied["managedFields"] == [] and APPLIED in applied["annotations"]
+
+
+@pytest.mark.parametrize("item", [
+    '{"metadata":{"managedFields":[]} "spec":{}}',  # a comma missing
+    '{"metadata":{"managedFields":[]},}',  # a comma too many
+    '{"metadata":{"managedFields":[]},"spec":NaN}',  # not JSON
+    '{"metadata":{"managedFields":[]},"spec":1e999}',  # a number past a float
+    '{"metadata":{"managedFields":[]},"spec":{}',  # cut short
+])
+def test_an_object_read_member_by_member_is_read_as_strictly(item: str) -> None:
+    with pytest.raises(rawjson.MALFORMED):
+        rawjson.list_items('{"metadata":{},"items":[' + item + "]}")
+    with pytest.raises(rawjson.MALFORMED):
+        rawjson.watch_event(('{"type":"ADDED","object":' + item + "}").encode())
+
+
+def test_a_repeated_metadata_is_read_as_a_browser_reads_it() -> None:
+    line = (b'{"type":"ADDED","object":{"metadata":{"name":"first","managedFields":[]},'
+            b'"metadata":{"name":"last","managedFields":[1]}}}')
+    _, obj, text = rawjson.watch_event(line)
+    assert obj == json.loads(text) == {"metadata": {"name": "last"}}
+    assert b"managedFields" not in text

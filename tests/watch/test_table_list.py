@@ -12,7 +12,7 @@ from typing import Any
 import kubernetes
 import pytest
 
-from webapp.watch.kube import ClusterClient, KubeError
+from webapp.watch.kube import ClusterClient, KubeError, table_row
 from webapp.watch.resources import Identity, WatchParams
 
 PODS = WatchParams("", "v1", "pods", "big", table=True)
@@ -76,3 +76,55 @@ def test_a_table_cut_short_is_a_bad_response(answer: dict[str, bytes]) -> None:
         list(rows)
     assert refused.value.reason == "BadResponse"
     assert "unreadable LIST response" in str(refused.value.message)
+
+
+# --- what the relay keeps of whole objects: not what no view reads ------------------------
+
+APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+WHOLE = WatchParams("", "v1", "pods", "big")
+
+
+def _pod(name: str) -> dict[str, Any]:
+    return {"kind": "Pod", "apiVersion": "v1", "metadata": {
+        "name": name, "namespace": "big", "uid": f"u-{name}", "labels": {"app": "web"},
+        "annotations": {APPLIED: json.dumps({"metadata": {"name": name}}), "team": "shop"},
+        "ownerReferences": [{"kind": "ReplicaSet", "name": "web-1", "uid": "rs"}],
+        "managedFields": [{"manager": "kubelet", "fieldsV1": {"f:status": {}}}]},
+        "spec": {"containers": [{"name": "app"}]}, "status": {"phase": "Running"}}
+
+
+def _lean(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = {k: v for k, v in obj["metadata"].items() if k != "managedFields"}
+    meta["annotations"] = {"team": "shop"}
+    return {**obj, "metadata": meta}
+
+
+def test_a_list_of_whole_objects_keeps_them_without_managed_fields(
+        answer: dict[str, bytes]) -> None:
+    pods = [_pod("web-0"), _pod("web-1")]
+    answer["body"] = json.dumps({"kind": "PodList", "apiVersion": "v1",
+                                 "metadata": {"resourceVersion": "12"}, "items": pods}).encode()
+    [(items, version)] = list(_client(answer["url"]).list_pages(WHOLE, Identity()))
+    assert version == "12"
+    assert [obj for obj, _ in items] == [_lean(p) for p in pods]
+    assert [json.loads(raw) for _, raw in items] == [_lean(p) for p in pods]
+
+
+def test_a_watch_of_whole_objects_relays_them_without_managed_fields(
+        answer: dict[str, bytes]) -> None:
+    answer["body"] = b"".join(json.dumps({"type": kind, "object": _pod(name)}).encode() + b"\n"
+                              for kind, name in (("ADDED", "web-0"), ("MODIFIED", "web-0")))
+    stream = _client(answer["url"]).watch(WHOLE, Identity(), "12", 5)
+    events = list(stream.events())
+    assert [(kind, obj, json.loads(text or b"")) for kind, obj, text in events] == [
+        ("ADDED", _lean(_pod("web-0")), _lean(_pod("web-0"))),
+        ("MODIFIED", _lean(_pod("web-0")), _lean(_pod("web-0")))]
+
+
+def test_a_table_rows_metadata_is_lean_and_shares_its_namespace() -> None:
+    rows = [table_row({"cells": [name], "object": {"metadata": {
+        **_pod(name)["metadata"], "namespace": "".join(["b", "ig"])}}})
+        for name in ("web-0", "web-1")]
+    assert rows[0]["metadata"] == {**_lean(_pod("web-0"))["metadata"]}
+    # One string for the namespace of every row (each row's key holds it).
+    assert rows[0]["metadata"]["namespace"] is rows[1]["metadata"]["namespace"]

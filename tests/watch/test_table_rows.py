@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from webapp.watch.cells import natural
 from webapp.watch.resources import WatchParams
 from webapp.watch.table_rows import table_columns, table_row
 
@@ -88,3 +89,14 @@ def test_a_suspended_objects_name_is_a_link_with_its_pill_beside_it():
     assert ('<a class="object-link" href="#" data-open>monitoring</a> '
             '<span class="pill pill-suspended">Suspended</span></td>') in html
     assert "&lt;/a&gt;" not in html
+
+
+def test_a_row_keeps_its_namespace_and_name_and_makes_its_key_and_order_when_asked():
+    row = table_row(PODS, pod("Web-10", "1/1", "Running", "0"), POD_COLUMNS,
+                    json.dumps(pod("Web-10", "1/1", "Running", "0")).encode())
+    assert (row.namespace, row.name) == row.key == ("shop", "Web-10")
+    assert row.order == ("shop", natural("Web-10"))
+    assert row.order[1] is row.order[1]  # the natural name is made once, then kept
+    plain = table_row(PODS, pod("web", "1/1", "Running", "0"), POD_COLUMNS)
+    assert plain.order[1] is plain.name  # nothing to change in it: the name itself
+    assert not hasattr(row, "__dict__")  # slots only: no dict per row

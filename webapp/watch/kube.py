@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -22,7 +23,6 @@ from urllib3 import HTTPHeaderDict
 
 from . import kubeconfig, names, node_columns, rawjson, redact, serverpaths
 from .answers import AnswerExceeded, BoundedResponse, Bounds
-from .redact import LAST_APPLIED
 from .resources import Identity, WatchParams
 
 JSON = dict[str, Any]
@@ -89,17 +89,16 @@ TablePage = tuple[Iterable[JSON], str, "list[JSON] | None"]
 def table_row(row: Any) -> JSON:
     """One Table row as an object of the relay: the object's metadata (without
     managedFields and the last-applied copy, which no list reads and which weigh more than
-    the rest) and `cells`,
-    the values the server printed, in the order of the Table's columns."""
+    the rest: rawjson.lean_metadata) and `cells`, the values the server printed, in the
+    order of the Table's columns."""
     row = row if isinstance(row, dict) else {}
     obj = row.get("object") if isinstance(row.get("object"), dict) else {}
-    meta = dict(obj.get("metadata") or {})
-    meta.pop("managedFields", None)
-    annotations = meta.get("annotations")
-    if isinstance(annotations, dict) and LAST_APPLIED in annotations:
-        # A copy of the whole object as last applied: no list reads it, and it is often
-        # the biggest part of the metadata.
-        meta["annotations"] = {k: v for k, v in annotations.items() if k != LAST_APPLIED}
+    meta = obj.get("metadata")
+    meta = dict(rawjson.lean_metadata(meta)) if isinstance(meta, dict) else {}
+    namespace = meta.get("namespace")
+    if type(namespace) is str:
+        # One string per namespace, not per row: the hub keeps each row's (namespace, name).
+        meta["namespace"] = sys.intern(namespace)
     out = {"kind": obj.get("kind") or "PartialObjectMetadata",
            "apiVersion": obj.get("apiVersion") or "meta.k8s.io/v1",
            "metadata": meta, "cells": row.get("cells") or []}

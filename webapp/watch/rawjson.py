@@ -1,12 +1,20 @@
-"""Objects with the exact JSON text the API server sent, so the relay's cache keeps those
-bytes instead of encoding every object again (json.dumps cost a third of a 5,000-pod
-first render); and a Table's rows decoded one at a time, as they are read.
+"""Objects with the JSON text the API server sent, so the relay's cache keeps those bytes
+instead of encoding every object again (json.dumps cost a third of a 5,000-pod first
+render); and a Table's rows decoded one at a time, as they are read.
 
 That text comes from a cluster, or from an agent, which may send anything: it is read by
 a strict decoder (RFC 8259 JSON: no NaN or Infinity, no number too large for a float, and
 UTF-8 text without surrogates, which a browser refuses), and kept only as the exact span
 of one JSON object that decoder read (`JSONText`), never as a line or a page to be
 relayed as it came.
+
+Less what no view reads (`lean_metadata`): an object's `metadata.managedFields` (the
+server's record of which client set which field: on a real cluster about half of a pod's
+bytes) and the `kubectl.kubernetes.io/last-applied-configuration` annotation (a copy of
+the whole object as `kubectl apply` last sent it). Such an object is decoded member by
+member, each value once; its metadata, once lean, is written again by the compact
+encoder, the rest of its text kept as read. The side panel's YAML reads the object whole,
+by a GET of its own.
 """
 
 from __future__ import annotations
@@ -16,6 +24,8 @@ import math
 import re
 from collections.abc import Iterator
 from typing import Any, NewType
+
+from .redact import LAST_APPLIED
 
 JSON = dict[str, Any]
 # The text of exactly one JSON object, as the strict decoder read it: what the relay may
@@ -38,6 +48,13 @@ def _finite(text: str) -> float:
 
 
 _DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite)
+# What writes a lean object's metadata again: compact, and ASCII (a lone surrogate the
+# decoder took from an escape stays an escape).
+_COMPACT = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+# Metadata no view reads (see the module's docstring).
+UNREAD_METADATA = ("managedFields",)
+# Text in which an object may hold them: without it, an object is decoded in one call.
+_UNREAD_MARKS = ('"managedFields"', f'"{LAST_APPLIED}"')
 _SPACE = re.compile(r"[ \t\n\r]*")
 # A watch event line as the API server writes it: type first, object last, no spaces.
 _EVENT_HEAD = re.compile(r'\{"type":"([A-Z]+)","object":')
@@ -58,45 +75,111 @@ def watch_event(line: bytes) -> tuple[str, JSON, JSONText]:
     text. One of MALFORMED for anything else: not UTF-8, not JSON, another type, an
     object that is not an object, text after it."""
     text = line.decode()  # strict: a browser could not read what this refuses
+    lean = _may_hold_unread(text)
     head = _EVENT_HEAD.match(text)
     if head is not None:  # as the API server writes it: the object decoded, once
-        obj, end = _DECODER.raw_decode(text, head.end())
+        obj, end, lean_text = _value(text, head.end(), lean)
         if text[end:].rstrip(" \t\r\n") == "}":
-            return _checked(head.group(1), obj, line, text, head.end(), end)
+            return _checked(head.group(1), obj, line, text, head.end(), end, lean_text)
     kind: Any = None
     obj = None
     span = (0, 0)  # where the object's text is
+    object_text: str | None = None
     pos = _object_start(text)
     while text[pos] != "}":
         key, pos = _member(text, pos)
         start = pos
-        value, pos = _DECODER.raw_decode(text, pos)
-        if key == "type":
-            kind = value
-        elif key == "object":
-            obj, span = value, (start, pos)
+        if key == "object":
+            obj, pos, object_text = _value(text, pos, lean)
+            span = (start, pos)
+        else:
+            value, pos = _DECODER.raw_decode(text, pos)
+            if key == "type":
+                kind = value
         pos = _after_comma(text, pos)
     if _skip(text, pos + 1) != len(text):
         raise ValueError("text after the event")
-    return _checked(kind, obj, line, text, *span)
+    return _checked(kind, obj, line, text, *span, object_text)
 
 
-def _checked(kind: Any, obj: Any, line: bytes, text: str, start: int,
-             end: int) -> tuple[str, JSON, JSONText]:
+def _checked(kind: Any, obj: Any, line: bytes, text: str, start: int, end: int,
+             lean_text: str | None) -> tuple[str, JSON, JSONText]:
     """The event, once its type is one Kubernetes sends and its object an object; the
-    object's text is text[start:end] (the same bytes of `line` when it is ASCII)."""
+    object's text is `lean_text` when it was made lean, else text[start:end] (the same
+    bytes of `line` when it is ASCII)."""
     if not isinstance(kind, str) or kind not in EVENT_TYPES:
         raise ValueError(f"unknown type {str(kind)[:60]!r}")
     if not isinstance(obj, dict):
         raise ValueError(f"a {kind} event without an object")
+    if lean_text is not None:
+        return kind, obj, JSONText(lean_text.encode())
     raw = line[start:end] if text.isascii() else text[start:end].encode()
     return kind, obj, JSONText(raw)
 
 
+def lean_metadata(meta: JSON) -> JSON:
+    """`meta` without what no view reads (a copy; `meta` itself when it holds none)."""
+    annotations = meta.get("annotations")
+    if not isinstance(annotations, dict) or LAST_APPLIED not in annotations:
+        annotations = None
+    if annotations is None and not any(key in meta for key in UNREAD_METADATA):
+        return meta
+    lean = {key: value for key, value in meta.items() if key not in UNREAD_METADATA}
+    if annotations is not None:
+        lean["annotations"] = {key: value for key, value in annotations.items()
+                               if key != LAST_APPLIED}
+    return lean
+
+
+def _may_hold_unread(text: str) -> bool:
+    return any(mark in text for mark in _UNREAD_MARKS)
+
+
+def _value(text: str, pos: int, lean: bool) -> tuple[Any, int, str | None]:
+    """The value at `pos`, where it ends, and, with `lean` (what no view reads may be in
+    `text`), for an object that held some of it: its text without it (else None: the
+    value's text is text[pos:end])."""
+    if not lean or text[pos] != "{":
+        value, end = _DECODER.raw_decode(text, pos)
+        return value, end, None
+    return _lean_object(text, pos)
+
+
+def _lean_object(text: str, pos: int) -> tuple[JSON, int, str | None]:
+    """The object at `pos`, each member decoded once; without what no view reads in its
+    metadata, and its text so (None when it held none: its text is text[pos:end])."""
+    start = pos
+    obj: JSON = {}
+    cuts: list[tuple[int, int, str]] = []  # a metadata's span, and its lean text
+    pos = _skip(text, pos + 1)
+    while text[pos] != "}":
+        key, pos = _member(text, pos)
+        value, end = _DECODER.raw_decode(text, pos)
+        if key == "metadata" and isinstance(value, dict):
+            lean = lean_metadata(value)
+            if lean is not value:
+                cuts.append((pos, end, _COMPACT.encode(lean)))
+                value = lean
+        obj[key] = value
+        pos = _next_member(text, end)
+    end = pos + 1
+    if not cuts:
+        return obj, end, None
+    pieces = []
+    at = start
+    for cut_start, cut_end, lean_text in cuts:
+        pieces += [text[at:cut_start], lean_text]
+        at = cut_end
+    pieces.append(text[at:end])
+    return obj, end, "".join(pieces)
+
+
 def list_items(text: str) -> tuple[list[tuple[JSON, JSONText]], JSON]:
-    """A LIST body's items, each with its own JSON text, and the list's metadata."""
+    """A LIST body's items, each with its own JSON text (lean: see the module's
+    docstring), and the list's metadata."""
     items: list[tuple[JSON, JSONText]] = []
     metadata: JSON = {}
+    lean = _may_hold_unread(text)
     pos = _object_start(text)
     while text[pos] != "}":
         key, pos = _member(text, pos)
@@ -104,10 +187,11 @@ def list_items(text: str) -> tuple[list[tuple[JSON, JSONText]], JSON]:
             pos = _skip(text, pos + 1)
             while text[pos] != "]":
                 start = pos
-                obj, pos = _DECODER.raw_decode(text, pos)
+                obj, pos, lean_text = _value(text, pos, lean)
                 if not isinstance(obj, dict):
                     raise ValueError(f"an item at {start} that is not an object")
-                items.append((obj, JSONText(text[start:pos].encode())))
+                item_text = text[start:pos] if lean_text is None else lean_text
+                items.append((obj, JSONText(item_text.encode())))
                 pos = _after_comma(text, pos)
             pos += 1
         else:
@@ -194,6 +278,20 @@ def _member(text: str, pos: int) -> tuple[Any, int]:
 def _skip(text: str, pos: int) -> int:
     match = _SPACE.match(text, pos)
     return match.end() if match else pos
+
+
+def _next_member(text: str, pos: int) -> int:
+    """Past the value ending at `pos`: where the next member starts, or the object's
+    closing brace; strictly (this text is kept: a missing or trailing comma would make it
+    something a browser refuses)."""
+    pos = _skip(text, pos)
+    if text[pos] == ",":
+        pos = _skip(text, pos + 1)
+        if text[pos] != '"':
+            raise ValueError(f"expected a key at {pos}")
+    elif text[pos] != "}":
+        raise ValueError(f"expected ',' or '}}' at {pos}")
+    return pos
 
 
 def _after_comma(text: str, pos: int) -> int:

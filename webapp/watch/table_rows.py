@@ -64,16 +64,17 @@ class Row:
 class TableRow:
     """One row of a Table list (hub.RenderedRow), made for every object and change.
 
-    Whether it needs attention and its (namespace, name) are known at once: the summary
+    Whether it needs attention and its namespace and name are known at once: the summary
     counts the first and every list is ordered by the second. What it sorts by and the
     text the filter reads are read from its cells the first time a sort or a filter asks
     (most lists are shown in their default order, unfiltered), its HTML when a page shows
     it; both from `source`, the object's JSON the hub keeps anyway (or the object). No
-    closures: a 5,000-row list is this many objects for the garbage collector, not three
-    times as many."""
+    closures, and no tuple kept for its key or its order (made when asked; a list's order
+    is kept by whoever sorts it): a 10,000-row list is this many objects for the garbage
+    collector and the memory, not three times as many."""
 
-    __slots__ = ("_columns", "_html", "_order", "_params", "_sort", "_source", "_text",
-                 "attention", "key")
+    __slots__ = ("_columns", "_html", "_natural", "_params", "_sort", "_source", "_text",
+                 "attention", "name", "namespace")
 
     def __init__(self, params: WatchParams, columns: list[JSON] | None,
                  source: JSON | bytes, attention: bool, key: tuple[str, str]) -> None:
@@ -83,16 +84,24 @@ class TableRow:
         self._html: str | None = None
         self._sort: dict[str, str] | None = None
         self._text = ""
-        self._order: tuple[str, str] | None = None
+        self._natural: str | None = None  # its name as lists order it
         self.attention = attention
-        self.key = key
+        self.namespace, self.name = key
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """(namespace, name)."""
+        return (self.namespace, self.name)
 
     @property
     def order(self) -> tuple[str, str]:
-        """(namespace, natural name): kept with the row, made again only when it changes."""
-        if self._order is None:
-            self._order = (self.key[0], natural(self.key[1]))
-        return self._order
+        """(namespace, natural name): the name's natural form is kept with the row, made
+        again only when it changes."""
+        name = self._natural
+        if name is None:
+            name = natural(self.name)
+            name = self._natural = self.name if name == self.name else name
+        return (self.namespace, name)
 
     def _object(self) -> JSON:
         source = self._source
