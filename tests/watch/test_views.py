@@ -220,3 +220,20 @@ def test_views_over_http_streaming_start_with_their_window(live: Live, admin: st
         page.apply(stream.next().data)
     assert page.names == [f"pod-{i:04d}" for i in (199, 198, 197, 196, 195)]
     assert page.total == 200
+
+
+def test_each_distinct_view_counts_against_the_users_watches(live: Live, admin: str) -> None:
+    """A view's order is memory of its own: a user cannot make unbounded many."""
+    live.app.extensions["watch_limits"].max_watches = 3
+    ws = live.ws(token=admin)
+    _view(ws, "a", 5)  # the pods watch and this view: 2
+    assert Page().apply(ws.recv()) is None
+    _view(ws, "b", 5)  # the same view again: nothing more
+    _view(ws, "c", 5, q="web")  # another view of the same watch: 3
+    _view(ws, "d", 5, q="api")  # one more: over the cap
+    refused = ws.recv_until(lambda m: m["type"] == "error")[-1]
+    assert refused["watchId"] == "d" and refused["error"]["code"] == 429
+    ws.unwatch("c")
+    eventually(lambda: (ws.send({"type": "unwatch", "watchId": "d"}),
+                        _view(ws, "d", 5, q="api"),
+                        ws.recv_until(lambda m: m["watchId"] == "d")[-1]["type"] != "error")[-1])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
 from .faults import Reachability
 from .kube import ClusterClient, KubeError
@@ -84,7 +84,10 @@ class Hub:
             for params in sources:
                 self._check(agent, params)
         keys = [WatchKey(agent, identity, params) for params in sources]
-        held: list[WatchKey] = []
+        view_key: ViewKey = (agent, identity, tuple(sources), spec)
+        # A view's order is memory of its own (an entry per object): each distinct view
+        # counts against the user's watches too, beside the watches it reads.
+        held: list[Hashable] = []
 
         def release() -> None:
             for key in held:
@@ -95,10 +98,9 @@ class Hub:
         window.on_cancel = release
         try:
             if owner is not None:
-                for key in keys:
+                for key in [*keys, ("view", *view_key)]:
                     owner.acquire(key)  # limits.LimitReached: over the user's cap
                     held.append(key)
-            view_key: ViewKey = (agent, identity, tuple(sources), spec)
             while True:
                 with self._lock:
                     view = self._views.get(view_key)
