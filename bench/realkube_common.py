@@ -29,6 +29,8 @@ import sys
 import threading
 import time
 import traceback
+import uuid
+import zlib
 from array import array
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
@@ -108,6 +110,102 @@ def _create_chunk(kubeconfig: str, namespace: str, names: list[str], threads: in
         done = list(pool.map(one, enumerate(names)))
     api.close()
     return sum(done), len(done) - sum(done), time.process_time() - cpu0
+
+
+def workload_pod(name: str) -> dict[str, Any]:
+    """A pod as a Deployment's ReplicaSet makes it: `name` is `<app>-<hash>-<suffix>`; its
+    labels, two containers (ports, env, resources, a probe), its ReplicaSet as controlling
+    owner, scheduled on a node."""
+    app, template_hash, _ = name.rsplit("-", 2)
+    owner = f"{app}-{template_hash}"
+    containers = [
+        {"name": "app", "image": f"registry.example/shop/{app}:1.24.3",
+         "ports": [{"containerPort": 8080, "name": "http", "protocol": "TCP"}],
+         "env": [{"name": "LOG_LEVEL", "value": "info"}],
+         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"},
+                       "limits": {"memory": "256Mi"}},
+         "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8080},
+                            "periodSeconds": 10}},
+        {"name": "proxy", "image": "registry.example/mesh/proxy:2.1",
+         "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}}}]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": name, "generateName": f"{owner}-",
+        "labels": {"app": app, "pod-template-hash": template_hash, "tier": "backend"},
+        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner,
+                             "uid": str(uuid.uuid5(uuid.NAMESPACE_DNS, owner)),
+                             "controller": True, "blockOwnerDeletion": True}]},
+        "spec": {"containers": containers, "nodeName": f"node-{zlib.crc32(name.encode()) % 20}"}}
+
+
+def workload_status(ip: str) -> dict[str, Any]:
+    """What a kubelet reports for workload_pod once both containers are ready."""
+    now = "2026-12-02T12:00:00Z"
+    return {"status": {
+        "phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}], "hostIP": "192.168.0.10",
+        "startTime": now,
+        "conditions": [{"type": t, "status": "True", "lastTransitionTime": now}
+                       for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready")],
+        "containerStatuses": [{
+            "name": container, "image": image, "imageID": "", "ready": True, "started": True,
+            "restartCount": 0, "state": {"running": {"startedAt": now}}}
+            for container, image in (("app", "registry.example/shop/app:1.24.3"),
+                                     ("proxy", "registry.example/mesh/proxy:2.1"))]}}
+
+
+def _create_workload_chunk(kubeconfig: str, pods: list[tuple[str, str]], threads: int,
+                           first: int) -> tuple[int, int, float]:
+    """Create workload pods ((namespace, name) each) as the ReplicaSet controller does
+    (field manager kube-controller-manager), then write their status as a kubelet
+    (manager kubelet, the status subresource): two managedFields entries, as on a real
+    cluster. (created, failed, CPU seconds of this process)."""
+    import kubernetes
+
+    cpu0 = time.process_time()
+    api = api_client(kubeconfig, "bench-setup/1")
+    v1 = kubernetes.client.CoreV1Api(api)
+    api.configuration.connection_pool_maxsize = threads
+
+    def one(i_pod: tuple[int, tuple[str, str]]) -> bool:
+        i, (namespace, name) = i_pod
+        for attempt in range(3):
+            try:
+                drained(v1.create_namespaced_pod(namespace, workload_pod(name),
+                                                 field_manager="kube-controller-manager",
+                                                 _preload_content=False))
+                break
+            except kubernetes.client.ApiException as exc:
+                if exc.status == 409:  # created by a try whose answer got lost
+                    break
+                if attempt == 2:
+                    return False
+        i += first
+        drained(v1.patch_namespaced_pod_status(
+            name, namespace, workload_status(f"10.{(i >> 16) & 255}.{(i >> 8) & 255}.{i & 255}"),
+            field_manager="kubelet", _content_type=MERGE_PATCH, _preload_content=False))
+        return True
+
+    with ThreadPoolExecutor(threads) as pool:
+        done = list(pool.map(one, enumerate(pods)))
+    api.close()
+    return sum(done), len(done) - sum(done), time.process_time() - cpu0
+
+
+def create_workload_pods(kubeconfig: str, pods: list[tuple[str, str]], procs: int = 2,
+                         threads: int = 8) -> dict[str, Any]:
+    """workload_pod for each (namespace, name), Running, from `procs` processes of
+    `threads` threads each (the namespaces must exist)."""
+    t0 = time.perf_counter()
+    chunks = [(pods[i::procs], i * (len(pods) // procs + 1)) for i in range(procs)]
+    with CTX.Pool(procs) as pool:
+        results = pool.starmap(_create_workload_chunk, [(kubeconfig, c, threads, first)
+                                                        for c, first in chunks if c])
+    took = time.perf_counter() - t0
+    created = sum(r[0] for r in results)
+    failed = sum(r[1] for r in results)
+    if failed:
+        raise RuntimeError(f"{failed} of {len(pods)} pods could not be created")
+    return {"created": created, "seconds": took, "per_s": created / took,
+            "client_cpu_s": sum(r[2] for r in results)}
 
 
 def create_pods(kubeconfig: str, namespace: str, names: list[str], procs: int = 2,
@@ -264,10 +362,10 @@ class RealRig(Rig):
     kubeconfig) + `agentwatch serve`. Rig's methods (restart_server, touch_token) apply."""
 
     def __init__(self, threads: int = 300, keep: bool = False,
-                 webapp: str | None = None) -> None:
+                 webapp: str | None = None, config: str = "") -> None:
         # Rig's own __init__ would start the simulator: the same steps, a real server.
         self.instance = Instance(keep=keep, prefix="aw-realkube-bench-")
-        Path(self.instance.path, "config.py").write_text(LIFTED_CAPS)
+        Path(self.instance.path, "config.py").write_text(LIFTED_CAPS + config)
         self.instance.create_user()
         out = self.instance.cli("users", "token", "bench")
         self.token = out.strip().splitlines()[-1].strip()
