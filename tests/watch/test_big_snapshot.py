@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import Live
+from .conftest import Live, eventually
 
 QUEUE = 30  # AGENTWATCH_WATCH_QUEUE_LIMIT, small here: 40 pods do not fit
 
@@ -34,3 +34,11 @@ def test_a_list_larger_than_the_page_can_take_is_said_not_live(live: Live) -> No
     assert ws.synced("small")
     live.sim.add_pod("small", "web-2", state="Running", events=False)
     assert ws.recv_until(lambda m: m["type"] == "event" and m["watchId"] == "small")
+    # The refused list's watch, followed by nobody, stops after its grace period.
+    eventually(lambda: [w.key.params.namespace for w in live.hub_watches()] == ["small"])
+    # A view of the same list has no such limit: its window is live.
+    ws.send({"type": "watch", "watchId": "view", "watchParams": {
+        "version": "v1", "resource": "pods", "namespace": "big", "as": "Table"},
+        "view": {"limit": 10}})
+    window = ws.recv_until(lambda m: m["watchId"] == "view" and m["type"] == "window")[-1]
+    assert window["total"] == QUEUE + 10 and len(window["rows"]) == 10

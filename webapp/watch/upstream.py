@@ -165,8 +165,8 @@ class UpstreamWatch:
         when this watch still remembers it; otherwise `reset` and a full snapshot.
         False if this watch is already stopping (the hub then starts a new one).
         """
-        if resume_from is None:
-            self._draw_rows()
+        if resume_from is None and len(self._cache) <= subscription.sink.room():
+            self._draw_rows()  # (a snapshot too big to send is refused, not drawn)
         with self._lock:
             if self._stopping.is_set():
                 return False
@@ -319,6 +319,7 @@ class UpstreamWatch:
         if subscription in self._subscribers:
             self._subscribers.remove(subscription)
         subscription.upstream = None
+        self._idle_unless_followed()  # the last one gone: stop after the grace period
 
     def _broadcast_event(self, line: bytes, suffix: bytes, position: str | None = None) -> None:
         """Into every subscriber's outbox; the sender thread writes the sockets."""
