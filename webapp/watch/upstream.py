@@ -66,6 +66,15 @@ def _object_key(obj: JSON) -> str:
     return meta.get("uid") or f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
+def _row_order(row: RenderedRow) -> tuple[str, str]:
+    return row.order
+
+
+def _object_order(obj: JSON) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
 def _encoded(obj: JSON) -> JSONText:
     return JSONText(_COMPACT.encode(obj).encode())
 
@@ -90,7 +99,6 @@ class _Cached:
     version: str
     object_bytes: JSONText
     row: RenderedRow | None  # the page's table row, rendered once per change
-    sort_key: tuple[str, str] = ("", "")  # (namespace, name): the page's row order
 
     @property
     def html(self) -> str | None:
@@ -461,8 +469,7 @@ class UpstreamWatch:
         if raw is None:
             raw = _encoded(obj)
         return _Cached(str(meta.get("resourceVersion", "")), raw,
-                       self._render_row(self.key.params, obj, self.columns, raw),
-                       (str(meta.get("namespace") or ""), str(meta.get("name") or "")))
+                       self._render_row(self.key.params, obj, self.columns, raw))
 
     def snapshot(self, timeout: float, objects: bool = True) -> Snapshot:
         """Wait for the first state (or error) and return the cached objects."""
@@ -471,11 +478,13 @@ class UpstreamWatch:
             if not self._synced and self._error is None:
                 return Snapshot([], KubeError(504, "Timeout",
                                                   "The cluster did not answer in time"))
-            cached = sorted(self._cache.values(), key=lambda c: c.sort_key)
+            cached = list(self._cache.values())
             error = self._error  # after the first sync too: a page loaded during an outage
             columns = self.columns
-        decoded = [json.loads(c.object_bytes) for c in cached] if objects else []
-        entries = [c.row for c in cached if c.row is not None]
+        # In kubectl's order (namespace, name): rows know theirs; objects are read for it.
+        entries = sorted((c.row for c in cached if c.row is not None), key=_row_order)
+        decoded = sorted((json.loads(c.object_bytes) for c in cached),
+                         key=_object_order) if objects else []
         return Snapshot(decoded, error, entries, columns)
 
     def _relist(self) -> None:
