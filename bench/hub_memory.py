@@ -155,8 +155,9 @@ def _walk(upstream: Any) -> dict[str, float]:
         add("key (uid)", key)
         add("entry (_Cached + version)", entry, entry.version)
         add("object JSON", entry.object_bytes)
-        add("namespace, name", *entry.sort_key)
-        add("entry.sort_key", entry.sort_key)
+        if hasattr(entry, "sort_key"):  # kept beside the row before eb9f416
+            add("namespace, name", *entry.sort_key)
+            add("entry.sort_key", entry.sort_key)
         row = entry.row
         if row is None:
             continue
