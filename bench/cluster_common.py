@@ -5,7 +5,8 @@
   create pods, emit MODIFIED events at a fixed rate (each carrying its sequence number and
   emit time in the annotation `bench.agentwatch/stamp` = "<seq>:<time_ns>", stamped inside
   the store's lock, i.e. when the event is created), generate logs, read request counters,
-  expire the watch history; for the soak, churn a namespace's pods (adds, changes,
+  expire the watch history, change pods spread over many namespaces (`revise_start`,
+  bench/cluster_scale.py); for the soak, churn a namespace's pods (adds, changes,
   deletions, paused on demand), inject the simulator's faults (SOAK_FAULTS) and return the
   pods as they are (uid -> name, resourceVersion).
 * `Rig`: a temporary instance, an admin user with a personal token, the simulator, an agent
@@ -228,6 +229,35 @@ class _SimHandlers:
         assert self._emitter is not None
         self._emitter.join(timeout)
         return self._emit_result
+
+    def revise_start(self, targets: list[tuple[str, str]], rate: float, count: int) -> None:
+        """Like emit_start, over pods of many namespaces: change `count` pods at `rate`
+        per second from a thread, cycling over `targets` ((namespace, name), in the order
+        given). Each change is a pod's label (`_reviser`); every second one its status
+        too. `emit_wait` returns how it went."""
+        self._emit_result = {}
+
+        def run() -> None:
+            lateness = array("d")
+            t0 = time.monotonic()
+            for i in range(count):
+                delay = t0 + i / rate - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+                else:
+                    lateness.append(-delay)
+                namespace, name = targets[i % len(targets)]
+                self.cluster.update("pods", name, _reviser(i), namespace=namespace)
+            took = time.monotonic() - t0
+            late = sorted(lateness)
+            self._emit_result = {
+                "emitted": count, "seconds": took, "rate": count / took if took else 0,
+                "late_events": len(late),
+                "late_p99_ms": percentile(late, 99) * 1000 if late else 0.0,
+                "late_max_ms": late[-1] * 1000 if late else 0.0}
+
+        self._emitter = threading.Thread(target=run, daemon=True, name="bench-reviser")
+        self._emitter.start()
 
     def generate_logs(self, namespace: str, pod: str, container: str, rate: float) -> None:
         self._gens.append(self.cluster.generate_logs(namespace, pod, container, rate, seed=1))
@@ -539,6 +569,32 @@ def _label(obj: dict[str, Any], key: str, value: str) -> dict[str, Any]:
 def _stamper(seq: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
     def change(obj: dict[str, Any]) -> dict[str, Any]:
         obj["metadata"].setdefault("annotations", {})[ANNOTATION] = f"{seq}:{time.time_ns()}"
+        return obj
+    return change
+
+
+REV_LABEL = "bench.agentwatch/rev"
+
+
+def _reviser(seq: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """Change `seq` of a pod (revise_start): its label REV_LABEL becomes `seq`; an even
+    change also restarts its first container (RESTARTS + 1, the status as a kubelet
+    reports it), and every tenth flips that container between Running and
+    CrashLoopBackOff (the pod needs attention, or no longer: a list's counts move)."""
+    from simkube.pods import build_status, state_of_container
+
+    def change(obj: dict[str, Any]) -> dict[str, Any]:
+        obj["metadata"].setdefault("labels", {})[REV_LABEL] = str(seq)
+        if seq % 2 == 0:
+            old = obj.get("status") or {}
+            first = (old.get("containerStatuses") or [{}])[0]
+            state = state_of_container(first) or "Running"
+            if seq % 10 == 0:
+                state = "Running" if state == "CrashLoopBackOff" else "CrashLoopBackOff"
+            name = obj["spec"]["containers"][0]["name"]
+            obj["status"] = build_status(obj, {name: state},
+                                         restarts={name: int(first.get("restartCount", 0)) + 1},
+                                         old=old)
         return obj
     return change
 
