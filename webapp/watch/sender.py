@@ -32,13 +32,17 @@ PING_SECONDS = 25.0
 # thread looks every 0.5 s. With 3 s a reader that stopped is gone within 5 s at either
 # rate (with 4 s: 4.5 s and 5.0 s).
 STALL_SECONDS = 3.0
-# While busy, a pass starts at most every PASS_SECONDS, and gathers what arrived meanwhile
-# into one write per socket: hundreds of sockets times hundreds of events per second would
-# otherwise be as many system calls, each costing more than the message (on loopback, the
-# receiver's side of TCP runs in the writer's call). 10 ms is invisible on a page and bounds
-# the write rate to 100 per socket per second. When messages come seldom (the last pass
-# started more than PASS_SECONDS ago), the sender writes at once: waiting only adds latency.
+# With many sockets to write, a pass starts at most every PASS_SECONDS and gathers what
+# arrived meanwhile into one write per socket: hundreds of sockets times hundreds of events
+# per second would otherwise be as many system calls, each costing more than the message
+# (on loopback, the receiver's side of TCP runs in the writer's call). 10 ms is invisible on
+# a page and bounds the write rate to 100 per socket per second. A pass over fewer than
+# MANY_SOCKETS costs a fraction of a millisecond: the next may start as soon as it has
+# lasted as long again (PASS_PACING times its length), so a few subscribers are written
+# about as soon as their messages come. When messages come seldom there is no wait at all.
 PASS_SECONDS = 0.010
+MANY_SOCKETS = 50
+PASS_PACING = 1.0
 # How soon bytes a socket could not take are offered again.
 RETRY_SECONDS = 0.005
 MAX_ITEMS_PER_WRITE = 2000
@@ -106,10 +110,11 @@ class Sender:
     def _run(self) -> None:
         last_ping_check = time.monotonic()
         last_pass_start = 0.0
+        spacing = PASS_SECONDS  # what the last pass's cost says to wait between passes
         queued = self._ready
         while True:
             woken = self._wakeup.wait(RETRY_SECONDS if self._blocked else 1.0)
-            early = last_pass_start + PASS_SECONDS - time.monotonic()
+            early = last_pass_start + spacing - time.monotonic()
             if woken and early > 0:
                 time.sleep(early)
             last_pass_start = time.monotonic()
@@ -137,6 +142,8 @@ class Sender:
                     log.exception("WebSocket sender: dropping a connection")
                     conn.failed = True
                     self._blocked.discard(conn)
+            spacing = PASS_SECONDS if len(ready) >= MANY_SOCKETS else \
+                min(PASS_SECONDS, PASS_PACING * (time.monotonic() - last_pass_start))
 
 
 class Connection:
