@@ -64,19 +64,25 @@ class Reads(Exchange):
             except (ValueError, KeyError, TypeError, binascii.Error):
                 raise ApiError(400, "continue key is not valid: incorrect encoded start "
                                     "resourceVersion (version meta.k8s.io/v1)") from None
+        limit = int_param(query, "limit")
+        remaining = 0
         if at is not None and query.get("resourceVersionMatch") == "Exact":
             rv, items = at, store.list_at(rt, at, route.namespace, pred, start_key)
+        elif pred is None and limit and limit > 0:
+            # A page read from its key on, as etcd reads it: its cost is the page's.
+            rv, items, remaining = store.list_page(rt, route.namespace, start_key, limit)
         else:
             rv, items = store.list_objects(rt, route.namespace, pred, start_key)
         meta.setdefault("resourceVersion", str(rv))
-        limit = int_param(query, "limit")
         if limit and limit > 0 and len(items) > limit:
-            last = items[limit - 1]
+            remaining = len(items) - limit
+            items = items[:limit]
+        if remaining:
+            last = items[-1]
             meta["continue"] = base64.urlsafe_b64encode(dumps({
                 "rv": int(meta["resourceVersion"]), "ns": last.namespace,
                 "name": last.obj["metadata"]["name"]})).decode()
-            meta["remainingItemCount"] = len(items) - limit
-            items = items[:limit]
+            meta["remainingItemCount"] = remaining
         if self.rep.partial:
             check_partial(rt, self.rep, listed=True)
             self._send(200, dumps({

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -124,23 +124,56 @@ class Cursor:
 Listener = Callable[[WatchEvent], None]
 
 
+class _Keyspace(dict[tuple[str, str], "Stored"]):
+    """One kind's objects by (namespace, name), with their keys in order, as etcd keeps
+    its keyspace: the order is made again only after a key comes or goes (a change to an
+    object keeps it), so the pages of a LIST of 100,000 pods do not each sort them all."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._ordered: list[tuple[str, str]] | None = None
+
+    def __setitem__(self, key: tuple[str, str], value: Stored) -> None:
+        if key not in self:
+            self._ordered = None
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: tuple[str, str]) -> None:
+        super().__delitem__(key)
+        self._ordered = None
+
+    def pop(self, key: tuple[str, str], *default: Any) -> Any:
+        self._ordered = None
+        return super().pop(key, *default)
+
+    def ordered(self) -> list[tuple[str, str]]:
+        if self._ordered is None:
+            self._ordered = sorted(self)
+        return self._ordered
+
+
 def _in_order(objects: dict[tuple[str, str], Stored], namespace: str | None,
-              after: tuple[str, str] | None) -> list[Stored]:
+              after: tuple[str, str] | None, limit: int | None = None) -> list[Stored]:
     """The objects of `namespace` (None: all) sorted by namespace and name, those past
-    `after` only, as etcd reads a page from its key on: a LIST's tenth page costs what its
-    first does. The keys sorted are the objects' own (namespace, name) tuples: no new object
-    per item (thousands of them per page woke the garbage collector)."""
-    keys = [key for key in objects if not namespace or key[0] == namespace]
-    keys.sort()
+    `after` only (at most `limit`), as etcd reads a page from its key on: a LIST's tenth
+    page costs what its first does. The keys are the objects' own (namespace, name) tuples:
+    no new object per item (thousands of them per page woke the garbage collector)."""
+    keys = objects.ordered() if isinstance(objects, _Keyspace) else sorted(objects)
+    start, end = 0, len(keys)
+    if namespace:
+        start, end = bisect_left(keys, (namespace, "")), bisect_left(keys, (namespace + "\0", ""))
     if after is not None:
-        del keys[:bisect_right(keys, after)]
-    return [objects[key] for key in keys]
+        start = max(start, bisect_right(keys, after, start, end))
+    if limit is not None:
+        end = min(end, start + limit)
+    return [objects[key] for key in keys[start:end]]
 
 
 class Store:
     def __init__(self, history_size: int = 1000, start_rv: int = 1) -> None:
         self.cond = threading.Condition(threading.Lock())
-        self._objects: dict[str, dict[tuple[str, str], Stored]] = {p: {} for p in BY_PLURAL}
+        self._objects: dict[str, dict[tuple[str, str], Stored]] = {
+            p: _Keyspace() for p in BY_PLURAL}
         self._rv = max(1, start_rv)
         self._history: deque[WatchEvent] = deque(maxlen=max(1, history_size))
         self._floor = 0  # a cursor older than this has lost events
@@ -252,6 +285,23 @@ class Store:
         if pred is not None:
             chosen = [s for s in chosen if pred(s.obj)]
         return rv, chosen
+
+    def list_page(
+        self, rt: ResourceType, namespace: str | None, after: tuple[str, str] | None,
+        limit: int,
+    ) -> tuple[int, list[Stored], int]:
+        """A page of a LIST without selectors: (resourceVersion, the first `limit` items
+        past `after`, how many follow them), reading only those from the keyspace."""
+        with self.cond:
+            rv = self._rv
+            objects = self._objects[rt.plural]
+            chosen = _in_order(objects, namespace, after, limit + 1)
+            if len(chosen) <= limit:
+                return rv, chosen, 0
+            keys = objects.ordered() if isinstance(objects, _Keyspace) else sorted(objects)
+            last = (chosen[limit - 1].namespace, chosen[limit - 1].obj["metadata"]["name"])
+            end = len(keys) if not namespace else bisect_left(keys, (namespace + "\0", ""))
+            return rv, chosen[:limit], end - bisect_right(keys, last)
 
     def list_at(self, rt: ResourceType, rv: int, namespace: str | None = None,
                 pred: Callable[[JSON], bool] | None = None,
