@@ -6,7 +6,9 @@ of the same pods.
     .venv/bin/python bench/cluster_scale.py --sizes 1000 --minutes 0.5 --rounds 1  # quick
     options: --sizes N,N --minutes SPEC --rounds N --rate R --change-seconds S
              --namespaces N --no-kwv --no-browser --kwv PATH --kwv-timeout S --max-load L
-             --load-wait S --webapp DIR --chromium PATH --json PATH --keep
+             --load-wait S --webapp DIR --chromium PATH --json PATH --keep --real
+    AGENTWATCH_REALKUBE_BIN=... .venv/bin/python bench/cluster_scale.py --real \
+        --sizes 1000,5000,20000     # steps 1-2 on a real kube-apiserver (~12 min)
 
 `--minutes SPEC`: the browser's minutes live at each size, "2,20000=10" (the default: 10
 minutes at 20,000 pods, 2 at the others). `--webapp DIR`: the server runs the `webapp/`
@@ -56,6 +58,18 @@ recorded.
      it); the changes run at `--rate` for `--minutes`, the heap sampled every 30 s; at the
      end the heap again, before and after a collection, the rows in the list and the frames
      the page's WebSocket received.
+
+`--real`: steps 1 and 2 against a real kube-apiserver + etcd (bench/realkube_common.py
+RealRig, the binaries of tests/realkube/build.sh; the agent reads as its service account)
+instead of the simulator; no kube-web-view, no browser. One control plane for every size:
+the pods of each size added to the last's, made as bench/hub_memory.py makes them
+(realkube_common.workload_pod: named as a Deployment's, two containers, owner, Running
+status from the manager kubelet), spread over `--namespaces` namespaces shop-00..;
+WATCH_QUEUE_LIMIT = 4 x the largest size, as hub_memory.py sets it. The "simulator" CPU
+is the kube-apiserver's (etcd's not counted). The changes of step 2: the admin's client,
+16 threads of this process, merge-patching the label `bench.agentwatch/rev` of pod
+(i * 7919) mod N at `--rate` for `--change-seconds` (one MODIFIED each; no restart, no
+phase flip, unlike the simulator's).
 """
 
 from __future__ import annotations
@@ -115,15 +129,19 @@ def populate(rig: Rig, pods: int, namespaces: int) -> float:
     return time.perf_counter() - t0
 
 
-def spread(pods: int, namespaces: int) -> list[tuple[str, str]]:
+def every_pod(pods: int, namespaces: int) -> list[tuple[str, str]]:
+    """The simulator's pods, pod p at index p."""
+    return [pod_of(p, namespaces) for p in range(pods)]
+
+
+def spread(every: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """Change i's pod: (i * STRIDE) mod N, consecutive ones in different namespaces."""
-    return [pod_of((i * STRIDE) % pods, namespaces) for i in range(pods)]
+    return [every[(i * STRIDE) % len(every)] for i in range(len(every))]
 
 
-def shown_first(pods: int, namespaces: int) -> set[tuple[str, str]]:
+def shown_first(every: list[tuple[str, str]]) -> set[tuple[str, str]]:
     """The rows the list shows at first: kubectl's order (namespace, then name)."""
-    every = sorted(pod_of(p, namespaces) for p in range(pods))
-    return set(every[:PAGE_SIZE])
+    return set(sorted(every)[:PAGE_SIZE])
 
 
 def in_window(targets: list[tuple[str, str]], shown: set[tuple[str, str]], count: int) -> int:
@@ -465,8 +483,9 @@ def first_renders(rig: Rig, args: argparse.Namespace) -> dict[str, Any]:
 
 # --- 2. live: memory, CPU per change, the socket's bytes ----------------------------------
 
-def live_server(rig: Rig, pods: int, namespaces: int, rate: float,
+def live_server(rig: Rig, every: list[tuple[str, str]], rate: float,
                 seconds: float) -> tuple[dict[str, Any], PageSocket]:
+    pods = len(every)
     rig.restart_server()
     rig.touch_token()
     pid = rig.worker_pid
@@ -492,9 +511,9 @@ def live_server(rig: Rig, pods: int, namespaces: int, rate: float,
     time.sleep(idle_s)
     idle = {"seconds": time.monotonic() - t0, "cpu_s": proc_cpu(pid) - c0,
             **delta(sock.counters(), b0)}
-    targets = spread(pods, namespaces)
+    targets = spread(every)
     count = int(rate * seconds)
-    shown = in_window(targets, shown_first(pods, namespaces), count)
+    shown = in_window(targets, shown_first(every), count)
     c0, b0, t0 = proc_cpu(pid), sock.counters(), time.monotonic()
     rig.sim.call("revise_start", targets, rate, count)
     emitted = rig.sim.call("emit_wait", seconds + 120)
@@ -570,7 +589,7 @@ def browser_phase(browser: Any, rig: Rig, pods: int, namespaces: int, rate: floa
     start = heap(cdp, True)
     frames_before = dict(frames)
     count = int(rate * minutes * 60)
-    targets = spread(pods, namespaces)
+    targets = spread(every_pod(pods, namespaces))
     cpu0 = proc_cpu(rig.worker_pid)
     t_go = time.monotonic()
     rig.sim.call("revise_start", targets, rate, count)
@@ -629,7 +648,7 @@ def one_size(pods: int, args: argparse.Namespace, browser: Any) -> dict[str, Any
         out["load_first_render"] = wait_for_load(args.max_load, args.load_wait)
         out["first_render"] = first_renders(rig, args)
         out["load_live"] = wait_for_load(args.max_load, args.load_wait)
-        out["live"], sock = live_server(rig, pods, args.namespaces, args.rate,
+        out["live"], sock = live_server(rig, every_pod(pods, args.namespaces), args.rate,
                                         args.change_seconds)
         try:
             minutes = minutes_for(args.minutes, pods)
@@ -642,6 +661,136 @@ def one_size(pods: int, args: argparse.Namespace, browser: Any) -> dict[str, Any
         finally:
             sock.close()
     return out
+
+
+# --- the real kube-apiserver tier (--real) ---------------------------------------------
+
+LABEL = "bench.agentwatch/rev"
+
+
+def real_driver(real: Any) -> Any:
+    """realkube_common's ApiDriver plus the simulator's `revise_start` / `emit_wait`, done
+    through the API as the admin: change i merge-patches pod targets[i]'s label
+    `bench.agentwatch/rev` = i, due at t0 + i / rate, from 16 threads of this process
+    (the schedule does not wait for answers)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import kubernetes
+    from realkube_common import MERGE_PATCH, ApiDriver, api_client, drained
+
+    class Driver(ApiDriver):
+        _emitting: threading.Thread | None = None
+        _emitted: dict[str, Any] = {}
+
+        def revise_start(self, targets: list[tuple[str, str]], rate: float,
+                         count: int) -> None:
+            threads = 16
+            api = api_client(self.kubeconfig, "bench-emitter/1")
+            api.configuration.connection_pool_maxsize = threads
+            v1 = kubernetes.client.CoreV1Api(api)
+            namespace, name = targets[0]
+            with ThreadPoolExecutor(threads) as pool:  # warm the pool's TLS connections
+                list(pool.map(lambda _: drained(v1.read_namespaced_pod(
+                    name, namespace, _preload_content=False)), range(threads)))
+            seqs = iter(range(count))
+            lock = threading.Lock()
+            late: list[float] = []
+            errors: list[str] = []
+            finished = [0.0]
+            t0 = time.time() + 0.1
+
+            def run() -> None:
+                while True:
+                    with lock:
+                        seq = next(seqs, None)
+                    if seq is None:
+                        return
+                    delay = t0 + seq / rate - time.time()
+                    if delay > 0:
+                        time.sleep(delay)
+                    else:
+                        late.append(-delay)
+                    ns, pod = targets[seq % len(targets)]
+                    try:
+                        drained(v1.patch_namespaced_pod(
+                            pod, ns, {"metadata": {"labels": {LABEL: str(seq)}}},
+                            _content_type=MERGE_PATCH, _preload_content=False))
+                    except Exception as exc:  # noqa: BLE001 - counted and reported
+                        errors.append(f"{seq}: {exc}"[:300])
+                    finished[0] = max(finished[0], time.time())
+
+            def emit() -> None:
+                workers = [threading.Thread(target=run, daemon=True) for _ in range(threads)]
+                for w in workers:
+                    w.start()
+                for w in workers:
+                    w.join()
+                api.close()
+                took = max(finished[0] - t0, 1e-9)
+                self._emitted = {"sent": count - len(errors), "errors": len(errors),
+                                 "first_errors": errors[:3], "seconds": took,
+                                 "rate": (count - len(errors)) / took, "late": len(late),
+                                 "late_max_ms": max(late, default=0.0) * 1000}
+
+            self._emitting = threading.Thread(target=emit, daemon=True, name="emitter")
+            self._emitting.start()
+
+        def emit_wait(self, timeout: float) -> dict[str, Any]:
+            if self._emitting is not None:
+                self._emitting.join(timeout)
+            return self._emitted
+
+    return Driver(real)
+
+
+def real_sizes(sizes: list[int], args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Every size on one real control plane: the pods of the next size added to those of
+    the last (bench/hub_memory.py's pods: realkube_common.workload_pod, named as a
+    Deployment's, Running), then steps 1 and 2 on fresh servers."""
+    from hub_memory import pod_names
+    from realkube_common import RealRig, create_workload_pods
+
+    names = pod_names(max(sizes), args.namespaces, 10)
+    results = []
+    config = f"WATCH_QUEUE_LIMIT = {max(4 * max(sizes), 5000)}\n"
+    with RealRig(threads=64, keep=args.keep, webapp=args.webapp, config=config) as rig:
+        rig.sim.close()
+        rig.sim = real_driver(rig.real)
+        for namespace in sorted({ns for ns, _ in names}):
+            rig.sim.call("ensure_namespace", namespace)
+        made = 0
+        for pods in sorted(sizes):
+            out: dict[str, Any] = {"pods": pods, "namespaces": args.namespaces}
+            log(f"=== {pods} pods over {args.namespaces} namespaces (real kube-apiserver) ===")
+            out["created"] = create_workload_pods(rig.admin_kubeconfig, names[made:pods])
+            made = pods
+            log(f"{out['created']['created']} pods created and set Running in "
+                f"{out['created']['seconds']:.1f} s")
+            out["load_first_render"] = wait_for_load(args.max_load, args.load_wait)
+            out["first_render"] = first_renders(rig, args)
+            out["load_live"] = wait_for_load(args.max_load, args.load_wait)
+            out["live"], sock = live_server(rig, names[:pods], args.rate, args.change_seconds)
+            sock.close()
+            results.append(out)
+            log("\n" + real_table(results))
+    return results
+
+
+def real_table(results: list[dict[str, Any]]) -> str:
+    lines = ["| pods | first render wall / CPU | kube-apiserver CPU over it | first HTML | "
+             "bytes until live (HTML + socket) | server RSS growth live | CPU per change | "
+             "socket at 100 changes/s |", "|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        m = r["first_render"]["median"]
+        live = r["live"]
+        lines.append(
+            f"| {r['pods']:,} | {m['first_ms']:,.0f} / {m['first_cpu_ms']:,.0f} ms | "
+            f"{m['first_simulator_cpu_ms']:,.0f} ms | {m['first_bytes'] / 1000:.0f} KB | "
+            f"{m['html_plus_socket_bytes'] / 1000:.0f} KB ({m['first_bytes'] / 1000:.0f} + "
+            f"{m['until_live_bytes'] / 1000:.0f}) | {live['rss_growth_mib']:.1f} MiB "
+            f"({live['rss_per_pod_bytes'] / 1000:.1f} KB/pod) | "
+            f"{live['cpu_per_change_us']:.0f} µs | {live['socket_bytes_per_s']:,.0f} B/s |")
+    return "\n".join(lines)
 
 
 def table(results: list[dict[str, Any]]) -> str:
@@ -691,14 +840,31 @@ def main(argv: list[str] | None = None) -> int:
                                                          "/usr/bin/chromium"))
     ap.add_argument("--json")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--real", action="store_true",
+                    help="a real kube-apiserver + etcd instead of the simulator (steps 1-2)")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    if args.real:
+        args.no_kwv = args.no_browser = True
     if not args.no_kwv and not os.access(args.kwv, os.X_OK):
         ap.error(f"{args.kwv} not found: install kube-web-view as bench/dashboard_kwv.py says, "
                  "or --no-kwv")
     info = header("how cost grows with the list")
     started = time.strftime("%Y-%m-%d %H:%M:%S")
     results = []
+    if args.real:
+        results = real_sizes(sizes, args)
+        goals = {"first_html_within_300KB": all(
+            r["first_render"]["median"]["first_bytes"] <= HTML_GOAL for r in results),
+            "html_plus_socket_within_300KB": all(
+                r["first_render"]["median"]["html_plus_socket_bytes"] <= HTML_GOAL
+                for r in results)}
+        log(f"started {started}; goals: {goals}")
+        print(real_table(results))
+        write_result("cluster_scale_real", {"machine": info, "started": started,
+                                            "args": vars(args), "sizes": results,
+                                            "goals": goals}, args.json)
+        return 0 if all(goals.values()) else 1
     with contextlib.ExitStack() as stack:
         browser = None
         if not args.no_browser:
