@@ -138,10 +138,6 @@ class Hub:
             if view.key is not None and self._views.get(view.key) is view:
                 del self._views[view.key]
 
-    def views(self) -> list[View]:
-        with self._lock:
-            return list(self._views.values())
-
     def snapshot(self, agent: str, identity: Identity, params: WatchParams,
                  timeout: float = 10.0, objects: bool = True,
                  owner: Owner | None = None) -> Snapshot:

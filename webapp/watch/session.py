@@ -84,12 +84,12 @@ class WatchSession:
         try:
             params = WatchParams.parse(raw_params, prefix="watchParams.")
             request = None if view is None else view_request.parse(view, self.max_rows)
-            sources = None if request is None else request.sources(params)
+            sources = [params] if request is None else request.sources(params)
         except AppError as exc:
             self._error(watch_id, 400, "BadRequest", exc.message)
             return
         try:
-            if request is not None and sources is not None:
+            if request is not None:
                 self.subscriptions[watch_id] = self.hub.subscribe_view(
                     self.agent, self.identity, sources, request.spec,
                     Window(watch_id, self.sink, request.limit), self.owner)

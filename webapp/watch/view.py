@@ -256,11 +256,6 @@ class View:
         for source in self.sources:
             source.detach(self)
 
-    @property
-    def window_count(self) -> int:
-        with self._lock:
-            return sum(len(group.members) for group in self._groups.values())
-
     def _group(self, limit: int) -> _Group:
         group = self._groups.get(limit)
         if group is None:
