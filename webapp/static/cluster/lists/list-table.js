@@ -13,7 +13,7 @@ import { Table } from "./table.js";
 
 // Rows a list shows at first, and adds each time it is scrolled to its end
 // (webapp/watch/listing.py PAGE_SIZE).
-export const PAGE_ROWS = 100;
+const PAGE_ROWS = 100;
 
 export class ListTable extends Table {
   // `list`: the page's ListState (filter, sort), shared by its lists.
