@@ -33,6 +33,7 @@ from .events import EventRecorder
 from .faults import Faults
 from .flux import FluxController
 from .logs import LogGenerator, LogStore
+from .metrics import MetricsServer
 from .rbac import RBAC
 from .resources import (
     CRDS,
@@ -97,6 +98,7 @@ class SimCluster(Seeding):
         self.events = EventRecorder(self.store)
         self.flux = FluxController(self.store, self.events, self.scheduler, flux_delay)
         self.workloads = Workloads(self, job_seconds=job_seconds)
+        self.metrics = MetricsServer(self)  # metrics.k8s.io: off until enable()
         self.bookmark_interval = bookmark_interval
         self.block_timeout = block_timeout
         self.token = token  # when set, HTTP requests must carry this bearer token

@@ -19,6 +19,7 @@ import yaml
 from .errors import ApiError
 from .faults import Faults
 from .logs import LogBuffer, LogStore
+from .metrics import MetricsServer
 from .negotiation import PLAIN, Representation
 from .rbac import RBAC, Identity, Request
 from .resources import ResourceType
@@ -42,6 +43,7 @@ class ServedCluster(Protocol):
     bookmark_interval: float
     block_timeout: float
     closed: threading.Event
+    metrics: MetricsServer  # metrics.k8s.io, while enabled
 
     @property
     def resource_version(self) -> str: ...

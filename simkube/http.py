@@ -59,6 +59,10 @@ class Handler(Reads, Writes, Subresources):
         query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         body = self._read_body()
         try:
+            if self.cluster.metrics.serves(url.path):  # an aggregated API (metrics.py)
+                self._identity()
+                self._send(200, self.cluster.metrics.answer(method, url.path, query))
+                return
             target = parse_route(url.path)
             if not isinstance(target, Route):
                 if url.path.rstrip("/") in ("/healthz", "/readyz", "/livez"):
@@ -68,6 +72,7 @@ class Handler(Reads, Writes, Subresources):
                     raise ApiError(405, f"the server does not allow this method on the "
                                         f"requested resource ({method})")
                 doc, ctype = discovery_document(url.path, target, self.headers.get("Accept"))
+                doc = self.cluster.metrics.discovery(url.path, doc)
                 self._send(200, dumps(doc), ctype)
                 return
             route = target
