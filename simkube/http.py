@@ -98,9 +98,9 @@ class Handler(Reads, Writes, Subresources):
             elif verb == "get":
                 self._get(route, query)
             elif verb == "create":
-                self._create(route, body)
+                self._create(route, body, query)
             elif verb == "update":
-                self._update(route, body)
+                self._update(route, body, query)
             elif verb == "patch":
                 self._patch(route, body, query)
             elif verb == "delete":

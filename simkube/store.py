@@ -474,6 +474,49 @@ class Store:
         self._notify(events)
         return json_copy(events[-1].new.obj)
 
+    def dry_update(self, rt: ResourceType, namespace: str, name: str,
+                   fn: Callable[[JSON], JSON]) -> JSON:
+        """What ``update(..., scope="main")`` would store (``dryRun=All``), stored nowhere:
+        the same checks and server fields, the resourceVersion unchanged."""
+        ns = namespace if rt.namespaced else ""
+        with self.cond:
+            cur = self._objects[rt.plural].get((ns, name))
+            if cur is None:
+                raise errors.not_found(rt, name)
+            old = json_copy(cur.obj)
+        new = self._merge_scope(rt, old, fn(json_copy(old)), "main")
+        new["kind"], new["apiVersion"] = rt.kind, rt.api_version
+        meta, ometa = new.setdefault("metadata", {}), old["metadata"]
+        for key in ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
+                    "deletionGracePeriodSeconds", "generation", "resourceVersion"):
+            if key in ometa:
+                meta[key] = ometa[key]
+            else:
+                meta.pop(key, None)
+        _validate(rt, new)
+        if "generation" in meta and _spec_of(new) != _spec_of(old):
+            meta["generation"] = int(meta["generation"]) + 1
+        return new
+
+    def dry_create(self, rt: ResourceType, obj: JSON) -> JSON:
+        """What ``create`` would store (``dryRun=All``), stored nowhere."""
+        obj = json_copy(obj)
+        obj["kind"], obj["apiVersion"] = rt.kind, rt.api_version
+        self._check_name(rt, obj)
+        meta = obj["metadata"]
+        ns = (meta.get("namespace") or "default") if rt.namespaced else ""
+        _validate(rt, obj)
+        with self.cond:
+            if rt.namespaced and ("", ns) not in self._objects["namespaces"]:
+                raise errors.not_found(NAMESPACES, ns)
+            if (ns, meta["name"]) in self._objects[rt.plural]:
+                raise errors.already_exists(rt, meta["name"])
+        meta.setdefault("uid", new_uid())
+        meta["creationTimestamp"] = rfc3339()
+        if rt.plural not in NO_GENERATION:
+            meta["generation"] = 1
+        return obj
+
     def _merge_scope(self, rt: ResourceType, old: JSON, new: JSON, scope: str) -> JSON:
         if scope == "main" and rt.status_subresource:
             new = dict(new)

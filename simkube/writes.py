@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import apply as applying
 from . import defaults, errors
 from . import patch as patching
 from .errors import ApiError
@@ -14,7 +15,7 @@ from .exchange import Exchange, int_param
 from .resources import NAMESPACES
 from .routes import Route
 from .selectors import compile_selector
-from .util import JSON, dumps
+from .util import JSON, dumps, json_copy
 
 
 class Writes(Exchange):
@@ -36,7 +37,12 @@ class Writes(Exchange):
             meta["namespace"] = route.namespace
         return obj
 
-    def _create(self, route: Route, body: bytes) -> None:
+    def _manager(self, query: dict[str, str]) -> str:
+        applying.check_options(query, applying=False)
+        return applying.manager_of(query, self.headers.get("User-Agent"))
+
+    def _create(self, route: Route, body: bytes, query: dict[str, str] | None = None) -> None:
+        manager = self._manager(query or {})
         obj = self._check_body(route, self._json_body(body))
         rt = route.rt
         if rt.status_subresource:
@@ -47,21 +53,36 @@ class Writes(Exchange):
         if rt.plural == "jobs" and obj["metadata"].get("generateName") \
                 and not obj["metadata"].get("name"):
             self.cluster.store.generate_name(rt, obj)  # the Job's labels name it
-        created = self.cluster.store.create(rt, defaults.apply(rt.plural, obj), keep_uid=True)
+        obj = defaults.apply(rt.plural, obj)
+        applying.record_update(rt, None, obj, manager)
+        created = self.cluster.store.create(rt, obj, keep_uid=True)
         self._send(201, dumps(created))
 
-    def _update(self, route: Route, body: bytes) -> None:
+    def _update(self, route: Route, body: bytes, query: dict[str, str] | None = None) -> None:
         assert route.name is not None
+        manager = self._manager(query or {})
         obj = self._check_body(route, self._json_body(body))
         expect = (obj.get("metadata") or {}).get("resourceVersion") or None
         scope = "status" if route.sub == "status" else "main"
+
+        def replace(cur: JSON) -> JSON:
+            new = json_copy(obj)
+            new.setdefault("metadata", {})["managedFields"] = \
+                cur["metadata"].get("managedFields")
+            applying.record_update(route.rt, cur, new, manager, route.sub)
+            return new
+
         result = self.cluster.store.update(route.rt, route.namespace or "", route.name,
-                                           lambda _cur: obj, scope=scope, expect_rv=expect)
+                                           replace, scope=scope, expect_rv=expect)
         self._send(200, dumps(result))
 
     def _patch(self, route: Route, body: bytes, query: dict[str, str]) -> None:
         assert route.name is not None
         ctype = self.headers.get("Content-Type") or ""
+        if ctype.split(";", 1)[0].strip().lower() == patching.APPLY_YAML and not route.sub:
+            self._apply(route, body, query)
+            return
+        manager = self._manager(query)
         doc = self._json_body(body, ctype)
         rt = route.rt
         name = route.name
@@ -73,11 +94,37 @@ class Writes(Exchange):
                 raise ApiError(422, "the patched object is not an object")
             if (new.get("metadata") or {}).get("resourceVersion", rv) != rv:
                 raise errors.conflict(rt, name)  # a resourceVersion in a patch is a precondition
+            applying.record_update(rt, cur, new, manager, route.sub)
             return new
 
         scope = "status" if route.sub == "status" else "main"
         result = self.cluster.store.update(rt, route.namespace or "", name, apply, scope=scope)
         self._send(200, dumps(result))
+
+    def _apply(self, route: Route, body: bytes, query: dict[str, str]) -> None:
+        """Server-side apply (apply.py): creates the object when it does not exist."""
+        assert route.name is not None
+        manager, force, dry = applying.check_options(query, applying=True)
+        assert manager is not None
+        rt, ns, name = route.rt, route.namespace or "", route.name
+        applied = applying.check_applied(rt, self._json_body(body, patching.APPLY_YAML),
+                                         name, route.namespace)
+        store = self.cluster.store
+        current = store.find(rt, ns, name)
+        if current is None:
+            obj = applying.apply(rt, None, applied, manager, force)
+            if rt.namespaced:
+                obj["metadata"]["namespace"] = ns
+            obj = defaults.apply(rt.plural, obj)
+            self._send(201, dumps(store.dry_create(rt, obj) if dry else
+                                  store.create(rt, obj)))
+            return
+
+        def apply(cur: JSON) -> JSON:
+            return applying.apply(rt, cur, applied, manager, force)
+
+        self._send(200, dumps(store.dry_update(rt, ns, name, apply) if dry else
+                              store.update(rt, ns, name, apply, scope="main")))
 
     def _delete_options(self, body: bytes, query: dict[str, str]) -> tuple[int | None, JSON]:
         opts: JSON = {}
