@@ -10,6 +10,7 @@ import functools
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
+from urllib.parse import urlparse
 
 from flask import Flask, g, redirect, request, session, url_for
 from flask.sessions import SecureCookieSessionInterface, SessionMixin
@@ -19,6 +20,7 @@ from . import credentials, secrets_util, tokens, user_sessions, users
 from .credentials import Credential
 from .errors import AppError, Forbidden, Unauthorized
 from .models import User
+from .oidc import recheck
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -69,8 +71,14 @@ def init_app(app: Flask) -> None:
         if found is None:
             session.pop(_SESSION_ID, None)  # ended elsewhere: the cookie says so too
             return
-        g.user = found.user
-        credentials.remember(Credential(found.user.id, session_id=found.session_id))
+        # Signed in through a provider: its role follows the person's groups there, and
+        # the session ends once the provider no longer vouches for them (oidc/recheck.py).
+        user = recheck.recheck(found.session_id, found.user)
+        if user is None:
+            session.pop(_SESSION_ID, None)
+            return
+        g.user = user
+        credentials.remember(Credential(user.id, session_id=found.session_id))
         user_sessions.keep_alive(found)
 
     @app.context_processor
@@ -94,6 +102,16 @@ def sign_in(user: User) -> None:
     session.permanent = True
     g.user = user
     credentials.remember(Credential(user.id, session_id=session_id))
+
+
+def safe_next(value: str | None) -> str:
+    """Where to go after signing in: only same-site paths, never another host."""
+    if not value:
+        return url_for("agents.index")
+    parsed = urlparse(value)
+    if parsed.scheme or parsed.netloc or not value.startswith("/") or value.startswith("//"):
+        return url_for("agents.index")
+    return value
 
 
 def sign_out() -> None:

@@ -184,6 +184,18 @@ DEFAULTS: dict[str, Any] = {
     # read, across all its streams (each stream's window is 1 MiB): beyond, the streams
     # holding the most are reset.
     "TUNNEL_MAX_BUFFERED_BYTES": 64 * 1024 * 1024,
+    # Sign-in (docs/identity.md). LOCAL_LOGIN false: no user name and password sign-in
+    # (providers only). OIDC_* of the providers are read by webapp/oidc/settings.py. A
+    # session signed in through a provider is checked with it again this often (its role
+    # follows the person's groups); each call to a provider waits at most
+    # OIDC_TIMEOUT_SECONDS; a person with more groups than OIDC_MAX_GROUPS is refused.
+    "LOCAL_LOGIN": True,
+    "OIDC_RECHECK_SECONDS": 300,
+    "OIDC_TIMEOUT_SECONDS": 10,
+    "OIDC_MAX_GROUPS": 200,
+    # Before every name `access_as: user` impersonates, user and group alike; the agent
+    # must be started with the same --impersonate-prefix.
+    "IMPERSONATE_PREFIX": "agentwatch:",
 }
 
 # Environment variables read as integers; any other AGENTWATCH_* is taken as text.
@@ -211,12 +223,13 @@ _INT_KEYS = {
     "ANSWER_MAX_BYTES", "ANSWER_SECONDS", "ANSWER_HEAD_SECONDS", "ANSWER_LINE_MAX_BYTES",
     "ANSWER_LINE_SECONDS", "TUNNEL_MESSAGE_SECONDS", "TUNNEL_MESSAGE_MAX_FRAMES",
     "TUNNEL_MAX_BUFFERED_BYTES",
+    "OIDC_RECHECK_SECONDS", "OIDC_TIMEOUT_SECONDS", "OIDC_MAX_GROUPS",
 }
 # Environment variables that take one of a few words.
 _CHOICE_KEYS = {"SMTP_SECURITY": ("none", "starttls", "ssl"),
                 "WEBHOOK_SENDER": ("process", "thread")}
 _BOOL_KEYS = {"SCHEDULER_ENABLED", "DEMO", "SESSION_COOKIE_SECURE", "KUBECONFIG_ALLOW_EXEC",
-              "ACCESS_LOG"}
+              "ACCESS_LOG", "LOCAL_LOGIN"}
 
 
 def instance_path() -> str:

@@ -25,6 +25,7 @@ from .agentconfig import models as _agentconfig_models  # noqa: F401
 from .hooks import models as _hooks_models  # noqa: F401
 from .model_base import Base, BigId
 from .notify import models as _notify_models  # noqa: F401
+from .oidc import models as _oidc_models  # noqa: F401
 
 # Ids that reach a cookie, a token or a ticket are never handed out twice (SQLite reuses
 # the highest rowid once its row is deleted unless the table says AUTOINCREMENT; PostgreSQL
@@ -85,6 +86,10 @@ class PersonalToken(Base):
     created_at: Mapped[datetime]
     last_used_at: Mapped[datetime | None]
     revoked_at: Mapped[datetime | None]
+    # None: until revoked. A token past it stops working (users.authenticate_token_id).
+    expires_at: Mapped[datetime | None]
+    # "read": GET and HEAD only; "write": whatever the user's role allows.
+    scope: Mapped[str] = mapped_column(String(8), default="write", server_default="write")
 
 
 class Agent(Base):

@@ -79,6 +79,11 @@ def end(raw: str) -> None:
             UserSession.digest == secrets_util.digest(raw)))
 
 
+def end_by_id(session_id: int) -> None:
+    with db.write_transaction() as session:
+        session.execute(delete(UserSession).where(UserSession.id == session_id))
+
+
 def end_all(user_id: int, keep: int | None = None) -> int:
     """End every session of a user but `keep`; how many ended."""
     with db.write_transaction() as session:

@@ -27,6 +27,15 @@ def has_role(user: User, role: str) -> bool:
     return _RANK[user.role] >= _RANK[role]
 
 
+def has_role_rank(role: str, than: str) -> bool:
+    """Whether `role` allows at least what `than` allows."""
+    return _RANK[role] >= _RANK[than]
+
+
+def valid_name(name: str) -> bool:
+    return _USER_NAME.match(name or "") is not None
+
+
 def validate(name: str, role: str, password: str) -> None:
     if not _USER_NAME.match(name or ""):
         raise Invalid(f"User name {name!r} must be 1-64 letters, digits or . _ @ -, "

@@ -7,6 +7,7 @@ from flask import Flask
 from ..agentconfig import views as agentconfig
 from ..hooks import views as hooks
 from ..notify import views as notify
+from ..oidc import views as oidc
 from . import (
     account,
     activity,
@@ -31,3 +32,4 @@ def init_app(app: Flask) -> None:
         app.register_blueprint(module.bp)
     app.register_blueprint(notify.bp)
     app.register_blueprint(hooks.bp)
+    oidc.init_app(app)

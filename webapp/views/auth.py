@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from urllib.parse import urlparse
-
-from flask import Blueprint, flash, g, redirect, render_template, request, url_for
+from flask import Blueprint, current_app, flash, g, redirect, render_template, request, url_for
 from werkzeug.wrappers import Response
 
 from .. import auth, throttle, users
+from ..oidc import audit
+from ..oidc import views as oidc_views
 
 bp = Blueprint("auth", __name__)
 
@@ -15,6 +15,9 @@ bp = Blueprint("auth", __name__)
 @bp.route("/login", methods=["GET", "POST"])
 def login() -> Response | str | tuple[str, int]:
     target = _safe_next(request.values.get("next"))
+    if request.method == "POST" and not current_app.config["LOCAL_LOGIN"]:
+        return _page(target, error="Sign-in with a user name and password is turned off; "
+                     "sign in with your identity provider."), 403
     if request.method == "POST":
         name = request.form.get("username", "")
         subject = throttle.Subject(name, request.remote_addr)
@@ -22,24 +25,38 @@ def login() -> Response | str | tuple[str, int]:
             throttle.check(subject)
         except throttle.Throttled as exc:
             # Checked before the password: while locked, the right one fails too.
-            return throttled(exc, render_template("auth/login.html", next=target,
-                                                  error=exc.message, username=name))
+            return throttled(exc, _page(target, error=exc.message, username=name))
         user = users.check_password(name, request.form.get("password", ""))
         if user is None:
             throttle.failed(subject)
-            return render_template("auth/login.html", next=target, username=name,
-                                   error="Wrong user name or password."), 401
+            return _page(target, username=name, error="Wrong user name or password."), 401
         throttle.succeeded(subject)
         auth.sign_in(user)
         return redirect(target)
     if g.user is not None:
         return redirect(target)
-    return render_template("auth/login.html", next=target, error=None)
+    return _page(target)
+
+
+def _page(target: str, error: str | None = None, username: str | None = None) -> str:
+    """The sign-in page: a button per identity provider, and the password form unless
+    local accounts are turned off."""
+    return render_template("auth/login.html", next=target, error=error, username=username,
+                           providers=oidc_views.providers_for_login(),
+                           local_login=current_app.config["LOCAL_LOGIN"])
 
 
 @bp.post("/logout")
 def logout() -> Response:
+    user = g.get("user")
+    provider_logout = oidc_views.logout_url(auth.current_session_id())
     auth.sign_out()
+    if user is not None:
+        audit.record(audit.SIGN_OUT, "signed out" + (" here and at the provider"
+                                                      if provider_logout else ""),
+                     user_name=user.name)
+    if provider_logout:
+        return redirect(provider_logout)  # the provider sends the browser back to sign-in
     flash("Signed out.")
     return redirect(url_for("auth.login"))
 
@@ -52,10 +69,4 @@ def throttled(exc: throttle.Throttled, page: str) -> Response:
 
 
 def _safe_next(value: str | None) -> str:
-    # Only same-site paths: never bounce a fresh login to another host.
-    if not value:
-        return url_for("agents.index")
-    parsed = urlparse(value)
-    if parsed.scheme or parsed.netloc or not value.startswith("/") or value.startswith("//"):
-        return url_for("agents.index")
-    return value
+    return auth.safe_next(value)

@@ -6,9 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from flask import current_app
+
 from .. import users
 from ..errors import Forbidden, Invalid
 from ..models import Agent, User
+from ..oidc import signin
 from .resources import AGENT, Identity
 
 ACCESS_AS = ("agent", "user")
@@ -94,14 +97,24 @@ def require_act(user: User, agent: Agent) -> None:
 
 def identity(user: User, agent: Agent) -> Identity:
     """`access_as: user` impersonates the user (`agentwatch:<name>`) with their role as a
-    group (`agentwatch:<role>`, `agentwatch:users`): cluster RBAC decides. `agent` uses
-    agentwatch's credentials for everyone allowed to view."""
+    group (`agentwatch:<role>`, `agentwatch:users`) and their groups at their identity
+    provider (`agentwatch:<group>`): cluster RBAC decides. `agent` uses agentwatch's
+    credentials for everyone allowed to view."""
     if for_agent(agent).access_as == "agent":
         return AGENT
-    return Identity(f"{PREFIX}{user.name}", (f"{PREFIX}{user.role}", f"{PREFIX}users"))
+    prefix = _prefix()
+    groups = (f"{prefix}{user.role}", f"{prefix}users") + tuple(
+        f"{prefix}{group}" for group in signin.groups_of(user))
+    return Identity(f"{prefix}{user.name}", groups)
+
+
+def _prefix() -> str:
+    # IMPERSONATE_PREFIX (webapp/config.py); PREFIX outside an app (the agent's CLI).
+    return str(current_app.config.get("IMPERSONATE_PREFIX") or PREFIX) if current_app \
+        else PREFIX
 
 
 def impersonate_prefix(agent: Agent) -> str | None:
     """What the agent's install manifest allows it to impersonate: agentwatch's names when
     its configuration asks for `access_as: user`, else no one (tunnel/impersonation.py)."""
-    return PREFIX if for_agent(agent).access_as == "user" else None
+    return _prefix() if for_agent(agent).access_as == "user" else None

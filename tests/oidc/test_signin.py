@@ -1,0 +1,119 @@
+"""Sign-in through a real OpenID Connect provider, over HTTP: the provider's own login page,
+back with a code (PKCE, state, nonce checked by Authlib), a user whose role comes from their
+groups and follows them at each re-check, and all of it in the audit log."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+import requests
+from flask import Flask
+from sqlalchemy import select
+
+from webapp import db
+from webapp.clock import FakeClock
+from webapp.models import User
+from webapp.oidc.models import AuditEntry, UserIdentity
+
+from .provider import WAIT, Provider, sign_in
+
+
+def _user(app: Flask, name: str) -> User | None:
+    with app.app_context():
+        return db.session().scalar(select(User).where(User.name == name))
+
+
+def _audit(app: Flask, name: str) -> list[tuple[str, str]]:
+    with app.app_context():
+        return [(e.action, e.message) for e in db.session().scalars(
+            select(AuditEntry).where(AuditEntry.user_name == name).order_by(AuditEntry.id))]
+
+
+def _whoami(http: requests.Session, base_url: str) -> dict[str, Any] | None:
+    """The signed-in user as their Account page shows them, or None when signed out."""
+    page = http.get(f"{base_url}/account/", allow_redirects=False, timeout=WAIT)
+    if page.status_code == 302 and "/login" in page.headers["Location"]:
+        return None
+    assert page.status_code == 200, page.text[:300]
+    name = re.search(r"<h1>(.*?)</h1>", page.text)
+    role = re.search(r"Role: (\w+)", page.text)
+    assert name and role, page.text[:300]
+    return {"name": name.group(1), "role": role.group(1)}
+
+
+def test_signing_in_makes_a_user_with_the_role_of_their_groups(
+        app: Flask, base_url: str, oidc_provider: Provider) -> None:
+    name = oidc_provider.add_user(["sre", "devs", "unmapped"])
+    http, landed = sign_in(base_url, name)
+    assert landed.status_code == 200 and landed.url == f"{base_url}/", landed.url
+    assert _whoami(http, base_url) == {"name": name, "role": "maintainer"}
+    user = _user(app, name)
+    assert user is not None and user.role == "maintainer"
+    with app.app_context():
+        identity = db.session().scalar(select(UserIdentity).where(
+            UserIdentity.user_id == user.id))
+        assert identity is not None
+        assert (identity.subject, identity.groups) == (f"id-{name}",
+                                                       ["devs", "sre", "unmapped"])
+    assert _audit(app, name) == [("sign_in", "signed in as maintainer")]
+
+
+def test_a_person_whose_groups_give_no_role_is_refused_and_told_why(
+        app: Flask, base_url: str, oidc_provider: Provider) -> None:
+    name = oidc_provider.add_user(["marketing"])
+    http, landed = sign_in(base_url, name)
+    assert landed.status_code == 403
+    assert "None of your groups at Test IdP gives a role in agentwatch" in landed.text
+    assert _whoami(http, base_url) is None
+    assert _user(app, name) is None
+    assert _audit(app, name) == [("sign_in_refused", "no group of theirs maps to a role")]
+
+
+@pytest.fixture
+def oidc_settings() -> dict[str, Any]:
+    return {"OIDC_RECHECK_SECONDS": 60}
+
+
+def test_the_role_follows_the_groups_at_the_sessions_recheck(
+        app: Flask, base_url: str, oidc_provider: Provider, clock: FakeClock) -> None:
+    name = oidc_provider.add_user(["platform-admins", "sre"])
+    http, _ = sign_in(base_url, name)
+    assert _whoami(http, base_url) == {"name": name, "role": "admin"}
+
+    oidc_provider.set_groups(name, ["sre"])  # removed from the admins at the provider
+    assert _whoami(http, base_url) == {"name": name, "role": "admin"}  # not due yet
+    clock.advance(seconds=61)
+    assert _whoami(http, base_url) == {"name": name, "role": "maintainer"}
+    assert _audit(app, name)[-1] == ("role_changed",
+                                     "admin → maintainer by their groups at a re-check")
+
+    oidc_provider.set_groups(name, ["marketing"])  # no group that gives a role
+    clock.advance(seconds=61)
+    assert _whoami(http, base_url) is None
+    assert _audit(app, name)[-1] == (
+        "session_ended", "session ended at its re-check: no group of theirs maps to a role "
+        "any more")
+
+
+def test_a_user_removed_at_the_provider_is_signed_out_at_the_recheck(
+        app: Flask, base_url: str, oidc_provider: Provider, clock: FakeClock) -> None:
+    name = oidc_provider.add_user(["devs"])
+    http, _ = sign_in(base_url, name)
+    assert _whoami(http, base_url) == {"name": name, "role": "viewer"}
+    oidc_provider.remove_user(name)
+    clock.advance(seconds=61)
+    assert _whoami(http, base_url) is None
+    action, message = _audit(app, name)[-1]
+    assert action == "session_ended" and message.startswith(
+        "session ended at its re-check: the provider refused"), message
+
+
+def test_a_callback_without_the_flows_state_is_refused(
+        app: Flask, base_url: str, oidc_provider: Provider) -> None:
+    answer = requests.get(f"{base_url}/login/oidc/oidc/callback",
+                          params={"code": "stolen", "state": "forged"}, timeout=WAIT)
+    assert answer.status_code == 400
+    assert "Signing in with Test IdP failed" in answer.text
+    assert "Try again" in answer.text

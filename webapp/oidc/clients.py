@@ -1,0 +1,47 @@
+"""Authlib's OpenID Connect clients, one per configured provider, made once per app.
+
+Authlib does the protocol: discovery, PKCE (S256), `state` and `nonce` kept in the signed
+session cookie and checked at the callback, the code exchange, and the ID token's signature
+(against the provider's JWKS) and claims (iss, aud, exp, iat, nonce)."""
+
+from __future__ import annotations
+
+from authlib.integrations.flask_client import OAuth
+from authlib.integrations.flask_client.apps import FlaskOAuth2App
+from flask import Flask, current_app
+
+from ..errors import NotFound
+from .settings import Provider, providers
+
+_KEY = "agentwatch.oidc"
+
+
+def init_app(app: Flask) -> None:
+    oauth = OAuth(app)
+    found = providers(app.config)
+    for provider in found:
+        oauth.register(
+            provider.name,
+            client_id=provider.client_id,
+            client_secret=provider.client_secret,
+            server_metadata_url=provider.metadata_url,
+            client_kwargs={"scope": provider.scopes, "code_challenge_method": "S256",
+                           # every call to the provider is bounded in time
+                           "default_timeout": app.config["OIDC_TIMEOUT_SECONDS"]})
+    app.extensions[_KEY] = (oauth, {p.name: p for p in found})
+
+
+def configured() -> list[Provider]:
+    return list(current_app.extensions[_KEY][1].values())
+
+
+def provider(name: str) -> Provider:
+    found = current_app.extensions[_KEY][1].get(name)
+    if found is None:
+        raise NotFound(f"No identity provider named {name!r}", code="provider_not_found")
+    return found
+
+
+def client(name: str) -> FlaskOAuth2App:
+    provider(name)
+    return current_app.extensions[_KEY][0].create_client(name)

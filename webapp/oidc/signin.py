@@ -1,0 +1,112 @@
+"""Who a person signing in through a provider becomes here: their user (made at the first
+sign-in), their role from their groups, and the groups kept for impersonation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from flask import current_app
+from sqlalchemy import select
+
+from .. import clock, db, users
+from ..errors import Forbidden
+from ..models import User
+from . import audit
+from .models import UserIdentity
+from .settings import Provider
+
+# A user signed in through a provider has no password: no hash ever matches this one.
+NO_PASSWORD = "!"
+
+
+@dataclass(frozen=True)
+class Person:
+    """What the verified claims say about the person."""
+
+    subject: str
+    username: str
+    groups: list[str]
+
+
+def person(provider: Provider, claims: dict[str, Any]) -> Person:
+    """Read the claims; Forbidden, saying which claim, when they cannot name a user."""
+    subject = claims.get("sub")
+    if not isinstance(subject, str) or not subject or len(subject) > 255:
+        raise Forbidden(f"{provider.display_name} sent no usable subject ('sub')",
+                        code="oidc_claims")
+    username = claims.get(provider.username_claim)
+    if not isinstance(username, str) or not users.valid_name(username):
+        raise Forbidden(f"{provider.display_name}'s claim {provider.username_claim!r} must be a "
+                        "user name of 1-64 letters, digits or . _ @ -; it is "
+                        f"{str(username)[:80]!r}", code="oidc_claims")
+    raw_groups = claims.get(provider.groups_claim) or []
+    if isinstance(raw_groups, str):
+        raw_groups = [raw_groups]
+    limit = current_app.config["OIDC_MAX_GROUPS"]
+    if not isinstance(raw_groups, list) or len(raw_groups) > limit:
+        raise Forbidden(f"{provider.display_name}'s claim {provider.groups_claim!r} must be a "
+                        f"list of at most {limit} groups", code="oidc_claims")
+    groups = sorted({g for g in raw_groups if isinstance(g, str) and 0 < len(g) <= 255})
+    return Person(subject=subject, username=username, groups=groups)
+
+
+def sign_in(provider: Provider, who: Person) -> tuple[User, UserIdentity]:
+    """The user of this person, with the role their groups give now; Forbidden when their
+    groups give none or their name is a local account's."""
+    role = provider.role_for(who.groups)
+    if role is None:
+        audit.record(audit.SIGN_IN_REFUSED, "no group of theirs maps to a role",
+                     user_name=who.username, provider=provider.name,
+                     details={"groups": who.groups})
+        raise Forbidden(f"None of your groups at {provider.display_name} gives a role in "
+                        "agentwatch; ask an admin to map one of them", code="oidc_no_role")
+    now = clock.now()
+    with db.write_transaction() as session:
+        identity = session.scalar(select(UserIdentity).where(
+            UserIdentity.issuer == provider.issuer, UserIdentity.subject == who.subject))
+        if identity is None:
+            user = session.scalar(select(User).where(User.name == who.username))
+            if user is not None:
+                conflict = True
+            else:
+                conflict = False
+                user = User(name=who.username, role=role, password_hash=NO_PASSWORD,
+                            created_at=now)
+                session.add(user)
+                session.flush()
+                identity = UserIdentity(user_id=user.id, provider=provider.name,
+                                        issuer=provider.issuer, subject=who.subject,
+                                        groups=who.groups, created_at=now, checked_at=now)
+                session.add(identity)
+        else:
+            conflict = False
+            user = session.get(User, identity.user_id)
+        if not conflict:
+            assert user is not None and identity is not None
+            previous = user.role
+            user.role = role
+            identity.groups = who.groups
+            identity.checked_at = now
+            session.flush()
+    if conflict:
+        audit.record(audit.SIGN_IN_REFUSED, "a local account has this name",
+                     user_name=who.username, provider=provider.name)
+        raise Forbidden(f"A local account named {who.username!r} exists; it cannot be "
+                        f"signed in to through {provider.display_name}", code="oidc_name_taken")
+    assert user is not None and identity is not None
+    if previous != role:
+        audit.record(audit.ROLE_CHANGED, f"{previous} → {role} by their groups at sign-in",
+                     user_name=user.name, provider=provider.name,
+                     details={"from": previous, "to": role, "groups": who.groups})
+    audit.record(audit.SIGN_IN, f"signed in as {role}", user_name=user.name,
+                 provider=provider.name, details={"groups": who.groups})
+    return user, identity
+
+
+def groups_of(user: User) -> tuple[str, ...]:
+    """The user's groups at their provider as of the last sign-in or re-check (none for a
+    local account)."""
+    found = db.session().scalars(
+        select(UserIdentity.groups).where(UserIdentity.user_id == user.id)).all()
+    return tuple(sorted({g for groups in found for g in groups}))

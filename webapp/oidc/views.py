@@ -1,0 +1,109 @@
+"""The sign-in flow with a provider: off to its page, back with a code, signed in here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import requests
+from authlib.integrations.base_client import OAuthError
+from flask import Blueprint, Flask, current_app, redirect, request, session, url_for
+from joserfc.errors import JoseError
+from werkzeug.wrappers import Response
+
+from .. import auth
+from ..errors import AppError, Forbidden
+from . import audit, clients, recheck, signin
+from .settings import Provider
+
+bp = Blueprint("oidc", __name__)
+_NEXT = "oidc_next"
+
+
+class ProviderUnavailable(AppError):
+    status = 502
+    code = "provider_unavailable"
+
+
+class SignInFailed(AppError):
+    status = 400
+    code = "oidc_failed"
+
+
+def init_app(app: Flask) -> None:
+    clients.init_app(app)
+    app.register_blueprint(bp)
+
+
+def providers_for_login() -> list[Provider]:
+    return clients.configured()
+
+
+@bp.get("/login/oidc/<name>")
+def start(name: str) -> Response:
+    client = clients.client(name)
+    session[_NEXT] = auth.safe_next(request.args.get("next"))
+    try:
+        return client.authorize_redirect(url_for("oidc.callback", name=name, _external=True))
+    except (requests.RequestException, ValueError) as exc:
+        raise _unavailable(clients.provider(name), exc) from exc
+
+
+@bp.get("/login/oidc/<name>/callback")
+def callback(name: str) -> Response:
+    provider = clients.provider(name)
+    client = clients.client(name)
+    target = session.get(_NEXT) or url_for("agents.index")
+    try:
+        token: dict[str, Any] = dict(client.authorize_access_token())
+        claims = recheck.with_userinfo(provider, dict(token.get("userinfo") or {}), token)
+    except OAuthError as exc:
+        # a mismatching or replayed state, an error the provider sent back, a refused code
+        audit.record(audit.SIGN_IN_REFUSED, f"the flow failed: {exc.error}: {exc.description}",
+                     provider=name)
+        raise SignInFailed(f"Signing in with {provider.display_name} failed: "
+                           f"{exc.description or exc.error}. Try again.") from exc
+    except JoseError as exc:
+        audit.record(audit.SIGN_IN_REFUSED, f"the ID token did not verify: {exc}",
+                     provider=name)
+        raise SignInFailed(f"The ID token from {provider.display_name} did not verify: "
+                           f"{exc}") from exc
+    except (requests.RequestException, ValueError) as exc:
+        raise _unavailable(provider, exc) from exc
+    if not claims.get("sub"):
+        raise SignInFailed(f"{provider.display_name} sent no ID token; its scopes must "
+                           "include openid")
+    try:
+        who = signin.person(provider, claims)
+    except Forbidden as exc:
+        audit.record(audit.SIGN_IN_REFUSED, exc.message, provider=name)
+        raise
+    user, identity = signin.sign_in(provider, who)
+    auth.sign_in(user)
+    session_id = auth.current_session_id()
+    assert session_id is not None
+    recheck.save(session_id, identity, token)
+    return redirect(target)
+
+
+def logout_url(session_id: int | None) -> str | None:
+    """Where the browser goes to end the provider's session too (RP-initiated logout), for
+    a session signed in through a provider that offers it; None otherwise."""
+    hint = recheck.logout_hint(session_id) if session_id is not None else None
+    if hint is None:
+        return None
+    name, id_token = hint
+    try:
+        client = clients.client(name)
+        if not client.load_server_metadata().get("end_session_endpoint"):
+            return None
+        return str(client.create_logout_url(
+            post_logout_redirect_uri=url_for("auth.login", _external=True),
+            id_token_hint=id_token, client_id=client.client_id)["url"])
+    except (AppError, requests.RequestException, ValueError) as exc:
+        current_app.logger.warning("no provider logout for %s: %s", name, exc)
+        return None
+
+
+def _unavailable(provider: Provider, exc: Exception) -> ProviderUnavailable:
+    return ProviderUnavailable(f"{provider.display_name} could not be reached to sign in "
+                               f"({type(exc).__name__}); try again later")
