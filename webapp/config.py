@@ -122,6 +122,17 @@ DEFAULTS: dict[str, Any] = {
     "WATCH_QUEUE_LIMIT": 5000,
     # Rows one page's window on a list may hold (it grows as the list is scrolled).
     "WATCH_VIEW_MAX_ROWS": 5000,
+    # Resource usage (docs/operate.md, "Resource usage"): metrics.k8s.io is read every
+    # USAGE_POLL_SECONDS while a page shows it (one poll per agent, identity and
+    # namespaces), until no page asked for USAGE_IDLE_SECONDS; at most USAGE_MAX_POLLS
+    # polls per server process, USAGE_MAX_PODS pods each; a pod's panel keeps the last
+    # USAGE_HISTORY_SECONDS of samples, for at most USAGE_MAX_FOLLOWED pods per poll.
+    "USAGE_POLL_SECONDS": 15,
+    "USAGE_IDLE_SECONDS": 45,
+    "USAGE_MAX_POLLS": 32,
+    "USAGE_MAX_PODS": 20000,
+    "USAGE_HISTORY_SECONDS": 900,
+    "USAGE_MAX_FOLLOWED": 200,
     # The Agents list's cluster health (failing pods, failed Flux objects) is counted over
     # shared watches kept this long after the list last asked (watch/summaries.py).
     "SUMMARY_KEEP_SECONDS": 300,
@@ -214,6 +225,8 @@ _INT_KEYS = {
     "MAX_SOCKETS_PER_USER", "MAX_STREAMS_PER_USER", "MAX_WATCHES_PER_USER", "WATCH_QUEUE_LIMIT",
     "WATCH_VIEW_MAX_ROWS", "SUMMARY_KEEP_SECONDS",
     "MAX_LOG_PODS",
+    "USAGE_POLL_SECONDS", "USAGE_IDLE_SECONDS", "USAGE_MAX_POLLS", "USAGE_MAX_PODS",
+    "USAGE_HISTORY_SECONDS", "USAGE_MAX_FOLLOWED",
     "MAX_TUNNELS_PER_AGENT", "MAX_LIVE_CONNECTIONS", "REQUEST_HEAD_SECONDS", "REQUEST_SECONDS",
     "MAX_REQUEST_HEAD_BYTES", "MAX_READING_PER_ADDRESS", "MAX_BUFFERED_BYTES_PER_ADDRESS",
     "SOCKET_TIMEOUT_SECONDS", "MAX_CONNECTIONS",

@@ -34,5 +34,7 @@ def init_app(app: Flask) -> None:
     app.extensions["watch_hub"] = hub
     app.extensions["cluster_summaries"] = Summaries(
         hub, float(app.config["SUMMARY_KEEP_SECONDS"]))
+    from . import usage_routes  # resource usage: its endpoints join routes.bp
+    usage_routes.init_app(app, client_for, hub)
     app.register_blueprint(routes.bp)
     ws.init_app(app)

@@ -43,6 +43,9 @@ class Hub:
         self._lock = threading.Lock()
         self._watches: dict[WatchKey, UpstreamWatch] = {}
         self._views: dict[ViewKey, View] = {}
+        # A view's spec with the values its rows do not carry (a usage column: usage_views)
+        self.joins: Callable[[str, Identity, list[WatchParams], ViewSpec], ViewSpec] | None = \
+            None
         self.reachability = Reachability("live view")
 
     def _upstream(self, key: WatchKey,
@@ -83,6 +86,8 @@ class Hub:
         if self._check is not None:
             for params in sources:
                 self._check(agent, params)
+        if self.joins is not None:
+            spec = self.joins(agent, identity, sources, spec)
         keys = [WatchKey(agent, identity, params) for params in sources]
         view_key: ViewKey = (agent, identity, tuple(sources), spec)
         # A view's order is memory of its own (an entry per object): each distinct view

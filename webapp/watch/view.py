@@ -45,6 +45,17 @@ def _number(text: str) -> float | None:
     return value if value == value else None  # NaN sorts nowhere
 
 
+class Joined(Protocol):
+    """Values a column sorts by that its rows do not carry (usage, from metrics: see
+    usage_poll.Join); it re-sorts the views it is attached to when they change."""
+
+    def value(self, row: RenderedRow, column: str) -> str: ...
+
+    def attach(self, view: View) -> None: ...
+
+    def detach(self, view: View) -> None: ...
+
+
 @dataclass(frozen=True)
 class ViewSpec:
     """What makes a list's order and filter (listing.ListState, as a page asks for it)."""
@@ -54,6 +65,8 @@ class ViewSpec:
     words: tuple[str, ...] = ()  # the filter: rows holding every word
     attention: bool = False  # only rows that need attention
     numeric: bool = False  # the sort column holds numbers (unknown values last)
+    # Where the sort column's values come from when the rows do not carry them.
+    joined: Joined | None = field(default=None, compare=False)
 
     def matches(self, row: RenderedRow) -> bool:
         if self.attention and not row.attention:
@@ -68,7 +81,8 @@ class ViewSpec:
         then segment 1's (unknown numbers) in kubectl's order whatever the direction."""
         if self.sort is None:
             return 0, row.order
-        value = row.sort.get(self.sort, "")
+        value = row.sort.get(self.sort, "") if self.joined is None else \
+            self.joined.value(row, self.sort)
         if self.numeric:
             number = _number(value)
             if number is None:
@@ -196,6 +210,8 @@ class View:
     def start(self) -> bool:
         """Read every source's state and follow it; False if a source was stopping (the
         hub then makes the view again)."""
+        if self.spec.joined is not None:
+            self.spec.joined.attach(self)
         for index, source in enumerate(self.sources):
             with self._lock:
                 self._backlog[index] = []
@@ -253,6 +269,8 @@ class View:
             self._closed = True
             if self._timer is not None:
                 self._timer.cancel()
+        if self.spec.joined is not None:
+            self.spec.joined.detach(self)
         for source in self.sources:
             source.detach(self)
 
@@ -317,6 +335,29 @@ class View:
                     self._ready():
                 for window in self._windows():
                     self._send(window, b'"synced"')
+
+    def resort(self) -> None:
+        """The joined column's values changed (a new read of usage): every entry is placed
+        again, and windows whose rows moved hear what moved."""
+        with self._lock:
+            if self._closed or not self._ready():
+                return
+            segments: tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]] = ([], [])
+            for key, entry in self._entries.items():
+                segment, sort_key = self.spec.place(entry.row)
+                entry.segment, entry.key = segment, (*sort_key, key)
+                segments[segment].append(entry.key)
+            for ordered_keys in segments:
+                ordered_keys.sort()
+            self._segments = segments
+            for group in self._groups.values():
+                shown = self._window(group.limit)
+                if shown == group.shown:
+                    continue
+                body = self._rows_message(group.shown, shown, moved=True)
+                group.shown = shown
+                for window in list(group.members):
+                    self._send(window, body)
 
     # --- the index ----------------------------------------------------------------------
 
@@ -441,13 +482,25 @@ class View:
                 str(self._attention).encode())
 
     def _rows_message(self, before: list[tuple[str, str]],
-                      after: list[tuple[str, str]]) -> bytes:
+                      after: list[tuple[str, str]], moved: bool = False) -> bytes:
         """`rows`: drop these keys, then put each row at its index, in order. Rows kept
         keep their relative order (their sort keys did not change), so the page ends
-        with exactly `after`."""
-        now = set(after)
+        with exactly `after`. `moved` (a resort): rows may have changed places, so only
+        those still in their relative order are kept; the others are put again."""
+        if moved:
+            at = {shown: index for index, shown in enumerate(before)}
+            kept: set[tuple[str, str]] = set()
+            last = -1
+            for shown in after:
+                index = at.get(shown, -1)
+                if index > last:
+                    kept.add(shown)
+                    last = index
+            now = kept
+        else:
+            now = set(after)
         drop = [key for key, version in before if (key, version) not in now]
-        was = set(before)
+        was = now if moved else set(before)
         entries = self._entries
         put = [[index, key, entries[key].row.html] for index, (key, version) in
                enumerate(after) if (key, version) not in was]

@@ -1,0 +1,156 @@
+"""Resource usage (metrics.k8s.io): a list's usage, a pod's samples, a node's pods, read
+from the shared poll, directly and through the agent's tunnel; a cluster without
+metrics-server says so in words; a view sorted by memory follows usage as it moves."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import requests
+
+from simkube import builders
+from simkube.metrics import CLIMB_ANNOTATION
+
+from .conftest import WAIT, Live, eventually
+from .test_tunnel import RunningAgent, agent_token
+from .test_views import Page, _view
+
+MI = 1024 ** 2
+
+
+@pytest.fixture
+def app_config(app_config: dict[str, Any]) -> dict[str, Any]:
+    return {**app_config, "USAGE_POLL_SECONDS": 0.3, "USAGE_IDLE_SECONDS": 5}
+
+
+@pytest.fixture(params=["direct", "tunnel"])
+def reached(request: pytest.FixtureRequest, live: Live) -> Iterator[str]:
+    """alice (admin) and agent `prod`, its cluster reached directly or through its agent."""
+    live.user("alice", "admin")
+    running = None
+    if request.param == "direct":
+        live.agent("prod")
+    else:
+        from webapp import agents
+        with live.app.app_context():
+            agents.create("prod", tunnel=True)
+        running = RunningAgent(live, agent_token(live))
+        assert running.agent.connected.wait(WAIT)
+        eventually(lambda: live.app.extensions["tunnels"].count("prod") == 1)
+    try:
+        yield request.param
+    finally:
+        live.app.extensions["usage"].shutdown()
+        if running is not None:
+            running.stop()
+
+
+def _container(memory_request: str, memory_limit: str = "512Mi") -> dict[str, Any]:
+    return {"name": "app", "image": "app:1",
+            "resources": {"requests": {"cpu": "100m", "memory": memory_request},
+                          "limits": {"cpu": "500m", "memory": memory_limit}}}
+
+
+def _get(live: Live, path: str, **params: Any) -> requests.Response:
+    return requests.get(live.base_url + path, params=params, timeout=WAIT,
+                        headers={"Authorization": f"Bearer {live.token('alice')}"})
+
+
+def _usage(live: Live, path: str = "/agents/prod/cluster/usage", **params: Any
+           ) -> dict[str, Any]:
+    response = _get(live, path, **params)
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def test_a_lists_usage_against_limits(live: Live, reached: str) -> None:
+    live.sim.metrics.enable()
+    live.sim.add_pod("shop", "web-1", [_container("128Mi")])
+    live.sim.add_pod("shop", "web-2", [_container("64Mi")])
+    live.sim.add_pod("other", "elsewhere", [_container("64Mi")])
+
+    body = eventually(lambda: (b := _usage(live, namespace="shop"))["pods"].get("shop/web-2")
+                      and b)
+    assert body["available"] and body["message"] is None
+    assert set(body["pods"]) == {"shop/web-1", "shop/web-2"}  # its namespaces only
+    cpu, memory, cpu_limit, memory_limit, cpu_request, memory_request = body["pods"]["shop/web-1"]
+    assert 0 < cpu <= 500 and 90 * MI < memory < 150 * MI
+    assert (cpu_limit, memory_limit, cpu_request, memory_request) == (500, 512 * MI, 100,
+                                                                       128 * MI)
+    assert body["nearLimit"] == 0
+
+
+def test_a_cluster_without_metrics_server_says_so(live: Live, reached: str) -> None:
+    live.sim.add_pod("shop", "web-1", [_container("128Mi")])
+    body = _usage(live, namespace="shop")
+    assert body["available"] is False and body["pods"] == {}
+    assert "no metrics-server" in body["message"]
+    # The rest of the tab does not depend on it.
+    assert _get(live, "/agents/prod/cluster/usage/pod", namespace="shop",
+                name="web-1").json()["found"] is False
+
+
+def test_a_pods_samples_and_a_nodes_pods(live: Live, reached: str) -> None:
+    live.sim.metrics.enable()
+    live.sim.create(builders.node("sim-worker"))
+    live.sim.add_pod("shop", "web-1", [_container("128Mi")])
+
+    def samples() -> dict[str, Any] | None:
+        body = _usage(live, "/agents/prod/cluster/usage/pod", namespace="shop", name="web-1")
+        return body if len(body["history"]) >= 3 else None
+
+    body = eventually(samples)
+    assert [c["name"] for c in body["containers"]] == ["app"]
+    assert body["containers"][0]["memoryLimit"] == 512 * MI
+    assert all(point["containers"]["app"][1] > 0 for point in body["history"])
+    assert body["historySeconds"] == 900
+
+    node = eventually(lambda: (b := _usage(live, "/agents/prod/cluster/usage/node",
+                                           name="sim-worker"))["pods"] and b)
+    assert [(p["namespace"], p["name"]) for p in node["pods"]] == [("shop", "web-1")]
+    assert node["usage"][1] > node["pods"][0]["memory"]
+    assert node["allocatable"][1] > node["usage"][1]
+
+
+def test_bad_requests_are_refused_with_a_reason(live: Live, reached: str) -> None:
+    for path, params in [("/agents/prod/cluster/usage", {"namespace": "Not_A_Namespace"}),
+                         ("/agents/prod/cluster/usage/pod", {"namespace": "shop"}),
+                         ("/agents/prod/cluster/usage/pod", {"namespace": "shop",
+                                                             "name": "../x"}),
+                         ("/agents/prod/cluster/usage/node", {"name": ""}),
+                         ("/agents/prod/cluster/usage", {"namespace": [f"n{i}" for i in
+                                                                       range(21)]})]:
+        response = _get(live, path, **params)
+        assert 400 <= response.status_code < 500, (path, params, response.status_code)
+        assert response.json()["error"]["message"]
+
+
+def test_a_view_sorted_by_memory_follows_usage(live: Live, reached: str) -> None:
+    live.sim.metrics.enable(climb_seconds=6)
+    live.sim.add_pod("shop", "small", [_container("64Mi")])
+    live.sim.add_pod("shop", "big", [_container("256Mi")])
+    live.sim.add_pod("shop", "medium", [_container("128Mi")])
+    # Climbs from 1/3 of 900Mi to all of it, passing "big" on the way, then restarts.
+    live.sim.add_pod("shop", "leaky", [_container("64Mi", "900Mi")],
+                     annotations={CLIMB_ANNOTATION: "climb"})
+    ws = live.ws(token=live.token("alice"))
+    _view(ws, "v", 10, sort="memory", dir="desc", numeric=True,
+          params={"namespace": "shop"})
+    page = Page()
+    firsts: set[str] = set()
+
+    def follow(want: set[str]) -> bool:
+        page.apply(ws.recv())
+        names = page.names
+        if len(names) == 4:
+            firsts.add(names[0])
+            # Whatever leaky does, the others stay in their usage's order.
+            assert [n for n in names if n != "leaky"] == ["big", "medium", "small"]
+        return want <= firsts
+
+    # leaky is first while it is near its limit, and not right after it restarts.
+    eventually(lambda: follow({"leaky", "big"}), timeout=60, interval=0)
+    assert page.total == 4

@@ -1,0 +1,33 @@
+"""Lists sorted by usage: a view of Pods or Nodes whose sort is a usage column reads its
+values from the poll of the list's namespaces (usage_poll.Join), so the server orders the
+whole list by them and a new read re-orders it, as any change would."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .resources import Identity, WatchParams
+from .usage import COLUMNS
+from .usage_poll import Join, Scope, Usage
+from .view import ViewSpec
+
+
+def scope_of(agent: str, identity: Identity, namespaces: list[str | None]) -> Scope:
+    """The poll a list of these namespaces shares with its page (none: every one)."""
+    shown = tuple(sorted({one for one in namespaces if one}))
+    return Scope(agent, identity, shown if None not in namespaces else ())
+
+
+def joined(usage: Usage, agent: str, identity: Identity, sources: list[WatchParams],
+           spec: ViewSpec) -> ViewSpec:
+    """`spec`, with its usage column's values when it sorts by one (hub.Hub.joins)."""
+    if spec.sort not in COLUMNS or not sources:
+        return spec
+    kind = (sources[0].group, sources[0].resource)
+    if kind == ("", "pods"):
+        scope = scope_of(agent, identity, [params.namespace for params in sources])
+        return replace(spec, numeric=True, joined=Join(usage, scope, nodes=False))
+    if kind == ("", "nodes"):
+        return replace(spec, numeric=True,
+                       joined=Join(usage, Scope(agent, identity, ()), nodes=True))
+    return spec
