@@ -235,3 +235,16 @@ def helm_labels(release: str, namespace: str, chart: str, version: str) -> Label
 
 def helm_annotations(release: str, namespace: str) -> dict[str, str]:
     return {"meta.helm.sh/release-name": release, "meta.helm.sh/release-namespace": namespace}
+
+
+def pod_disruption_budget(namespace: str, name: str, selector: Labels, *,
+                          min_available: int | str | None = None,
+                          max_unavailable: int | str | None = None) -> JSON:
+    """A policy/v1 PodDisruptionBudget over the pods labelled `selector`."""
+    spec: JSON = {"selector": {"matchLabels": dict(selector)}}
+    if min_available is not None:
+        spec["minAvailable"] = min_available
+    if max_unavailable is not None:
+        spec["maxUnavailable"] = max_unavailable
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": name, "namespace": namespace}, "spec": spec}

@@ -160,12 +160,18 @@ def pod(obj: JSON) -> JSON:
     return out
 
 
+def poddisruptionbudget(obj: JSON) -> None:
+    # Counted by the disruption controller once it has seen the budget (observedGeneration).
+    obj["status"] = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0,
+                     "expectedPods": 0}
+
+
 _IN_PLACE: dict[str, Callable[[JSON], None]] = {
     "deployments": deployment, "replicasets": replicaset, "statefulsets": statefulset,
     "daemonsets": daemonset, "jobs": job, "cronjobs": cronjob,
     "persistentvolumeclaims": pvc, "persistentvolumes": pv, "storageclasses": storageclass,
     "ingresses": ingress, "networkpolicies": networkpolicy, "secrets": secret,
-    "endpointslices": endpointslice,
+    "endpointslices": endpointslice, "poddisruptionbudgets": poddisruptionbudget,
 }
 _REPLACING: dict[str, Callable[[JSON], JSON]] = {"services": service, "pods": pod}
 

@@ -13,6 +13,7 @@ from urllib.parse import parse_qs, urlsplit
 from . import errors
 from . import patch as patching
 from .errors import ApiError
+from .eviction import Eviction
 from .negotiation import PLAIN, negotiate
 from .rbac import Identity, Request
 from .reads import Reads, check_list_options
@@ -26,7 +27,7 @@ from .writes import Writes
 log = logging.getLogger(__name__)
 
 
-class Handler(Reads, Writes, Subresources):
+class Handler(Reads, Writes, Subresources, Eviction):
     """One connection's requests, each routed to the handler of its verb or subresource."""
 
     def do_GET(self) -> None:
@@ -95,6 +96,8 @@ class Handler(Reads, Writes, Subresources):
                 self._log(route, query)
             elif route.sub == "scale":
                 self._scale(verb, route, body)
+            elif route.sub == "eviction":
+                self._evict(route, body)
             elif verb == "get":
                 self._get(route, query)
             elif verb == "create":

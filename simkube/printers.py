@@ -553,6 +553,13 @@ def crd_cells(obj: JSON, now: float) -> list[Any]:
             established]
 
 
+def pdb_cells(obj: JSON, now: float) -> list[Any]:
+    spec, status = _d(obj.get("spec")), _d(obj.get("status"))
+    return [obj["metadata"].get("name", ""), str(spec.get("minAvailable", "N/A")),
+            str(spec.get("maxUnavailable", "N/A")), int(status.get("disruptionsAllowed") or 0),
+            _age(obj, now)]
+
+
 PRINTERS: dict[str, Callable[[JSON, float], list[Any]]] = {
     "customresourcedefinitions": crd_cells,
     "pods": pod_cells, "deployments": deployment_cells, "replicasets": replicaset_cells,
@@ -562,6 +569,7 @@ PRINTERS: dict[str, Callable[[JSON, float], list[Any]]] = {
     "configmaps": configmap_cells, "secrets": secret_cells, "persistentvolumeclaims": pvc_cells,
     "persistentvolumes": pv_cells, "storageclasses": storageclass_cells, "nodes": node_cells,
     "namespaces": namespace_cells, "events": event_cells,
+    "poddisruptionbudgets": pdb_cells,
 }
 
 

@@ -40,6 +40,9 @@ class Subresource:
 STATUS = Subresource("status")
 SCALE = Subresource("scale", response=("autoscaling", "v1", "Scale"))
 LOG = Subresource("log", ("get",))
+# POST pods/NAME/eviction: a policy/v1 Eviction, refused (429) when a PodDisruptionBudget
+# allows no disruption (eviction.py).
+EVICTION = Subresource("eviction", ("create",), response=("policy", "v1", "Eviction"))
 
 
 @dataclass(frozen=True)
@@ -114,7 +117,8 @@ NAMESPACES = _builtin("", "v1", "namespaces", "Namespace", ("ns",), namespaced=F
 NODES = _builtin("", "v1", "nodes", "Node", ("no",), namespaced=False)
 PVCS = _builtin("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", ("pvc",))
 PVS = _builtin("", "v1", "persistentvolumes", "PersistentVolume", ("pv",), namespaced=False)
-PODS = _builtin("", "v1", "pods", "Pod", ("po",), subs=(LOG, STATUS), categories=ALL_CAT)
+PODS = _builtin("", "v1", "pods", "Pod", ("po",), subs=(EVICTION, LOG, STATUS),
+                categories=ALL_CAT)
 SECRETS = _builtin("", "v1", "secrets", "Secret", subs=())
 SERVICES = _builtin("", "v1", "services", "Service", ("svc",), categories=ALL_CAT)
 # apps/v1
@@ -133,6 +137,9 @@ INGRESSES = _builtin(NET, "v1", "ingresses", "Ingress", ("ing",))
 NETWORKPOLICIES = _builtin(NET, "v1", "networkpolicies", "NetworkPolicy", ("netpol",), subs=())
 # discovery.k8s.io/v1
 ENDPOINTSLICES = _builtin("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", subs=())
+# policy/v1
+PODDISRUPTIONBUDGETS = _builtin("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget",
+                                ("pdb",))
 # storage.k8s.io/v1
 STORAGECLASSES = _builtin("storage.k8s.io", "v1", "storageclasses", "StorageClass", ("sc",),
                           namespaced=False, subs=())
@@ -147,9 +154,10 @@ BUILTIN: tuple[ResourceType, ...] = (
     CONFIGMAPS, EVENTS, NAMESPACES, NODES, PVCS, PVS, PODS, SECRETS, SERVICES,
     DAEMONSETS, DEPLOYMENTS, REPLICASETS, STATEFULSETS, CRONJOBS, JOBS,
     INGRESSES, NETWORKPOLICIES, ENDPOINTSLICES, STORAGECLASSES, CUSTOMRESOURCEDEFINITIONS,
+    PODDISRUPTIONBUDGETS,
 )
 # The order kube-apiserver lists its built-in groups in (/apis), of those served here.
-BUILTIN_GROUP_ORDER = ("apps", "batch", "networking.k8s.io", "storage.k8s.io",
+BUILTIN_GROUP_ORDER = ("apps", "batch", "networking.k8s.io", "policy", "storage.k8s.io",
                        "apiextensions.k8s.io", "discovery.k8s.io")
 
 

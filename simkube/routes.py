@@ -114,9 +114,11 @@ def verb_of(method: str, route: Route, query: dict[str, str]) -> str:
         if route.name is not None:
             return "get"
         return "watch" if query.get("watch") in TRUE else "list"
-    if route.sub == "log":
+    if route.sub == "log" or (route.sub == "eviction" and method != "POST"):
         raise ApiError(405, "the server does not allow this method on the requested "
                             f"resource ({method})")
+    if route.sub == "eviction":
+        return "create"  # POST pods/NAME/eviction creates an Eviction
     if method == "POST":
         if route.name is not None:
             raise ApiError(405, "the server does not allow this method on the requested "

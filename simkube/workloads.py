@@ -21,6 +21,8 @@ work queue (one key per object, drained on the cluster's timer thread shortly af
   history limits. Jobs are created by the client (``kubectl create job --from``) or
   ``SimCluster.run_cronjob``; the schedule itself is not run.
 * **Service** → one EndpointSlice of the ready (and terminating) pods it selects.
+* **PodDisruptionBudget** → its status from the pods it selects; a cordoned **Node** → the
+  ``node.kubernetes.io/unschedulable`` taint (disruption.py).
 * **Garbage collection**: deleting an owner deletes what it owns (background propagation).
 
 Pods start through the simulated kubelet (``SimCluster``), in the state a pod template's
@@ -41,6 +43,7 @@ from .controller_base import (
     random_suffix,
     template_hash,
 )
+from .disruption import DisruptionControllers
 from .endpointslices import EndpointSliceController
 from .resources import DAEMONSETS, SERVICES
 from .store import WatchEvent
@@ -50,7 +53,8 @@ __all__ = ["RESTARTED_AT", "STATE_ANNOTATION", "Workloads", "owner_ref", "random
            "template_hash"]
 
 
-class Workloads(AppsControllers, BatchControllers, EndpointSliceController):
+class Workloads(AppsControllers, BatchControllers, EndpointSliceController,
+                DisruptionControllers):
     """Every controller, fed by the store's events."""
 
     def __init__(self, cluster: ControllerHost, delay: float = 0.02,
@@ -60,6 +64,7 @@ class Workloads(AppsControllers, BatchControllers, EndpointSliceController):
             "deployments": self._deployment, "replicasets": self._replicaset,
             "statefulsets": self._statefulset, "daemonsets": self._daemonset,
             "jobs": self._job, "cronjobs": self._cronjob, "services": self._endpoints,
+            **self.disruption_reconcilers(),
         })
         self.store.add_listener(self._on_event)
 
@@ -84,6 +89,7 @@ class Workloads(AppsControllers, BatchControllers, EndpointSliceController):
         if plural == "pods":
             for svc in self._services_selecting(ns, obj, ev.old.obj if ev.old else None):
                 self.enqueue("services", ns, svc)
+            self.budgets_to_recount(obj, ev.old.obj if ev.old else None)
         elif plural == "nodes":
             _, sets = self.store.list_objects(DAEMONSETS)
             for ds in sets:

@@ -195,6 +195,14 @@ DEFAULTS: dict[str, Any] = {
     # read, across all its streams (each stream's window is 1 MiB): beyond, the streams
     # holding the most are reset.
     "TUNNEL_MAX_BUFFERED_BYTES": 64 * 1024 * 1024,
+    # Node care (docs/operate.md, "Node care"): a drain retries evictions a disruption
+    # budget refuses every DRAIN_RETRY_SECONDS until DRAIN_TIMEOUT_SECONDS, then stops
+    # and says which pods blocked (the node stays cordoned); at most DRAIN_MAX_PODS pods
+    # per node and MAX_DRAINS drains at once per server process.
+    "DRAIN_TIMEOUT_SECONDS": 120,
+    "DRAIN_RETRY_SECONDS": 5,
+    "DRAIN_MAX_PODS": 1000,
+    "MAX_DRAINS": 4,
     # Sign-in (docs/identity.md). LOCAL_LOGIN false: no user name and password sign-in
     # (providers only). OIDC_* of the providers are read by webapp/oidc/settings.py. A
     # session signed in through a provider is checked with it again this often (its role
@@ -236,6 +244,7 @@ _INT_KEYS = {
     "ANSWER_MAX_BYTES", "ANSWER_SECONDS", "ANSWER_HEAD_SECONDS", "ANSWER_LINE_MAX_BYTES",
     "ANSWER_LINE_SECONDS", "TUNNEL_MESSAGE_SECONDS", "TUNNEL_MESSAGE_MAX_FRAMES",
     "TUNNEL_MAX_BUFFERED_BYTES",
+    "DRAIN_TIMEOUT_SECONDS", "DRAIN_RETRY_SECONDS", "DRAIN_MAX_PODS", "MAX_DRAINS",
     "OIDC_RECHECK_SECONDS", "OIDC_TIMEOUT_SECONDS", "OIDC_MAX_GROUPS",
 }
 # Environment variables that take one of a few words.

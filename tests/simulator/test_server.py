@@ -30,7 +30,7 @@ def test_discovery_documents(http, url) -> None:  # type: ignore[no-untyped-def]
     assert get("/version")["major"] == "1"
     assert get("/api")["versions"] == ["v1"]
     groups = {g["name"]: g for g in get("/apis")["groups"]}
-    assert list(groups) == ["apps", "batch", "networking.k8s.io", "storage.k8s.io",
+    assert list(groups) == ["apps", "batch", "networking.k8s.io", "policy", "storage.k8s.io",
                             "apiextensions.k8s.io", "discovery.k8s.io", "demo.agentwatch.dev",
                             "kustomize.toolkit.fluxcd.io", "source.toolkit.fluxcd.io",
                             "helm.toolkit.fluxcd.io"]

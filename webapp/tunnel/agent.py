@@ -163,7 +163,8 @@ class Agent:
                 response = self._trigger(request, body)
             else:
                 response = self._send(request.method, request.path, request.query,
-                                      request.headers, bodies.check(action, body),
+                                      request.headers,
+                                      bodies.check(action, body, request.target),
                                       request.streaming)
         except (boundary.Refused, bodies.BodyRefused) as refusal:
             log.warning("refused %s %s: %s", method, path, _loggable(refusal, 500))

@@ -7,7 +7,9 @@ pod logs; discovery itself (`/api`, `/apis`, `/version`). Writes only the Cluste
 actions: deleting a pod, merge patches of Kustomizations and HelmReleases (reconcile,
 suspend, resume) and of Deployments, StatefulSets and DaemonSets (rollout restart), the
 `scale` of Deployments, StatefulSets and ReplicaSets (scale), and creating a Job (trigger a
-CronJob). No other subresource (exec, attach, proxy, ...), no other write. Names,
+CronJob), and node care: a node's cordon or uncordon (a patch of nodes/NAME) and a pod's
+eviction (POST pods/NAME/eviction). No other subresource (exec, attach, proxy, ...), no
+other write. Names,
 namespaces, groups and versions in the path must be what the API server accepts
 (DNS-1123), so no path reaches anything else.
 
@@ -44,7 +46,7 @@ _DISCOVERY = re.compile(r"^/(version|api/v1|apis/[a-z0-9.-]+(/[a-z0-9]+)?)$")
 _RESOURCE_PATH = re.compile(
     rf"^/(?:api/(?P<core>v1)|apis/(?P<group>{_GROUP})/(?P<version>{_VERSION}))"
     rf"(?:/namespaces/(?P<ns>{_NAMESPACE}))?/(?P<resource>{_RESOURCE})"
-    rf"(?:/(?P<name>{_NAME})(?:/(?P<sub>log|scale))?)?$")
+    rf"(?:/(?P<name>{_NAME})(?:/(?P<sub>log|scale|eviction))?)?$")
 
 
 class Action(StrEnum):
@@ -61,6 +63,8 @@ class Action(StrEnum):
     FLUX = "a reconcile, suspend or resume"
     DELETE_POD = "a pod's delete"
     TRIGGER = "a CronJob's trigger"
+    CORDON = "a node's cordon or uncordon"
+    EVICT = "a pod's eviction"
 
 
 @dataclass(frozen=True)
@@ -125,8 +129,14 @@ def _action(method: str, kind: tuple[str, str], namespace: str | None, name: str
         if kind in SCALABLE and namespace and method == "PATCH":
             return Action.SCALE
         return f"{method} of {resource}/scale is not something agentwatch does"
+    if sub == "eviction":
+        if kind == ("", "pods") and namespace and method == "POST":
+            return Action.EVICT
+        return "only a pod's eviction is posted"
     if method == "GET":
         return Action.GET if name else Action.LIST
+    if method == "PATCH" and kind == ("", "nodes") and name and not namespace:
+        return Action.CORDON
     if method == "DELETE" and kind == ("", "pods") and namespace and name:
         return Action.DELETE_POD
     if method == "PATCH" and namespace and name and kind in FLUX_ACTED_ON:

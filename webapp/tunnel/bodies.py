@@ -7,7 +7,8 @@ CronJob. A merge patch or a Job of the server's choosing could set any image, co
 privilege the agent's ClusterRole lets it write, so each body is compared with the one
 shape its action sends and sent again as read here. A trigger's Job is not taken from the
 server at all: the agent makes it again from the CronJob (agent.py, watch/cronjobs.py), and
-only a Job the server would have made of that CronJob names one.
+only a Job the server would have made of that CronJob names one. Node care sends a node's
+`spec.unschedulable` alone, and an Eviction that names the very pod of its path.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..watch.cronjobs import INSTANTIATE, is_manual_job_name
-from .allowlist import Action
+from .allowlist import Action, Target
 
 # As watch/actions.py writes them (the agent does not import the server's actions).
 REQUESTED_AT = "reconcile.fluxcd.io/requestedAt"
@@ -51,9 +52,9 @@ class JobRequest:
 
 def content_type(action: Action) -> str | None:
     """The Content-Type the product sends with `action` (None: no body)."""
-    if action in (Action.SCALE, Action.RESTART, Action.FLUX):
+    if action in (Action.SCALE, Action.RESTART, Action.FLUX, Action.CORDON):
         return MERGE_PATCH
-    if action in (Action.DELETE_POD, Action.TRIGGER):
+    if action in (Action.DELETE_POD, Action.TRIGGER, Action.EVICT):
         return JSON
     return None
 
@@ -65,18 +66,23 @@ def limit(action: Action) -> int:
     return MAX_PATCH if content_type(action) else 0
 
 
-def check(action: Action, body: bytes) -> bytes:
-    """The body to send for `action`: the server's, read and written again, or
-    BodyRefused. A trigger's body is read by `job_request` instead."""
+def check(action: Action, body: bytes, target: Target | None = None) -> bytes:
+    """The body to send for `action` (to `target`): the server's, read and written again,
+    or BodyRefused. A trigger's body is read by `job_request` instead."""
     if not body:
-        if action in (Action.SCALE, Action.RESTART, Action.FLUX, Action.TRIGGER):
+        if action in (Action.SCALE, Action.RESTART, Action.FLUX, Action.TRIGGER,
+                      Action.CORDON, Action.EVICT):
             raise BodyRefused(f"{action} needs its body")
         return b""
     if content_type(action) is None:
         raise BodyRefused(f"{action} has no body")
-    shape = _SHAPES.get(action)
     doc = _json(body)
-    if shape is None or not shape(doc):
+    if action is Action.EVICT:  # the Eviction of the path's pod, nothing else
+        fits = target is not None and doc == eviction(target.namespace, target.name)
+    else:
+        shape = _SHAPES.get(action)
+        fits = shape is not None and shape(doc)
+    if not fits:
         raise BodyRefused(f"the body is not what agentwatch sends with {action}")
     return json.dumps(doc, separators=(",", ":")).encode()
 
@@ -156,5 +162,16 @@ def _flux(doc: Any) -> bool:
     return isinstance(suspend, bool) or _is(_TIMESTAMP, requested, 40)
 
 
+def eviction(namespace: str | None, pod: str | None) -> dict[str, Any]:
+    """The Eviction node care posts for a pod (watch/drain.py sends this very body)."""
+    return {"apiVersion": "policy/v1", "kind": "Eviction",
+            "metadata": {"name": pod, "namespace": namespace}}
+
+
+def _cordon(doc: Any) -> bool:
+    return isinstance(_only(_only(doc, "spec"), "unschedulable"), bool)
+
+
 _SHAPES = {Action.RESTART: _restart, Action.SCALE: _scale, Action.FLUX: _flux,
+           Action.CORDON: _cordon,
            Action.DELETE_POD: lambda doc: doc == _DELETE_OPTIONS}

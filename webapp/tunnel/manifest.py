@@ -3,7 +3,8 @@
 Least privilege: the ClusterRole grants what allowlist.py lets the agent do — reads of the
 kinds the Cluster tab groups (discovery.BUILTIN: workloads, network, config, storage,
 cluster, Flux), pod logs, and the tab's actions (delete pods, patch Kustomizations and
-HelmReleases, restart and scale workloads, create Jobs from CronJobs) — and nothing else.
+HelmReleases, restart and scale workloads, create Jobs from CronJobs, cordon nodes and
+evict pods) — and nothing else.
 With `--impersonate-prefix` (for `access_as: user`) it may also impersonate users and
 groups, which the agent narrows to that prefix. Secrets as `--secrets` chose
 (secret_reads.py): `names` (list and watch, which the agent reads as metadata only),
@@ -70,6 +71,12 @@ def _rules(impersonate: bool, secrets: SecretReads) -> list[dict[str, Any]]:
     rules.append({"apiGroups": ["apps"], "resources": sorted(f"{r}/scale" for _, r in SCALABLE),
                   "verbs": ["get", "patch"]})
     rules.append({"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create"]})
+    # Node care: cordon/uncordon (a patch of the node), drain (evictions, and the
+    # budgets that may refuse them, named in what a drain reports).
+    rules.append({"apiGroups": [""], "resources": ["nodes"], "verbs": ["patch"]})
+    rules.append({"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]})
+    rules.append({"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"],
+                  "verbs": ["get", "list", "watch"]})
     if impersonate:
         # RBAC cannot grant by prefix: the agent itself keeps to its --impersonate-prefix
         # (impersonation.py), never a system: name, a uid or extra fields.

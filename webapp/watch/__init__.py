@@ -12,7 +12,7 @@ from .. import agents
 
 
 def init_app(app: Flask) -> None:
-    from . import routes, table_rows, ws
+    from . import node_routes, routes, table_rows, ws
     from .discovery import Discovery
     from .hub import Hub
     from .kube import ClusterClient
@@ -37,4 +37,5 @@ def init_app(app: Flask) -> None:
     from . import usage_routes  # resource usage: its endpoints join routes.bp
     usage_routes.init_app(app, client_for, hub)
     app.register_blueprint(routes.bp)
+    node_routes.init_app(app)  # cordon, uncordon, drain (on routes.bp, imported above)
     ws.init_app(app)
