@@ -85,9 +85,9 @@ def callback(name: str) -> Response:
     return redirect(target)
 
 
-def logout_url(session_id: int | None) -> str | None:
-    """Where the browser goes to end the provider's session too (RP-initiated logout), for
-    a session signed in through a provider that offers it; None otherwise."""
+def logout_url(session_id: int | None) -> tuple[str, str] | None:
+    """Where the browser goes to end the provider's session too (RP-initiated logout), and
+    the provider's name, for a session signed in through a provider that offers it."""
     hint = recheck.logout_hint(session_id) if session_id is not None else None
     if hint is None:
         return None
@@ -96,9 +96,10 @@ def logout_url(session_id: int | None) -> str | None:
         client = clients.client(name)
         if not client.load_server_metadata().get("end_session_endpoint"):
             return None
-        return str(client.create_logout_url(
+        url = str(client.create_logout_url(
             post_logout_redirect_uri=url_for("auth.login", _external=True),
             id_token_hint=id_token, client_id=client.client_id)["url"])
+        return url, clients.provider(name).display_name
     except (AppError, requests.RequestException, ValueError) as exc:
         current_app.logger.warning("no provider logout for %s: %s", name, exc)
         return None

@@ -56,7 +56,10 @@ def logout() -> Response:
                                                       if provider_logout else ""),
                      user_name=user.name)
     if provider_logout:
-        return redirect(provider_logout)  # the provider sends the browser back to sign-in
+        # The provider sends the browser back to sign-in once its session ended too.
+        url, provider_name = provider_logout
+        return Response(render_template("auth/provider_signout.html", provider_url=url,
+                                        provider_name=provider_name), mimetype="text/html")
     flash("Signed out.")
     return redirect(url_for("auth.login"))
 
