@@ -195,6 +195,11 @@ DEFAULTS: dict[str, Any] = {
     # read, across all its streams (each stream's window is 1 MiB): beyond, the streams
     # holding the most are reset.
     "TUNNEL_MAX_BUFFERED_BYTES": 64 * 1024 * 1024,
+    # Edit and apply (docs/operate.md, "Edit and apply"): the largest manifest a person may
+    # apply (the agent forwards at most 1 MiB), and how many changed fields an apply's
+    # Activity event lists (the rest are counted, not listed).
+    "MAX_MANIFEST_BYTES": 512 * 1024,
+    "MAX_APPLY_DIFF_ENTRIES": 200,
     # Node care (docs/operate.md, "Node care"): a drain retries evictions a disruption
     # budget refuses every DRAIN_RETRY_SECONDS until DRAIN_TIMEOUT_SECONDS, then stops
     # and says which pods blocked (the node stays cordoned); at most DRAIN_MAX_PODS pods
@@ -243,7 +248,7 @@ _INT_KEYS = {
     "TUNNEL_ENDPOINT_MAX_CONNECTIONS", "TUNNEL_ENDPOINT_REQUEST_SECONDS",
     "ANSWER_MAX_BYTES", "ANSWER_SECONDS", "ANSWER_HEAD_SECONDS", "ANSWER_LINE_MAX_BYTES",
     "ANSWER_LINE_SECONDS", "TUNNEL_MESSAGE_SECONDS", "TUNNEL_MESSAGE_MAX_FRAMES",
-    "TUNNEL_MAX_BUFFERED_BYTES",
+    "TUNNEL_MAX_BUFFERED_BYTES", "MAX_MANIFEST_BYTES", "MAX_APPLY_DIFF_ENTRIES",
     "DRAIN_TIMEOUT_SECONDS", "DRAIN_RETRY_SECONDS", "DRAIN_MAX_PODS", "MAX_DRAINS",
     "OIDC_RECHECK_SECONDS", "OIDC_TIMEOUT_SECONDS", "OIDC_MAX_GROUPS",
 }

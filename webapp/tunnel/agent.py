@@ -31,7 +31,7 @@ from urllib3 import HTTPHeaderDict
 from ..watch import redact
 from ..watch.cronjobs import manual_job
 from ..watch.kube import ClusterClient, Connection
-from . import bodies, boundary
+from . import apply_bodies, bodies, boundary
 from .allowlist import Action
 from .boundary import Upstream
 from .frames import MAX_DATA, RECEIVE_BYTES, SUBPROTOCOL
@@ -161,6 +161,10 @@ class Agent:
             body = _read_body(stream, bodies.limit(action))
             if action is Action.TRIGGER:
                 response = self._trigger(request, body)
+            elif action is Action.APPLY:  # a person's object, checked against its path
+                response = self._send(request.method, request.path, request.query,
+                                      request.headers, apply_bodies.check(body, request.target),
+                                      request.streaming)
             else:
                 response = self._send(request.method, request.path, request.query,
                                       request.headers,

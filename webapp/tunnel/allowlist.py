@@ -16,6 +16,11 @@ namespaces, groups and versions in the path must be what the API server accepts
 Each request allowed here is one `Action`: what its query, headers and body may hold
 is decided by it (boundary.py), and Secrets are read with their values blanked
 (watch/redact.py, applied by agent.py).
+
+Edit and Create from YAML are one request: a server-side apply, a PATCH of one named object
+of any kind but Secrets with `Content-Type: application/apply-patch+yaml`, its query
+`fieldManager=agentwatch` and at most `dryRun=All` and `force=true` (query.py), its body
+the path's object (apply_bodies.py). No POST create: an apply creates.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ FLUX_ACTED_ON = {("kustomize.toolkit.fluxcd.io", "kustomizations"),
                  ("helm.toolkit.fluxcd.io", "helmreleases")}
 RESTARTABLE = {("apps", "deployments"), ("apps", "statefulsets"), ("apps", "daemonsets")}
 SCALABLE = {("apps", "deployments"), ("apps", "statefulsets"), ("apps", "replicasets")}
+# Server-side apply (Edit and Create from YAML): a PATCH of one object of any kind but Secrets.
+APPLY_PATCH = "application/apply-patch+yaml"
 # `/api/v1/watch/...` and `/api/v1/proxy/...`: the API server reads the segment after the
 # version as a verb, not a resource (a watch of what follows, a proxy to it).
 _VERB_SEGMENTS = {"watch", "proxy"}
@@ -63,6 +70,7 @@ class Action(StrEnum):
     FLUX = "a reconcile, suspend or resume"
     DELETE_POD = "a pod's delete"
     TRIGGER = "a CronJob's trigger"
+    APPLY = "an apply (edit or create from YAML)"
     CORDON = "a node's cordon or uncordon"
     EVICT = "a pod's eviction"
 
@@ -91,9 +99,9 @@ class Verdict:
     target: Target | None = None
 
 
-def check(method: str, path: str) -> Verdict:
+def check(method: str, path: str, content_type: str | None = None) -> Verdict:
     """Whether the agent performs `method path` (the query is not part of `path`), and
-    as which action."""
+    as which action. A PATCH's `content_type` tells an apply from the actions' patches."""
     if method == "GET" and _DISCOVERY_ROOT.match(path):
         return Verdict(True, target=Target(Action.DISCOVERY_ROOT, path))
     if method == "GET" and _DISCOVERY.match(path):
@@ -108,7 +116,10 @@ def check(method: str, path: str) -> Verdict:
     if resource in _VERB_SEGMENTS:
         return Verdict(False, f"{path[:200]}: the agent does not serve the API server's "
                               f"/{resource}/ paths")
-    action = _action(method, (group, resource), namespace, name, sub)
+    if method == "PATCH" and content_type == APPLY_PATCH and name and sub is None:
+        action: Action | str = _apply((group, resource))
+    else:
+        action = _action(method, (group, resource), namespace, name, sub)
     if not isinstance(action, Action):  # why not
         return Verdict(False, action)
     return Verdict(True, target=Target(action, path, group, match["core"] or match["version"],
@@ -146,3 +157,10 @@ def _action(method: str, kind: tuple[str, str], namespace: str | None, name: str
     if method == "POST" and kind == ("batch", "jobs") and namespace and not name:
         return Action.TRIGGER
     return f"{method} of {resource} is not something agentwatch does"
+
+
+def _apply(kind: tuple[str, str]) -> Action | str:
+    """A server-side apply of an object (its query and body: query.py, apply_bodies.py)."""
+    if kind == ("", "secrets"):
+        return "Secrets are not applied through the agent: an apply answers with their values"
+    return Action.APPLY

@@ -28,6 +28,8 @@ MAX_REPLICAS = 10_000
 MAX_PATCH = 4096  # the product's patches and delete options are a few dozen bytes
 MAX_JOB = 1024 * 1024  # a Job carries its CronJob's pod template
 MERGE_PATCH = "application/merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"  # apply_bodies.py's
+MAX_APPLY = 1024 * 1024  # a person's manifest (the server's MAX_MANIFEST_BYTES at most)
 JSON = "application/json"
 # RFC 3339 in UTC, as the server writes now (to the second, or to the microsecond).
 _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z")
@@ -52,6 +54,8 @@ class JobRequest:
 
 def content_type(action: Action) -> str | None:
     """The Content-Type the product sends with `action` (None: no body)."""
+    if action is Action.APPLY:
+        return APPLY_PATCH  # its body: apply_bodies.py
     if action in (Action.SCALE, Action.RESTART, Action.FLUX, Action.CORDON):
         return MERGE_PATCH
     if action in (Action.DELETE_POD, Action.TRIGGER, Action.EVICT):
@@ -61,6 +65,8 @@ def content_type(action: Action) -> str | None:
 
 def limit(action: Action) -> int:
     """The largest body `action` may carry."""
+    if action is Action.APPLY:
+        return MAX_APPLY
     if action is Action.TRIGGER:
         return MAX_JOB
     return MAX_PATCH if content_type(action) else 0

@@ -57,7 +57,7 @@ def screen(head: dict[str, Any], impersonation: Impersonation,
     method, path, raw_query = head.get("method"), head.get("path"), head.get("query") or ""
     if not (isinstance(method, str) and isinstance(path, str) and isinstance(raw_query, str)):
         raise Refused("a request's method, path and query are text")
-    verdict = allowlist.check(method, path)
+    verdict = allowlist.check(method, path, _content_type(head.get("headers")))
     if verdict.target is None:
         raise Refused(verdict.reason)
     target = verdict.target
@@ -72,6 +72,15 @@ def screen(head: dict[str, Any], impersonation: Impersonation,
         raise Refused(refusal)
     return Upstream(method, target, query.encode(params), headers, query.watches(params),
                     query.streams(params))
+
+
+def _content_type(raw: Any) -> str | None:
+    """The one Content-Type a head names (an apply is told from a patch by it; _headers
+    checks the rest)."""
+    given = [pair[1] for pair in raw if isinstance(pair, list) and len(pair) == 2
+             and isinstance(pair[0], str) and pair[0].lower() == "content-type"] \
+        if isinstance(raw, list) else []
+    return given[0] if len(given) == 1 and isinstance(given[0], str) else None
 
 
 def _headers(raw: Any, action: Action, impersonation: Impersonation) -> list[tuple[str, str]]:

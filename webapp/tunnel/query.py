@@ -54,6 +54,9 @@ WATCH: dict[str, Check] = {**_SELECTORS, "watch": _exactly("true"),
                            "resourceVersion": _printable(128),
                            "allowWatchBookmarks": _exactly("true"),
                            "timeoutSeconds": _count(1, 86_400)}
+# A server-side apply (Edit, Create from YAML): always as agentwatch's field manager.
+APPLY: dict[str, Check] = {"fieldManager": _exactly("agentwatch"), "dryRun": _exactly("All"),
+                           "force": _exactly("true")}
 LOG: dict[str, Check] = {"follow": _BOOLEAN, "timestamps": _BOOLEAN, "previous": _BOOLEAN,
                          "container": lambda value: _LABEL.fullmatch(value) is not None,
                          "tailLines": _count(0, MAX_TAIL)}
@@ -86,11 +89,15 @@ def allowed(action: Action, params: dict[str, str]) -> dict[str, Check]:
         return WATCH if "watch" in params else LIST
     if action is Action.LOG:
         return LOG
+    if action is Action.APPLY:
+        return APPLY
     return {}
 
 
 def check(action: Action, params: dict[str, str]) -> None:
     rules = allowed(action, params)
+    if action is Action.APPLY and "fieldManager" not in params:
+        raise QueryRefused("an apply names its field manager (fieldManager=agentwatch)")
     for key, value in params.items():
         rule = rules.get(key)
         if rule is None:

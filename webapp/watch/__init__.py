@@ -36,6 +36,8 @@ def init_app(app: Flask) -> None:
         hub, float(app.config["SUMMARY_KEEP_SECONDS"]))
     from . import usage_routes  # resource usage: its endpoints join routes.bp
     usage_routes.init_app(app, client_for, hub)
+    from . import apply_routes  # edit and apply, create from YAML: routes on routes.bp
+    apply_routes.init_app(app)
     app.register_blueprint(routes.bp)
     node_routes.init_app(app)  # cordon, uncordon, drain (on routes.bp, imported above)
     ws.init_app(app)

@@ -36,11 +36,13 @@ class KubeError(Exception):
     """A Kubernetes Status failure, or a transport error (code 0)."""
 
     def __init__(self, code: int, reason: str, message: str, *,
-                 retry_in: float | None = None, since: str | None = None) -> None:
+                 retry_in: float | None = None, since: str | None = None,
+                 details: dict[str, Any] | None = None) -> None:
         super().__init__(f"{code} {reason}: {message}")
         self.code = code
         self.reason = reason
         self.message = message
+        self.details = details  # the Status's details (an apply's conflicts: apply.py)
         self.retry_in = retry_in  # seconds until the next try, when one is planned
         self.since = since  # when the watch stopped being live (ISO 8601)
 
@@ -48,8 +50,10 @@ class KubeError(Exception):
     def from_response(cls, status: int, body: bytes) -> KubeError:
         try:
             payload = json.loads(body)
+            details = payload.get("details")
             return cls(int(payload.get("code") or status), str(payload.get("reason") or ""),
-                       str(payload.get("message") or body[:200].decode(errors="replace")))
+                       str(payload.get("message") or body[:200].decode(errors="replace")),
+                       details=details if isinstance(details, dict) else None)
         except (ValueError, AttributeError):
             return cls(status, "", body[:200].decode(errors="replace") or f"HTTP {status}")
 
