@@ -27,6 +27,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 REFRESH_SECONDS = int(user_sessions.TOUCH_EVERY.total_seconds())
 _REFRESHED = "refreshed_at"
 _SESSION_ID = "sid"
+_SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 
 class _SessionInterface(SecureCookieSessionInterface):
@@ -144,6 +145,10 @@ def bearer_user(raw: str) -> User:
     """The user of a personal token, made the request's credential; Unauthorized
     otherwise."""
     user, token_id = users.authenticate_token_id(raw)
+    # A read-only token reads: anything that could change something is refused.
+    if request.method not in _SAFE_METHODS and users.token_scope(token_id) == "read":
+        raise Forbidden("This personal token is read-only; create a read-write token to "
+                        "change things", code="token_read_only")
     credentials.remember(Credential(user.id, token_id=token_id))
     return user
 

@@ -88,11 +88,15 @@ def users_create(name: str, role: str) -> None:
 @users_group.command("token")
 @click.argument("name")
 @click.option("--token-name", default="cli", show_default=True)
+@click.option("--scope", type=click.Choice(users.TOKEN_SCOPES), default="write",
+              show_default=True, help="read: GET only; write: what the user's role allows.")
+@click.option("--days", type=int, default=None,
+              help="Days until it expires (default $AGENTWATCH_PERSONAL_TOKEN_DAYS).")
 @with_appcontext
-def users_token(name: str, token_name: str) -> None:
+def users_token(name: str, token_name: str, scope: str, days: int | None) -> None:
     """Print a new personal API token (the last line of output)."""
     try:
-        raw = users.issue_token(users.get(name), token_name)
+        raw = users.issue_token(users.get(name), token_name, scope=scope, days=days)
     except AppError as exc:
         _fail(exc)
     click.echo(f"personal token for {name} (shown once):", err=True)

@@ -220,6 +220,10 @@ DEFAULTS: dict[str, Any] = {
     # Before every name `access_as: user` impersonates, user and group alike; the agent
     # must be started with the same --impersonate-prefix.
     "IMPERSONATE_PREFIX": "agentwatch:",
+    # A personal API token lasts PERSONAL_TOKEN_DAYS unless its maker chose otherwise, and
+    # never more than PERSONAL_TOKEN_MAX_DAYS.
+    "PERSONAL_TOKEN_DAYS": 90,
+    "PERSONAL_TOKEN_MAX_DAYS": 365,
 }
 
 # Environment variables read as integers; any other AGENTWATCH_* is taken as text.
@@ -251,6 +255,7 @@ _INT_KEYS = {
     "TUNNEL_MAX_BUFFERED_BYTES", "MAX_MANIFEST_BYTES", "MAX_APPLY_DIFF_ENTRIES",
     "DRAIN_TIMEOUT_SECONDS", "DRAIN_RETRY_SECONDS", "DRAIN_MAX_PODS", "MAX_DRAINS",
     "OIDC_RECHECK_SECONDS", "OIDC_TIMEOUT_SECONDS", "OIDC_MAX_GROUPS",
+    "PERSONAL_TOKEN_DAYS", "PERSONAL_TOKEN_MAX_DAYS",
 }
 # Environment variables that take one of a few words.
 _CHOICE_KEYS = {"SMTP_SECURITY": ("none", "starttls", "ssl"),

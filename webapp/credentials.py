@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flask import g
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from . import clock, db
@@ -56,7 +56,9 @@ def still_valid(credential: Credential) -> User | None:
         stmt = (select(User).join(PersonalToken, PersonalToken.user_id == User.id)
                 .where(PersonalToken.id == credential.token_id,
                        PersonalToken.user_id == credential.user_id,
-                       PersonalToken.revoked_at.is_(None)))
+                       PersonalToken.revoked_at.is_(None),
+                       or_(PersonalToken.expires_at.is_(None),
+                           PersonalToken.expires_at > clock.now())))
     else:
         return None
     with Session(db.engine(), expire_on_commit=False) as session:

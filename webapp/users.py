@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
+from flask import current_app
 from sqlalchemy import or_, select, update
 from sqlalchemy.exc import IntegrityError
 from werkzeug.security import check_password_hash, generate_password_hash
@@ -115,12 +116,27 @@ def _admin_count() -> int:
     return len(db.session().scalars(select(User.id).where(User.role == "admin")).all())
 
 
-def issue_token(user: User, name: str = "api") -> str:
-    """A personal API token; the raw value is returned here and never again."""
+TOKEN_SCOPES = ("read", "write")
+
+
+def issue_token(user: User, name: str = "api", scope: str = "write",
+                days: int | None = None) -> str:
+    """A personal API token, read-only or read-write, good for `days` (the default expiry
+    when None, at most PERSONAL_TOKEN_MAX_DAYS); the raw value is returned here and never
+    again."""
+    if scope not in TOKEN_SCOPES:
+        raise Invalid(f"Scope must be read or write, not {scope!r}", code="invalid_scope")
+    limit = current_app.config["PERSONAL_TOKEN_MAX_DAYS"]
+    days = current_app.config["PERSONAL_TOKEN_DAYS"] if days is None else days
+    if not 1 <= days <= limit:
+        raise Invalid(f"A personal token lasts 1 to {limit} days, not {days}",
+                      code="invalid_expiry")
     secret = secrets_util.issue("u")
+    now = clock.now()
     with db.write_transaction() as session:
         session.add(PersonalToken(user_id=user.id, name=name, digest=secret.digest,
-                                  prefix=secret.prefix, created_at=clock.now()))
+                                  prefix=secret.prefix, created_at=now, scope=scope,
+                                  expires_at=now + timedelta(days=days)))
     return secret.raw
 
 
@@ -153,6 +169,10 @@ def authenticate_token_id(raw: str) -> tuple[User, int]:
         raise Unauthorized("Invalid or revoked personal token", code="invalid_token")
     token, user = row
     now = clock.now()
+    if token.expires_at is not None and token.expires_at <= now:
+        raise Unauthorized(f"Personal token {token.name!r} expired at "
+                           f"{clock.isoformat(token.expires_at)}; create a new one",
+                           code="token_expired")
     if token.last_used_at is None or now - token.last_used_at > timedelta(seconds=60):
         # Its own write transaction: upgrading this request's read transaction would fail
         # on SQLite when several requests use the token at the same moment.
@@ -167,4 +187,11 @@ def authenticate_token_id(raw: str) -> tuple[User, int]:
 def token_is_valid(digest: str) -> bool:
     """Whether a personal token of this digest exists and is not revoked."""
     return db.session().scalar(select(PersonalToken.id).where(
-        PersonalToken.digest == digest, PersonalToken.revoked_at.is_(None))) is not None
+        PersonalToken.digest == digest, PersonalToken.revoked_at.is_(None),
+        or_(PersonalToken.expires_at.is_(None), PersonalToken.expires_at > clock.now()))
+    ) is not None
+
+
+def token_scope(token_id: int) -> str:
+    token = db.session().get(PersonalToken, token_id)
+    return token.scope if token is not None else "read"

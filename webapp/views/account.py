@@ -29,7 +29,17 @@ def create_token() -> str | tuple[str, int]:
     name = request.form.get("name", "").strip() or "api"
     if len(name) > 64:
         return _render(raw_token=None, error="Token name is longer than 64 characters"), 422
-    return _render(raw_token=users.issue_token(g.user, name), error=None)
+    raw_days = request.form.get("days", "").strip()
+    try:
+        days = int(raw_days) if raw_days else None
+        raw = users.issue_token(g.user, name, scope=request.form.get("scope", "read"),
+                                days=days)
+    except ValueError:
+        return _render(raw_token=None, error=f"Expiry {raw_days[:20]!r} is not a number of "
+                       "days"), 422
+    except AppError as exc:
+        return _render(raw_token=None, error=exc.message), exc.status
+    return _render(raw_token=raw, error=None)
 
 
 @bp.post("/tokens/<int32:token_id>/revoke")
