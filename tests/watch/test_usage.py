@@ -103,6 +103,7 @@ def test_a_pods_samples_and_a_nodes_pods(live: Live, reached: str) -> None:
         return body if len(body["history"]) >= 3 else None
 
     body = eventually(samples)
+    assert body is not None
     assert [c["name"] for c in body["containers"]] == ["app"]
     assert body["containers"][0]["memoryLimit"] == 512 * MI
     assert all(point["containers"]["app"][1] > 0 for point in body["history"])
@@ -116,13 +117,14 @@ def test_a_pods_samples_and_a_nodes_pods(live: Live, reached: str) -> None:
 
 
 def test_bad_requests_are_refused_with_a_reason(live: Live, reached: str) -> None:
-    for path, params in [("/agents/prod/cluster/usage", {"namespace": "Not_A_Namespace"}),
-                         ("/agents/prod/cluster/usage/pod", {"namespace": "shop"}),
-                         ("/agents/prod/cluster/usage/pod", {"namespace": "shop",
-                                                             "name": "../x"}),
-                         ("/agents/prod/cluster/usage/node", {"name": ""}),
-                         ("/agents/prod/cluster/usage", {"namespace": [f"n{i}" for i in
-                                                                       range(21)]})]:
+    usage = "/agents/prod/cluster/usage"
+    refused: list[tuple[str, dict[str, Any]]] = [
+        (usage, {"namespace": "Not_A_Namespace"}),
+        (usage, {"namespace": [f"n{i}" for i in range(21)]}),
+        (f"{usage}/pod", {"namespace": "shop"}),
+        (f"{usage}/pod", {"namespace": "shop", "name": "../x"}),
+        (f"{usage}/node", {"name": ""})]
+    for path, params in refused:
         response = _get(live, path, **params)
         assert 400 <= response.status_code < 500, (path, params, response.status_code)
         assert response.json()["error"]["message"]

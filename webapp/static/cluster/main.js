@@ -13,6 +13,7 @@ import { ListState } from "./lists/list-state.js";
 import { ListTable } from "./lists/list-table.js";
 import { namespacePicker } from "./lists/namespace-picker.js";
 import { Tally } from "./lists/tally.js";
+import { showUsage } from "./lists/usage-columns.js";
 import { addressState } from "./panel/address.js";
 import { Panel } from "./panel/panel.js";
 import { parseTime, readableProblem } from "./problems.js";
@@ -70,6 +71,7 @@ function watchLists(root, manager, live, open) {
       table.follow(manager, view.params, view.namespaces, initial);
     }
   }
+  showUsage(root, list);  // CPU and memory of Pods and Nodes, while the page is live
   if (!live) return;
   for (const el of root.querySelectorAll("[data-summary]")) {
     const watches = JSON.parse(el.dataset.watches || "[]");

@@ -14,6 +14,7 @@ import { Details } from "./details.js";
 import { LogView } from "./logs.js";
 import { Relations } from "./relations.js";
 import { Summary } from "./summary.js";
+import { panelUsage } from "./usage.js";
 
 const PANEL_RETRY = 3000;  // ms before a panel whose cluster was out of reach asks again
 
@@ -163,6 +164,7 @@ export class Panel {
     const selected = tabs.find((t) => t.getAttribute("aria-selected") === "true");
     this.select(panel, selected ? selected.dataset.tab : "overview", false);
     relations.load();
+    this.usage = panelUsage(panel, this.root.dataset.usageUrl);  // pods and nodes
     refreshAges(panel);
   }
 
@@ -232,6 +234,7 @@ export class Panel {
     this.opening++;
     if (this.details) { this.details.close(); this.details = null; }
     if (this.relations) { this.relations.close(); this.relations = null; }
+    if (this.usage) { this.usage.close(); this.usage = null; }
     for (const id of this.watchIds) this.manager.remove(id);
     this.watchIds = [];
     if (this.logs) { this.logs.close(); this.logs = null; }
