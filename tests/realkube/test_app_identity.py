@@ -1,16 +1,24 @@
 """`access_as: user` for a person signed in through a real OpenID Connect provider, against
 kube-apiserver: agentwatch impersonates their user name and their provider groups (with the
 prefix), so a Role bound to one of their groups lets them list pods in its namespace only;
-elsewhere, and for an action, they read Kubernetes' own refusal."""
+elsewhere, and for an action, they read Kubernetes' own refusal. Directly and through the
+agent's tunnel, whose boundary lets exactly those impersonation headers pass."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 import kubernetes
 import pytest
 from oidc.provider import Provider, app_settings, oidc_provider, sign_in
-from watch.conftest import Browser, Live, _csrf, eventually
+from watch.conftest import WAIT, Browser, Live, _csrf, eventually
+
+from webapp import agents, db, tokens
+from webapp.tunnel.agent import Agent, Settings
+from webapp.tunnel.impersonation import Impersonation
+from webapp.watch.kube import Connection
 
 from . import audit
 from .cluster import AGENT, RealCluster
@@ -26,6 +34,33 @@ def app_config(app_config: dict[str, Any], oidc_provider: Provider) -> dict[str,
     return {**app_config, **app_settings(oidc_provider.issuer)}
 
 
+@pytest.fixture(params=["direct", "tunnel"])
+def prod(request: pytest.FixtureRequest, live: Live, realkube: RealCluster) -> Iterator[str]:
+    """Agent `prod` under `access_as: user`: reached with its kubeconfig, or through its
+    agent's tunnel (the agent started with --impersonate-prefix agentwatch:)."""
+    if request.param == "direct":
+        live.agent("prod", access=AS_USER)
+        yield request.param
+        return
+    with live.app.app_context():
+        agent = agents.create("prod", tunnel=True)
+        agent.cluster_access = AS_USER
+        db.session().commit()
+        _, raw = tokens.create(agent, "in-cluster", None)
+    running = Agent(Settings(live.base_url, raw,
+                             Connection(kubeconfig=str(realkube.kubeconfig_path(AGENT))),
+                             impersonation=Impersonation("agentwatch:"),
+                             backoff_initial=0.05, backoff_max=0.5))
+    thread = threading.Thread(target=running.run, daemon=True)
+    thread.start()
+    try:
+        assert running.connected.wait(WAIT)
+        yield request.param
+    finally:
+        running.stop()
+        thread.join(WAIT)
+
+
 class SignedIn(Browser):
     """A session signed in through the provider's own login page."""
 
@@ -39,7 +74,7 @@ class SignedIn(Browser):
 def test_a_person_acts_in_the_cluster_as_themselves_with_their_groups(
         live: Live, realkube: RealCluster, v1: kubernetes.client.CoreV1Api,
         rbac: kubernetes.client.RbacAuthorizationV1Api, namespace: str,
-        oidc_provider: Provider) -> None:
+        oidc_provider: Provider, prod: str) -> None:
     elsewhere = f"{namespace}-b"
     v1.create_namespace({"metadata": {"name": elsewhere}})
     v1.create_namespaced_pod(namespace, pod("web"))
@@ -47,7 +82,6 @@ def test_a_person_acts_in_the_cluster_as_themselves_with_their_groups(
     # The cluster's owner binds the team's group, as agentwatch names it, in one namespace.
     rbac.create_namespaced_role_binding(namespace,
                                         reads_in_namespace("Group", "agentwatch:team-a"))
-    live.agent("prod", access=AS_USER)
     name = oidc_provider.add_user(["devs", "team-a"])
     person = SignedIn(live.base_url, name)
 
