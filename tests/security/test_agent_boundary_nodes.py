@@ -15,17 +15,12 @@ from simkube import builders
 from webapp.tunnel import allowlist, bodies
 from webapp.tunnel.allowlist import Action
 
-from .test_agent_boundary import (  # noqa: F401 (fixtures)
-    MERGE,
-    POST,
-    CompromisedServer,
-    app_config,
-    database_url,
-    live,
-    server,
-    sim,
-    watch_timing,
-)
+from . import test_agent_boundary as boundary
+from .test_agent_boundary import MERGE, POST, CompromisedServer
+
+app_config, database_url, live, sim, watch_timing, server = (  # fixtures
+    boundary.app_config, boundary.database_url, boundary.live, boundary.sim,
+    boundary.watch_timing, boundary.server)
 
 NS = "/api/v1/namespaces/shop"
 
@@ -119,10 +114,10 @@ def test_any_other_eviction_is_refused(body: object) -> None:
 
 def test_through_a_real_agent_only_node_cares_own_writes_reach_the_cluster(
         live: Live, server: CompromisedServer) -> None:
-    sim = live.sim
-    sim.create(builders.node("node-a"))
-    sim.add_pod("default", "web-1", ["app"], node="node-a", grace_period=1)
-    sim.add_pod("default", "db-1", ["app"], node="node-a", grace_period=1)
+    cluster = live.sim
+    cluster.create(builders.node("node-a"))
+    cluster.add_pod("default", "web-1", ["app"], node="node-a", grace_period=1)
+    cluster.add_pod("default", "db-1", ["app"], node="node-a", grace_period=1)
     server.connect(live.kubeconfig)
     node = "/api/v1/nodes/node-a"
     evict = "/api/v1/namespaces/default/pods/web-1/eviction"
@@ -143,14 +138,15 @@ def test_through_a_real_agent_only_node_cares_own_writes_reach_the_cluster(
         answer = server.ask(method, path, "", headers, body)
         assert answer.refused or (answer.reset or "").startswith("refused by the agent"), \
             (method, path, body, answer)
-    assert sim.stats.count("patch", "nodes") == 0 and sim.stats.count("delete", "nodes") == 0
-    assert sim.stats.count("create", "pods") == 0  # no eviction reached it
-    assert "pwned" not in (sim.get("nodes", "node-a", "")["metadata"].get("labels") or {})
-    assert sim.find("pods", "web-1") is not None and sim.find("pods", "db-1") is not None
+    assert cluster.stats.count("patch", "nodes") == 0
+    assert cluster.stats.count("delete", "nodes") == 0
+    assert cluster.stats.count("create", "pods") == 0  # no eviction reached it
+    assert "pwned" not in (cluster.get("nodes", "node-a", "")["metadata"].get("labels") or {})
+    assert cluster.find("pods", "web-1") is not None and cluster.find("pods", "db-1") is not None
     # The product's own requests pass: a cordon, then an eviction of the pod it names.
     answer = server.ask("PATCH", node, "", MERGE, {"spec": {"unschedulable": True}})
     assert answer.status == 200, answer
     answer = server.ask("POST", evict, "", POST, eviction("web-1", "default"))
     assert answer.status == 201, answer
-    eventually(lambda: sim.find("pods", "web-1") is None)
-    assert sim.find("pods", "db-1") is not None
+    eventually(lambda: cluster.find("pods", "web-1") is None)
+    assert cluster.find("pods", "db-1") is not None
