@@ -77,6 +77,9 @@ def _rules(impersonate: bool, secrets: SecretReads) -> list[dict[str, Any]]:
     rules.append({"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]})
     rules.append({"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"],
                   "verbs": ["get", "list", "watch"]})
+    # Resource usage: metrics-server serves get and list, never watch.
+    rules.append({"apiGroups": ["metrics.k8s.io"], "resources": ["nodes", "pods"],
+                  "verbs": ["get", "list"]})
     if impersonate:
         # RBAC cannot grant by prefix: the agent itself keeps to its --impersonate-prefix
         # (impersonation.py), never a system: name, a uid or extra fields.
