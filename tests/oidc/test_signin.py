@@ -117,3 +117,20 @@ def test_a_callback_without_the_flows_state_is_refused(
     assert answer.status_code == 400
     assert "Signing in with Test IdP failed" in answer.text
     assert "Try again" in answer.text
+
+
+def test_the_scheduler_rechecks_a_session_that_opens_no_page(
+        app: Flask, base_url: str, oidc_provider: Provider, clock: FakeClock) -> None:
+    from webapp import jobs
+
+    name = oidc_provider.add_user(["sre"])
+    http, _ = sign_in(base_url, name)
+    oidc_provider.set_groups(name, ["devs"])
+    clock.advance(seconds=61)
+    assert jobs.run_job(app, "provider_sessions") == 1
+    user = _user(app, name)
+    assert user is not None and user.role == "viewer"
+    assert _audit(app, name)[-1] == ("role_changed",
+                                     "maintainer → viewer by their groups at a re-check")
+    assert jobs.run_job(app, "provider_sessions") == 0  # checked: not due again yet
+    assert _whoami(http, base_url) == {"name": name, "role": "viewer"}

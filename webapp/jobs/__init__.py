@@ -16,6 +16,7 @@ from .. import clock
 from ..gitops import job as gitops_job
 from ..hooks import job as hooks_job
 from ..notify import digest as notify_digest
+from ..oidc import job as oidc_job
 from . import disconnects, lease, prune
 
 log = logging.getLogger(__name__)
@@ -29,6 +30,8 @@ JOBS: dict[str, tuple[Callable[[Flask], int], int | None]] = {
     # Every 5 s: confirms this process's webhook sender loop (which sends continuously
     # in the lease holder, see hooks/job.py) well within the lease, and prunes old rows.
     "webhooks": (hooks_job.run, 5),
+    # Sessions signed in through an identity provider, checked with it again when due.
+    "provider_sessions": (oidc_job.run, 15),
 }
 # Jobs that keep something running in the lease holder: how to run them once from the
 # command line, and how to stop them when this process loses the lease.
