@@ -14,6 +14,7 @@ from . import errors
 from . import patch as patching
 from .errors import ApiError
 from .eviction import Eviction
+from .exec_handler import Exec
 from .negotiation import PLAIN, negotiate
 from .rbac import Identity, Request
 from .reads import Reads, check_list_options
@@ -27,7 +28,7 @@ from .writes import Writes
 log = logging.getLogger(__name__)
 
 
-class Handler(Reads, Writes, Subresources, Eviction):
+class Handler(Reads, Writes, Subresources, Eviction, Exec):
     """One connection's requests, each routed to the handler of its verb or subresource."""
 
     def do_GET(self) -> None:
@@ -94,6 +95,8 @@ class Handler(Reads, Writes, Subresources, Eviction):
                 self._list(route, query)
             elif route.sub == "log":
                 self._log(route, query)
+            elif route.sub == "exec":
+                self._exec(route, url.query)
             elif route.sub == "scale":
                 self._scale(verb, route, body)
             elif route.sub == "eviction":

@@ -40,6 +40,8 @@ class Subresource:
 STATUS = Subresource("status")
 SCALE = Subresource("scale", response=("autoscaling", "v1", "Scale"))
 LOG = Subresource("log", ("get",))
+# A command in a container (exec_handler.py): a WebSocket upgrade of GET or POST.
+EXEC = Subresource("exec", ("create", "get"), response=("", "v1", "PodExecOptions"))
 # POST pods/NAME/eviction: a policy/v1 Eviction, refused (429) when a PodDisruptionBudget
 # allows no disruption (eviction.py).
 EVICTION = Subresource("eviction", ("create",), response=("policy", "v1", "Eviction"))
@@ -117,7 +119,7 @@ NAMESPACES = _builtin("", "v1", "namespaces", "Namespace", ("ns",), namespaced=F
 NODES = _builtin("", "v1", "nodes", "Node", ("no",), namespaced=False)
 PVCS = _builtin("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", ("pvc",))
 PVS = _builtin("", "v1", "persistentvolumes", "PersistentVolume", ("pv",), namespaced=False)
-PODS = _builtin("", "v1", "pods", "Pod", ("po",), subs=(EVICTION, LOG, STATUS),
+PODS = _builtin("", "v1", "pods", "Pod", ("po",), subs=(EVICTION, EXEC, LOG, STATUS),
                 categories=ALL_CAT)
 SECRETS = _builtin("", "v1", "secrets", "Secret", subs=())
 SERVICES = _builtin("", "v1", "services", "Service", ("svc",), categories=ALL_CAT)

@@ -110,6 +110,10 @@ def discovery_document(path: str, legacy_doc: JSON, accept: str | None) -> tuple
 
 def verb_of(method: str, route: Route, query: dict[str, str]) -> str:
     """The Kubernetes verb of a request (what RBAC checks): get, list, watch, create, ..."""
+    if route.sub == "exec" and method in ("GET", "POST"):
+        # As kube-apiserver 1.35+ (AuthorizePodWebsocketUpgradeCreatePermission): an exec
+        # is a create, whichever method carries its WebSocket upgrade.
+        return "create"
     if method == "GET":
         if route.name is not None:
             return "get"

@@ -296,10 +296,13 @@ def demo_command(kubeconfig: str | None, context: str | None, tunnel: bool) -> N
               show_default=True, type=click.Choice(["names", "keys", "none"]),
               help="How much of Secrets the agent reads: names only (metadata, never a value), "
                    "keys too (values blanked by the agent) or none ($AGENTWATCH_AGENT_SECRETS).")
+@click.option("--allow-exec", is_flag=True, envvar="AGENTWATCH_AGENT_ALLOW_EXEC",
+              help="Open shells in containers when agentwatch asks (pods/exec); refused "
+                   "otherwise, whatever the server asks ($AGENTWATCH_AGENT_ALLOW_EXEC).")
 @click.pass_context
 def agent_command(ctx: click.Context, url: str | None, token: str | None,
                   kubeconfig: str | None, context: str | None, ca_file: str | None,
-                  impersonate_prefix: str | None, secrets: str) -> None:
+                  impersonate_prefix: str | None, secrets: str, allow_exec: bool) -> None:
     """Run the agent: dial out to agentwatch and carry its requests to this cluster."""
     if ctx.invoked_subcommand is not None:
         return
@@ -310,7 +313,7 @@ def agent_command(ctx: click.Context, url: str | None, token: str | None,
     from .tunnel.secret_reads import SecretReads
     try:
         run_agent(url, token, kubeconfig, context, ca_file, impersonate_prefix or None,
-                  SecretReads(secrets))
+                  SecretReads(secrets), allow_exec=allow_exec)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -330,9 +333,13 @@ def agent_command(ctx: click.Context, url: str | None, token: str | None,
               help="Let the agent impersonate users and groups whose names begin with this, "
                    "and grant it impersonate (default: agentwatch: when the agent's "
                    "configuration says access_as: user, else no one; '' for no one).")
+@click.option("--allow-exec", is_flag=True,
+              help="Start the agent with --allow-exec and grant it pods/exec (shells in "
+                   "containers, for the people user_access.exec names).")
 @with_appcontext
 def agent_manifest(name: str, url: str | None, namespace: str, replicas: int,
-                   image: str | None, secrets: str, impersonate_prefix: str | None) -> None:
+                   image: str | None, secrets: str, impersonate_prefix: str | None,
+                   allow_exec: bool) -> None:
     """Print the Kubernetes YAML that installs the agent NAME (with a new token)."""
     from datetime import UTC, datetime
 
@@ -363,5 +370,5 @@ def agent_manifest(name: str, url: str | None, namespace: str, replicas: int,
         raise click.ClickException(str(exc)) from None
     click.echo(manifest.render(name, url, raw, namespace=namespace, replicas=replicas,
                                image=image, impersonate_prefix=impersonate_prefix or None,
-                               secrets=SecretReads(secrets)),
+                               secrets=SecretReads(secrets), allow_exec=allow_exec),
                nl=False)

@@ -133,6 +133,19 @@ DEFAULTS: dict[str, Any] = {
     "USAGE_MAX_PODS": 20000,
     "USAGE_HISTORY_SECONDS": 900,
     "USAGE_MAX_FOLLOWED": 200,
+    # A shell in a container (docs/operate.md, "A shell in a container"): a session with
+    # no keystroke and no output for EXEC_IDLE_SECONDS ends; a user holds at most
+    # EXEC_MAX_PER_USER sessions and a server process EXEC_MAX_SESSIONS; the API server
+    # (or the agent) must accept the exec within EXEC_CONNECT_SECONDS; a command is at
+    # most EXEC_MAX_COMMAND_BYTES. EXEC_DIRECT_AGENTS names the agents reached with the
+    # server's own kubeconfig whose clusters allow exec (comma-separated; none by default:
+    # for tunneled agents, the agent's --allow-exec says so).
+    "EXEC_IDLE_SECONDS": 900,
+    "EXEC_MAX_PER_USER": 3,
+    "EXEC_MAX_SESSIONS": 64,
+    "EXEC_CONNECT_SECONDS": 30,
+    "EXEC_MAX_COMMAND_BYTES": 1024,
+    "EXEC_DIRECT_AGENTS": "",
     # The Agents list's cluster health (failing pods, failed Flux objects) is counted over
     # shared watches kept this long after the list last asked (watch/summaries.py).
     "SUMMARY_KEEP_SECONDS": 300,
@@ -242,6 +255,8 @@ _INT_KEYS = {
     "MAX_SOCKETS_PER_USER", "MAX_STREAMS_PER_USER", "MAX_WATCHES_PER_USER", "WATCH_QUEUE_LIMIT",
     "WATCH_VIEW_MAX_ROWS", "SUMMARY_KEEP_SECONDS",
     "MAX_LOG_PODS",
+    "EXEC_IDLE_SECONDS", "EXEC_MAX_PER_USER", "EXEC_MAX_SESSIONS", "EXEC_CONNECT_SECONDS",
+    "EXEC_MAX_COMMAND_BYTES",
     "USAGE_POLL_SECONDS", "USAGE_IDLE_SECONDS", "USAGE_MAX_POLLS", "USAGE_MAX_PODS",
     "USAGE_HISTORY_SECONDS", "USAGE_MAX_FOLLOWED",
     "MAX_TUNNELS_PER_AGENT", "MAX_LIVE_CONNECTIONS", "REQUEST_HEAD_SECONDS", "REQUEST_SECONDS",
@@ -253,9 +268,9 @@ _INT_KEYS = {
     "ANSWER_MAX_BYTES", "ANSWER_SECONDS", "ANSWER_HEAD_SECONDS", "ANSWER_LINE_MAX_BYTES",
     "ANSWER_LINE_SECONDS", "TUNNEL_MESSAGE_SECONDS", "TUNNEL_MESSAGE_MAX_FRAMES",
     "TUNNEL_MAX_BUFFERED_BYTES", "MAX_MANIFEST_BYTES", "MAX_APPLY_DIFF_ENTRIES",
-    "DRAIN_TIMEOUT_SECONDS", "DRAIN_RETRY_SECONDS", "DRAIN_MAX_PODS", "MAX_DRAINS",
     "OIDC_RECHECK_SECONDS", "OIDC_TIMEOUT_SECONDS", "OIDC_MAX_GROUPS",
     "PERSONAL_TOKEN_DAYS", "PERSONAL_TOKEN_MAX_DAYS",
+    "DRAIN_TIMEOUT_SECONDS", "DRAIN_RETRY_SECONDS", "DRAIN_MAX_PODS", "MAX_DRAINS",
 }
 # Environment variables that take one of a few words.
 _CHOICE_KEYS = {"SMTP_SECURITY": ("none", "starttls", "ssl"),

@@ -119,6 +119,24 @@ def _build() -> dict[str, Any]:
                                   "default": "agent"},
                     "view": allowed,
                     "act": allowed,
+                    "exec": {
+                        "type": ["object", "null"],
+                        "description": "Who may open a shell in a container (nobody by "
+                                       "default; the agent must run with --allow-exec).",
+                        "additionalProperties": False,
+                        "properties": {
+                            "role": {"enum": [*users.ROLES, None],
+                                     "description": "the lowest role admitted; null: nobody "
+                                                    "by role"},
+                            "users": {"type": "array", "uniqueItems": True,
+                                      "items": {"type": "string", "pattern": _USER_NAME}},
+                            "groups": {"type": "array", "uniqueItems": True,
+                                       "items": {"type": "string", "minLength": 1,
+                                                 "maxLength": 256,
+                                                 "description": "a group at the identity "
+                                                                "provider"}},
+                        },
+                    },
                     "projects": {"type": "array", "deprecated": True,
                                  "description": "Deprecated: use view.users.",
                                  "items": {"$ref": "#/$defs/legacy_id"}},

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..watch.access import Allowed, ClusterAccess
+from ..watch.access import Allowed, ClusterAccess, exec_grant
 
 
 def access_from(document: dict[str, Any]) -> ClusterAccess | None:
@@ -18,6 +18,7 @@ def access_from(document: dict[str, Any]) -> ClusterAccess | None:
         access_as=section.get("access_as", defaults.access_as),
         view=_allowed(section.get("view"), defaults.view),
         act=_allowed(section.get("act"), defaults.act),
+        exec=exec_grant(section.get("exec")),
     ).validate()
 
 
@@ -30,6 +31,9 @@ def _allowed(raw: dict[str, Any] | None, default: Allowed) -> Allowed:
 
 
 def user_access_section(access: ClusterAccess) -> dict[str, Any]:
-    return {"access_as": access.access_as,
-            "view": {"role": access.view.role, "users": list(access.view.users)},
-            "act": {"role": access.act.role, "users": list(access.act.users)}}
+    section = {"access_as": access.access_as,
+               "view": {"role": access.view.role, "users": list(access.view.users)},
+               "act": {"role": access.act.role, "users": list(access.act.users)}}
+    if access.exec.grants:
+        section["exec"] = access.exec.to_json()
+    return section

@@ -31,7 +31,7 @@ from urllib3 import HTTPHeaderDict
 from ..watch import redact
 from ..watch.cronjobs import manual_job
 from ..watch.kube import ClusterClient, Connection
-from . import apply_bodies, bodies, boundary
+from . import apply_bodies, bodies, boundary, exec_agent
 from .allowlist import Action
 from .boundary import Upstream
 from .frames import MAX_DATA, RECEIVE_BYTES, SUBPROTOCOL
@@ -55,6 +55,8 @@ class Settings:
     impersonation: Impersonation = Impersonation()
     # How much of Secrets it reads (names only unless the owner chose otherwise).
     secrets: SecretReads = SecretReads.NAMES
+    # Whether it opens shells in containers for the server (--allow-exec; never by default).
+    allow_exec: bool = False
 
 
 def tunnel_url(base: str) -> str:
@@ -154,6 +156,10 @@ class Agent:
 
     def _serve(self, stream: Stream) -> None:
         head = stream.head or {}
+        if head.get("upgrade") == "websocket":  # a shell (exec_agent.py), or refused there
+            exec_agent.serve(stream, self.cluster, self.settings.allow_exec,
+                             self.settings.impersonation)
+            return
         method, path = _loggable(head.get("method"), 16), _loggable(head.get("path"), 200)
         try:
             request = boundary.screen(head, self.settings.impersonation, self.settings.secrets)

@@ -8,7 +8,8 @@ actions: deleting a pod, merge patches of Kustomizations and HelmReleases (recon
 suspend, resume) and of Deployments, StatefulSets and DaemonSets (rollout restart), the
 `scale` of Deployments, StatefulSets and ReplicaSets (scale), and creating a Job (trigger a
 CronJob), and node care: a node's cordon or uncordon (a patch of nodes/NAME) and a pod's
-eviction (POST pods/NAME/eviction). No other subresource (exec, attach, proxy, ...), no
+eviction (POST pods/NAME/eviction); a pod's exec only as a shell's WebSocket stream of an
+agent started with --allow-exec (exec_agent.py). No other subresource (attach, proxy, ...), no
 other write. Names,
 namespaces, groups and versions in the path must be what the API server accepts
 (DNS-1123), so no path reaches anything else.
@@ -54,6 +55,8 @@ _RESOURCE_PATH = re.compile(
     rf"^/(?:api/(?P<core>v1)|apis/(?P<group>{_GROUP})/(?P<version>{_VERSION}))"
     rf"(?:/namespaces/(?P<ns>{_NAMESPACE}))?/(?P<resource>{_RESOURCE})"
     rf"(?:/(?P<name>{_NAME})(?:/(?P<sub>log|scale|eviction))?)?$")
+# A pod's exec: only through check_exec, for a shell's stream (exec_agent.py).
+_EXEC_PATH = re.compile(rf"^/api/v1/namespaces/(?P<ns>{_NAMESPACE})/pods/(?P<name>{_NAME})/exec$")
 
 
 class Action(StrEnum):
@@ -73,6 +76,9 @@ class Action(StrEnum):
     APPLY = "an apply (edit or create from YAML)"
     CORDON = "a node's cordon or uncordon"
     EVICT = "a pod's eviction"
+    # Only as a WebSocket stream, and only by an agent started with --allow-exec
+    # (exec_agent.py): check() never answers it, check_exec() does.
+    EXEC = "a command in a container (exec)"
 
 
 @dataclass(frozen=True)
@@ -124,6 +130,15 @@ def check(method: str, path: str, content_type: str | None = None) -> Verdict:
         return Verdict(False, action)
     return Verdict(True, target=Target(action, path, group, match["core"] or match["version"],
                                        namespace, resource, name))
+
+
+def check_exec(method: str, path: str) -> Verdict:
+    """Whether `method path` is a pod's exec, as a shell opens it (GET, then the upgrade)."""
+    match = _EXEC_PATH.match(path)
+    if match is None or method != "GET":
+        return Verdict(False, f"{method} {path[:200]} is not a pod's exec opened with GET")
+    return Verdict(True, target=Target(Action.EXEC, path, "", "v1", match["ns"], "pods",
+                                       match["name"]))
 
 
 def _action(method: str, kind: tuple[str, str], namespace: str | None, name: str | None,

@@ -6,7 +6,8 @@ cluster, Flux), pod logs, and the tab's actions (delete pods, patch Kustomizatio
 HelmReleases, restart and scale workloads, create Jobs from CronJobs, cordon nodes and
 evict pods) — and nothing else.
 With `--impersonate-prefix` (for `access_as: user`) it may also impersonate users and
-groups, which the agent narrows to that prefix. Secrets as `--secrets` chose
+groups, which the agent narrows to that prefix; with `--allow-exec` it runs the agent so
+and may create `pods/exec` (shells in containers). Secrets as `--secrets` chose
 (secret_reads.py): `names` (list and watch, which the agent reads as metadata only),
 `keys` (get too, values blanked by the agent) or `none` (no rule at all). Custom
 resources come through a second, aggregated ClusterRole: the rules every CRD's authors
@@ -48,7 +49,8 @@ _SECRET_VERBS = {SecretReads.NAMES: ["list", "watch"],
                  SecretReads.KEYS: ["get", "list", "watch"], SecretReads.NONE: []}
 
 
-def _rules(impersonate: bool, secrets: SecretReads) -> list[dict[str, Any]]:
+def _rules(impersonate: bool, secrets: SecretReads,
+           allow_exec: bool = False) -> list[dict[str, Any]]:
     by_group: dict[str, set[str]] = {}
     for kind in BUILTIN:
         if kind.group not in FLUX_GROUPS and (kind.group, kind.resource) != _SECRETS:
@@ -80,6 +82,11 @@ def _rules(impersonate: bool, secrets: SecretReads) -> list[dict[str, Any]]:
     # Resource usage: metrics-server serves get and list, never watch.
     rules.append({"apiGroups": ["metrics.k8s.io"], "resources": ["nodes", "pods"],
                   "verbs": ["get", "list"]})
+    if allow_exec:
+        # Shells (--allow-exec): the WebSocket upgrade is a create since Kubernetes 1.35, a
+        # get before it.
+        rules.append({"apiGroups": [""], "resources": ["pods/exec"],
+                      "verbs": ["create", "get"]})
     if impersonate:
         # RBAC cannot grant by prefix: the agent itself keeps to its --impersonate-prefix
         # (impersonation.py), never a system: name, a uid or extra fields.
@@ -91,7 +98,8 @@ def _rules(impersonate: bool, secrets: SecretReads) -> list[dict[str, Any]]:
 def documents(agent: str, url: str, token: str, *, image: str = DEFAULT_IMAGE,
               namespace: str = "agentwatch", replicas: int = 2,
               impersonate_prefix: str | None = None,
-              secrets: SecretReads = SecretReads.NAMES) -> list[dict[str, Any]]:
+              secrets: SecretReads = SecretReads.NAMES,
+              allow_exec: bool = False) -> list[dict[str, Any]]:
     name = f"agentwatch-agent-{agent}"
     labels = {"app.kubernetes.io/name": "agentwatch-agent",
               "app.kubernetes.io/instance": agent}
@@ -101,7 +109,8 @@ def documents(agent: str, url: str, token: str, *, image: str = DEFAULT_IMAGE,
         "name": "agent",
         "image": image,
         "args": ["agent", "--secrets", str(secrets)] + (
-            ["--impersonate-prefix", impersonate_prefix] if impersonate_prefix else []),
+            ["--impersonate-prefix", impersonate_prefix] if impersonate_prefix else []) + (
+            ["--allow-exec"] if allow_exec else []),
         "env": [
             {"name": "AGENTWATCH_AGENT_URL", "value": url},
             {"name": "AGENTWATCH_AGENT_TOKEN",
@@ -120,7 +129,7 @@ def documents(agent: str, url: str, token: str, *, image: str = DEFAULT_IMAGE,
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
          "metadata": {"name": name, "labels": labels},
-         "rules": _rules(bool(impersonate_prefix), secrets)},
+         "rules": _rules(bool(impersonate_prefix), secrets, allow_exec)},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
          "metadata": {"name": name, "labels": labels},
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",

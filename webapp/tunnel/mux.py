@@ -161,6 +161,32 @@ class Stream:
             self._mux.send(window_frame(self.id, grant))
         return data
 
+    def read_message(self, timeout: float | None = None) -> bytes | None:
+        """One DATA frame's payload as it was sent, for a stream whose frames are messages
+        (an exec's WebSocket); None once the sender ended. As read() otherwise."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while not self._inbound:
+                if self._reset is not None:
+                    raise self._reset
+                if self._received_end:
+                    return None
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise TimeoutError(f"nothing on stream {self.id} in {timeout} s")
+                self._cond.wait(left)
+            data = self._inbound.popleft()
+            taken = len(data) if self._counted else 0
+            self._buffered = max(self._buffered - len(data), 0)
+            self._consumed += len(data)
+            grant = self._consumed if self._consumed >= INITIAL_WINDOW // 4 else 0
+            if grant:
+                self._consumed = 0
+        self._mux._release(taken)
+        if grant:
+            self._mux.send(window_frame(self.id, grant))
+        return data
+
     # --- the writer's side ---------------------------------------------------------------
 
     def write(self, data: bytes, timeout: float | None = None) -> None:
@@ -189,6 +215,24 @@ class Stream:
                 self._credit -= size
             self._mux.send(Frame(Kind.DATA, self.id, bytes(view[:size])))
             view = view[size:]
+
+    def write_message(self, data: bytes, timeout: float | None = None) -> None:
+        """Send `data` as one DATA frame (one message of an exec's WebSocket), waiting for
+        the receiver's window to hold it whole."""
+        if len(data) > MAX_DATA:
+            raise ValueError(f"a message of {len(data)} bytes is over one DATA frame")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while self._credit < len(data) and self._reset is None:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise TimeoutError(f"stream {self.id}: the reader took nothing for "
+                                       f"{timeout} s")
+                self._cond.wait(left)
+            if self._reset is not None:
+                raise self._reset
+            self._credit -= len(data)
+        self._mux.send(Frame(Kind.DATA, self.id, data))
 
     def send_head(self, head: dict[str, Any]) -> None:
         self._mux.send(json_frame(Kind.HEAD, self.id, head))

@@ -26,7 +26,7 @@ def serve_health(agent: Agent, port: int) -> HealthServer:
 
 def run_agent(url: str, token: str, kubeconfig: str | None, context: str | None,
               ca_file: str | None, impersonate_prefix: str | None = None,
-              secrets: SecretReads = SecretReads.NAMES) -> None:
+              secrets: SecretReads = SecretReads.NAMES, allow_exec: bool = False) -> None:
     tunnel_url(url)  # refuses a URL that is not http(s) before anything starts
     if impersonate_prefix is not None:
         impersonation.prefix(impersonate_prefix)
@@ -41,7 +41,7 @@ def run_agent(url: str, token: str, kubeconfig: str | None, context: str | None,
     try:
         agent = Agent(Settings(url, token, cluster, ca_file,
                                impersonation=Impersonation(impersonate_prefix),
-                               secrets=secrets))
+                               secrets=secrets, allow_exec=allow_exec))
     except KubeError as exc:
         raise ValueError(exc.message) from None
 
@@ -56,6 +56,8 @@ def run_agent(url: str, token: str, kubeconfig: str | None, context: str | None,
     logging.getLogger("agentwatch.agent").info("Secrets: %s", {
         SecretReads.NAMES: "names only", SecretReads.KEYS: "names, types and keys (values "
         "blanked)", SecretReads.NONE: "none"}[secrets])
+    logging.getLogger("agentwatch.agent").info(
+        "shells in containers (exec): %s", "allowed" if allow_exec else "refused")
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     port = int(os.environ.get("AGENTWATCH_AGENT_HEALTH_PORT", str(HEALTH_PORT)))

@@ -41,3 +41,5 @@ def init_app(app: Flask) -> None:
     app.register_blueprint(routes.bp)
     node_routes.init_app(app)  # cordon, uncordon, drain (on routes.bp, imported above)
     ws.init_app(app)
+    from . import exec_socket
+    exec_socket.init_app(app)  # a shell in a container

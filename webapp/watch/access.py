@@ -35,10 +35,38 @@ class Allowed:
 
 
 @dataclass(frozen=True)
+class ExecGrant(Allowed):
+    """Who may open a shell in a container: nobody unless granted (a role, users, or
+    groups at the identity provider). The agent must allow exec too (exec_request.py)."""
+
+    groups: tuple[str, ...] = ()
+
+    def admits(self, user: User) -> bool:
+        if super().admits(user):
+            return True
+        return bool(self.groups) and bool(set(self.groups) & set(signin.groups_of(user)))
+
+    @property
+    def grants(self) -> bool:
+        return self.role is not None or bool(self.users) or bool(self.groups)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"role": self.role, "users": list(self.users), "groups": list(self.groups)}
+
+
+def exec_grant(raw: Any) -> ExecGrant:
+    if not isinstance(raw, dict):
+        return ExecGrant(None)
+    return ExecGrant(raw.get("role"), tuple(raw.get("users") or ()),
+                     tuple(raw.get("groups") or ()))
+
+
+@dataclass(frozen=True)
 class ClusterAccess:
     access_as: str = "agent"
     view: Allowed = field(default_factory=lambda: Allowed("viewer"))
     act: Allowed = field(default_factory=lambda: Allowed("maintainer"))
+    exec: ExecGrant = field(default_factory=lambda: ExecGrant(None))
 
     @classmethod
     def from_json(cls, raw: dict[str, Any] | None) -> ClusterAccess:
@@ -46,18 +74,22 @@ class ClusterAccess:
             return cls()
         return cls(access_as=raw.get("access_as", "agent"),
                    view=_allowed(raw.get("view"), "viewer"),
-                   act=_allowed(raw.get("act"), "maintainer"))
+                   act=_allowed(raw.get("act"), "maintainer"),
+                   exec=exec_grant(raw.get("exec")))
 
     def to_json(self) -> dict[str, Any]:
-        return {"access_as": self.access_as,
-                "view": {"role": self.view.role, "users": list(self.view.users)},
-                "act": {"role": self.act.role, "users": list(self.act.users)}}
+        out = {"access_as": self.access_as,
+               "view": {"role": self.view.role, "users": list(self.view.users)},
+               "act": {"role": self.act.role, "users": list(self.act.users)}}
+        if self.exec.grants:  # absent when nobody may: access as it was before exec
+            out["exec"] = self.exec.to_json()
+        return out
 
     def validate(self) -> ClusterAccess:
         if self.access_as not in ACCESS_AS:
             raise Invalid(f"access_as must be 'agent' or 'user', not {self.access_as!r}",
                           code="invalid_access")
-        for name, allowed in (("view", self.view), ("act", self.act)):
+        for name, allowed in (("view", self.view), ("act", self.act), ("exec", self.exec)):
             if allowed.role is not None and allowed.role not in users.ROLES:
                 raise Invalid(f"{name} role must be one of {', '.join(users.ROLES)} or none",
                               code="invalid_access")
@@ -81,6 +113,12 @@ def can_view(user: User, agent: Agent) -> bool:
 
 def can_act(user: User, agent: Agent) -> bool:
     return for_agent(agent).act.admits(user)
+
+
+def can_exec(user: User, agent: Agent) -> bool:
+    """Granted a shell by the agent's `user_access.exec` (and allowed to view)."""
+    access = for_agent(agent)
+    return access.exec.admits(user) and (access.view.admits(user) or access.act.admits(user))
 
 
 def require_view(user: User, agent: Agent) -> None:

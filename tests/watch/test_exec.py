@@ -1,0 +1,211 @@
+"""A shell in a container, over the served app's WebSocket (`/agents/NAME/exec`) to the
+simulated cluster's pods/exec, directly (the server's kubeconfig): the terminal's bytes
+both ways, resize, the exit code, the keys that must all turn, the per-user cap, the idle
+timeout, and the Activity event of every session."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from typing import Any
+
+import pytest
+from simple_websocket import Client, ConnectionClosed
+
+from .conftest import WAIT, Live, eventually
+
+SUBPROTOCOL = "agentwatch.exec.v1"
+GRANTED = {"access_as": "agent", "view": {"role": "viewer", "users": []},
+           "act": {"role": "maintainer", "users": []},
+           "exec": {"role": "admin", "users": [], "groups": []}}
+
+
+@pytest.fixture
+def app_config(app_config: dict[str, Any]) -> dict[str, Any]:
+    return {**app_config, "EXEC_DIRECT_AGENTS": "prod", "EXEC_IDLE_SECONDS": 30,
+            "EXEC_MAX_PER_USER": 2}
+
+
+class Shell:
+    """The page's side of a shell: binary channel messages out, output and JSON in."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.out = b""
+        self.messages: list[dict[str, Any]] = []
+
+    def type(self, text: str) -> None:
+        self.client.send(b"\x00" + text.encode())
+
+    def resize(self, cols: int, rows: int) -> None:
+        self.client.send(b"\x04" + json.dumps({"Width": cols, "Height": rows}).encode())
+
+    def _read(self, timeout: float) -> bool:
+        data = self.client.receive(timeout=timeout)
+        if data is None:
+            return False
+        if isinstance(data, str):
+            self.messages.append(json.loads(data))
+        elif data[:1] in (b"\x01", b"\x02"):
+            self.out += data[1:]
+        return True
+
+    def until(self, text: str) -> str:
+        deadline = time.monotonic() + WAIT
+        while text.encode() not in self.out:
+            left = deadline - time.monotonic()
+            assert left > 0, f"no {text!r} in {self.out!r}"
+            self._read(left)
+        return self.out.decode()
+
+    def message(self, kind: str) -> dict[str, Any]:
+        deadline = time.monotonic() + WAIT
+        while True:
+            found = [m for m in self.messages if m["type"] == kind]
+            if found:
+                return found[0]
+            left = deadline - time.monotonic()
+            assert left > 0, f"no {kind} message in {self.messages}"
+            try:
+                self._read(left)
+            except ConnectionClosed:
+                raise AssertionError(f"closed before a {kind} message: "
+                                     f"{self.client.close_reason} {self.client.close_message}"
+                                     ) from None
+
+    def close_code(self) -> tuple[int, str]:
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            try:
+                self._read(0.2)
+            except ConnectionClosed:
+                return int(self.client.close_reason), str(self.client.close_message)
+        raise AssertionError("still open")
+
+
+def open_shell(live: Live, token: str, agent: str = "prod", **params: str) -> Shell:
+    from urllib.parse import urlencode
+    query = urlencode({"namespace": "default", "pod": "web-1", **params})
+    client = Client.connect(f"{live.ws_base}/agents/{agent}/exec?{query}",
+                            subprotocols=[SUBPROTOCOL],
+                            headers={"Authorization": f"Bearer {token}"},
+                            receive_bytes=65536)
+
+    def close() -> None:
+        with contextlib.suppress(Exception):  # already closed by the server
+            client.close()
+        client.thread.join(timeout=5)
+
+    live._track(close)
+    return Shell(client)
+
+
+@pytest.fixture
+def granted(live: Live) -> str:
+    """alice (admin) with a token, agent `prod` granting exec to admins, pod web-1."""
+    live.user("alice", "admin")
+    live.agent("prod", access=GRANTED)
+    live.sim.add_pod("default", "web-1", ["app"])
+    live.sim.settle()
+    return live.token("alice")
+
+
+def test_a_shell_runs_resizes_and_ends_with_its_exit_code_in_activity(
+        live: Live, granted: str) -> None:
+    shell = open_shell(live, granted, container="app")
+    started = shell.message("started")
+    assert started["protocol"] == "v5.channel.k8s.io"
+    assert started["command"] == ["sh"]
+    shell.until("/ # ")
+    shell.type("echo hello $HOSTNAME\r")
+    shell.until("hello web-1")
+    shell.resize(100, 30)
+    shell.type("stty size\r")
+    shell.until("30 100")
+    shell.type("exit 7\r")
+    ended = shell.message("exit")
+    assert (ended["exitCode"], ended["reason"]) == (7, "exited")
+    assert shell.close_code()[0] == 1000
+    event = eventually(lambda: live.events())[0]
+    assert event.user_name == "alice"
+    details = event.details
+    assert (details["action"], details["object"], details["container"], details["command"],
+            details["exit_code"], details["reason"]) == \
+        ("exec", "Pod/default/web-1", "app", ["sh"], 7, "exited")
+    assert details["started_at"] <= details["ended_at"]
+    assert "hello" not in json.dumps(details) and "hello" not in (event.message or "")
+    assert live.app.extensions["exec_sessions"].count() == 0
+
+
+def test_a_command_runs_once_and_its_output_and_code_come_back(live: Live,
+                                                               granted: str) -> None:
+    shell = open_shell(live, granted, command="cat /etc/hostname")
+    shell.until("web-1")
+    assert shell.message("exit")["exitCode"] == 0
+
+
+def test_no_shell_without_the_configurations_grant(live: Live) -> None:
+    live.user("alice", "admin")
+    live.agent("prod")  # the default access grants exec to no one
+    live.sim.add_pod("default", "web-1", ["app"])
+    code, reason = open_shell(live, live.token("alice")).close_code()
+    assert code == 4403
+    assert "grants a shell to no one" in reason
+
+
+def test_no_shell_for_a_user_the_grant_does_not_name(live: Live, granted: str) -> None:
+    live.user("bob", "maintainer")
+    code, reason = open_shell(live, live.token("bob")).close_code()
+    assert code == 4403
+    assert "bob may not open a shell" in reason
+
+
+def test_no_shell_when_the_server_does_not_allow_the_direct_cluster(
+        live: Live, granted: str) -> None:
+    live.app.config["EXEC_DIRECT_AGENTS"] = ""
+    code, reason = open_shell(live, granted).close_code()
+    assert code == 4403
+    assert "AGENTWATCH_EXEC_DIRECT_AGENTS" in reason
+
+
+def test_the_api_servers_refusal_is_said_and_recorded(live: Live, granted: str) -> None:
+    shell = open_shell(live, granted, container="nope")
+    error = shell.message("error")
+    assert error["code"] == 400
+    assert "container nope is not valid for pod web-1" in error["message"]
+    event = eventually(lambda: live.events())[0]
+    assert (event.details["result"], event.details["reason"]) == ("failed", "refused")
+
+
+def test_bad_parameters_are_refused_before_anything_opens(live: Live, granted: str) -> None:
+    code, reason = open_shell(live, granted, pod="Not_A_Pod").close_code()
+    assert code == 4400
+    assert "Not_A_Pod" in reason
+    code, reason = open_shell(live, granted, command="sh -c 'unclosed").close_code()
+    assert code == 4400
+    assert "command" in reason
+    assert not [r for r in live.sim.stats.requests if "exec" in r.path]
+
+
+def test_a_user_holds_at_most_the_cap_of_shells(live: Live, granted: str) -> None:
+    first, second = open_shell(live, granted), open_shell(live, granted)
+    first.message("started"), second.message("started")
+    code, reason = open_shell(live, granted).close_code()
+    assert code == 4429
+    assert "EXEC_MAX_PER_USER" in reason
+    first.type("exit\r")
+    first.message("exit")
+    eventually(lambda: live.app.extensions["exec_sessions"].count() == 1)
+    open_shell(live, granted).message("started")
+
+
+def test_an_idle_shell_is_closed(live: Live, granted: str) -> None:
+    live.app.config["EXEC_IDLE_SECONDS"] = 0.6
+    shell = open_shell(live, granted)
+    shell.until("/ # ")
+    ended = shell.message("exit")
+    assert ended["reason"] == "idle"
+    assert "AGENTWATCH_EXEC_IDLE_SECONDS" in ended["message"]
+    event = eventually(lambda: live.events())[0]
+    assert event.details["reason"] == "idle"

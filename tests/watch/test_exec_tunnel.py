@@ -1,0 +1,139 @@
+"""A shell through the agent's tunnel: the agent (here in a thread) carries the exec as one
+stream whose DATA frames are the WebSocket's messages; it refuses every exec unless it was
+started with --allow-exec, whatever the server asks; the cluster sees the agent's own
+credentials."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from webapp import agents, db, tokens
+from webapp.tunnel import exec_agent
+from webapp.tunnel.agent import Agent, Settings
+from webapp.tunnel.boundary import Refused
+from webapp.tunnel.impersonation import Impersonation
+from webapp.watch.kube import Connection
+
+from .conftest import WAIT, Live, eventually
+from .test_exec import GRANTED, open_shell
+
+
+class RunningAgent:
+    def __init__(self, live: Live, token: str, allow_exec: bool) -> None:
+        self.agent = Agent(Settings(live.base_url, token,
+                                    Connection(kubeconfig=str(live.kubeconfig), context="sim"),
+                                    backoff_initial=0.05, backoff_max=0.5,
+                                    allow_exec=allow_exec))
+        self.thread = threading.Thread(target=self.agent.run, daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.agent.stop()
+        self.thread.join(WAIT)
+
+
+@pytest.fixture
+def tunneled(live: Live) -> Iterator[Callable[[bool], str]]:
+    """alice (admin), agent `prod` on a tunnel granting exec to admins, pod web-1; call it
+    with whether the agent allows exec; it returns alice's token."""
+    running: list[RunningAgent] = []
+    live.user("alice", "admin")
+    with live.app.app_context():
+        agent = agents.create("prod", tunnel=True)
+        agent.cluster_access = GRANTED
+        db.session().commit()
+        _, raw = tokens.create(agents.get("prod"), "in-cluster", "alice")
+    live.sim.add_pod("default", "web-1", ["app"])
+    live.sim.settle()
+
+    def start(allow_exec: bool) -> str:
+        running.append(RunningAgent(live, raw, allow_exec))
+        assert running[-1].agent.connected.wait(WAIT)
+        eventually(lambda: live.app.extensions["tunnels"].count("prod") == 1)
+        return live.token("alice")
+
+    yield start
+    for agent in running:
+        agent.stop()
+
+
+def test_a_shell_through_the_tunnel_runs_resizes_and_exits(live: Live, tunneled: Any) -> None:
+    token = tunneled(True)
+    shell = open_shell(live, token, container="app")
+    assert shell.message("started")["protocol"] == "v5.channel.k8s.io"
+    shell.until("/ # ")
+    shell.type("echo through $HOSTNAME\r")
+    shell.until("through web-1")
+    shell.resize(90, 20)
+    shell.type("stty size\r")
+    shell.until("20 90")
+    shell.type("exit 4\r")
+    assert shell.message("exit")["exitCode"] == 4
+    assert eventually(lambda: live.events())[0].details["exit_code"] == 4
+    execs = [r for r in list(live.sim.stats.requests) if r.path.endswith("/exec")]
+    assert {r.headers.get("authorization") for r in execs} == \
+        {f"Bearer {live.sim.token or 'sim-token'}"}
+    assert live.app.extensions["exec_sessions"].count() == 0
+
+
+def test_an_agent_without_allow_exec_refuses_whatever_the_server_asks(
+        live: Live, tunneled: Any) -> None:
+    token = tunneled(False)
+    error = open_shell(live, token).message("error")
+    assert error["code"] == 403
+    assert "started without --allow-exec" in error["message"]
+    assert not [r for r in list(live.sim.stats.requests) if r.path.endswith("/exec")]
+    event = eventually(lambda: live.events())[0]
+    assert event.details["reason"] == "refused"
+
+
+def test_a_large_output_arrives_whole_and_in_order(live: Live, tunneled: Any) -> None:
+    token = tunneled(True)
+    shell = open_shell(live, token)
+    shell.until("/ # ")
+    line = "x" * 2000
+    for i in range(40):  # more than a DATA frame in all, each message whole
+        shell.type(f"echo {i}-{line}\r")
+    text = shell.until(f"39-{line}")
+    positions = [text.index(f"\r\n{i}-{line}") for i in range(40)]
+    assert positions == sorted(positions)
+
+
+@pytest.mark.parametrize(("head", "reason"), [
+    ({"method": "GET", "path": "/api/v1/namespaces/d/pods/p/exec", "query": "command=sh",
+      "headers": [], "protocols": ["v5.channel.k8s.io"]}, None),
+    ({"method": "POST", "path": "/api/v1/namespaces/d/pods/p/exec", "query": "command=sh",
+      "headers": [], "protocols": ["v5.channel.k8s.io"]}, "not a pod's exec opened with GET"),
+    ({"method": "GET", "path": "/api/v1/namespaces/d/pods/p/attach", "query": "command=sh",
+      "headers": [], "protocols": ["v5.channel.k8s.io"]}, "not a pod's exec"),
+    ({"method": "GET", "path": "/api/v1/namespaces/d/pods/p/exec",
+      "query": "command=sh&command=-c&command=id&tty=true&tty=true", "headers": [],
+      "protocols": ["v5.channel.k8s.io"]}, "given twice"),
+    ({"method": "GET", "path": "/api/v1/namespaces/d/pods/p/exec",
+      "query": "command=sh&follow=true", "headers": [],
+      "protocols": ["v5.channel.k8s.io"]}, "not one agentwatch sends"),
+    ({"method": "GET", "path": "/api/v1/namespaces/d/pods/p/exec", "query": "",
+      "headers": [], "protocols": ["v5.channel.k8s.io"]}, "a command of 1 to"),
+    ({"method": "GET", "path": "/api/v1/namespaces/d/pods/p/exec", "query": "command=sh",
+      "headers": [["Authorization", "Bearer x"]], "protocols": ["v5.channel.k8s.io"]},
+     "not one agentwatch sends"),
+    ({"method": "GET", "path": "/api/v1/namespaces/d/pods/p/exec", "query": "command=sh",
+      "headers": [["Impersonate-User", "system:admin"]],
+      "protocols": ["v5.channel.k8s.io"]}, "impersonat"),
+    ({"method": "GET", "path": "/api/v1/namespaces/d/pods/p/exec", "query": "command=sh",
+      "headers": [], "protocols": ["channel.k8s.io"]}, "speaks"),
+])
+def test_the_agents_exec_boundary(head: dict[str, Any], reason: str | None) -> None:
+    if reason is None:
+        target = exec_agent.screen(head, True, Impersonation())
+        assert (target.path, target.query) == ("/api/v1/namespaces/d/pods/p/exec",
+                                               "command=sh")
+        with pytest.raises(Refused, match="--allow-exec"):
+            exec_agent.screen(head, False, Impersonation())
+        return
+    with pytest.raises(Refused, match=reason):
+        exec_agent.screen(head, True, Impersonation())

@@ -1,0 +1,40 @@
+"""Every shell in Activity: one `cluster_action` event with action `exec` when it ends (or
+was refused), saying who, which pod and container, the command, when it started and
+ended, how it ended and its exit code. What was typed and shown is never kept."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from .. import db
+from ..clock import now as clock_now
+from ..models import Agent, User
+from ..recorder import NewEvent, record_one
+from .exec_request import ExecRequest
+
+
+def record(user: User, agent: Agent, request: ExecRequest, started: datetime,
+           result: str, reason: str, exit_code: int | None, message: str = "") -> None:
+    """`result`: done (the command ended: `exit_code`) or failed (it never started, or the
+    connection broke); `reason`: exited, idle, closed (by the person), ended (sign-in or
+    access ended), refused, broken."""
+    ended = clock_now()
+    command = " ".join(request.command)
+    said = {"exited": f"exit code {exit_code}" if exit_code is not None else "ended",
+            "idle": "closed after being idle", "closed": "closed",
+            "ended": "closed: sign-in or access ended", "refused": "refused",
+            "broken": "connection lost"}.get(reason, reason)
+    details: dict[str, Any] = {
+        "action": "exec", "group": "", "version": "v1", "resource": "pods",
+        "namespace": request.namespace, "name": request.pod,
+        "object": f"Pod/{request.namespace}/{request.pod}",
+        "container": request.container, "command": list(request.command),
+        "started_at": started.isoformat(), "ended_at": ended.isoformat(),
+        "exit_code": exit_code, "reason": reason, "result": result,
+        "outcome": message[:500] or said}
+    with db.write_transaction() as session:
+        record_one(session, agent.id, NewEvent(
+            "cluster_action", started, user_name=user.name,
+            message=f"ran `{command[:200]}` in {request.target}: {said}", details=details),
+            ended)

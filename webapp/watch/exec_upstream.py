@@ -1,0 +1,279 @@
+"""The API server's end of a shell: its exec WebSocket, reached directly or through the
+agent's tunnel, behind one small interface (`Upstream`).
+
+Directly, agentwatch is a WebSocket client of the API server with the cluster's own
+credentials (host, TLS and token of the ClusterClient's configuration; websocket-client,
+the library the `kubernetes` client's stream module uses too). Through the tunnel, the exec
+is one stream whose OPEN asks for the upgrade and whose DATA frames each carry one
+WebSocket message (docs/tunnel-protocol.md, "Exec streams"); the agent makes the same
+client connection in its cluster (tunnel/exec_agent.py), if it was started to allow it.
+
+Either way a refusal before the upgrade (the API server's Status, the agent's refusal)
+becomes ExecRefused with the sentence to show. Messages are bounded: at most MAX_MESSAGE
+bytes from the API server, one DATA frame (60 KiB) through the tunnel.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import ssl
+import time
+from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
+
+import websocket
+from websocket._abnf import frame_buffer
+
+from ..tunnel.frames import MAX_DATA
+from ..tunnel.mux import Mux, Stream, StreamReset
+from .exec_channels import PROTOCOLS
+
+MAX_MESSAGE = 1024 * 1024  # one message from an API server (the kubelet sends 32 KiB)
+MAX_REFUSAL = 64 * 1024  # the body of a refused upgrade read at most
+SEND_SECONDS = 30.0  # a stdin message the API server takes nothing of for this long: gone
+
+
+class ExecRefused(Exception):
+    """The exec did not start: `code` (an HTTP status; 502 when the other end broke) and
+    the sentence that says why."""
+
+    def __init__(self, code: int, message: str, body: bytes = b"") -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.body = body  # the API server's own answer, when it gave one
+
+
+class UpstreamClosed(Exception):
+    """The API server (or the agent) closed the exec's connection."""
+
+
+class Upstream(Protocol):
+    protocol: str
+
+    def send(self, message: bytes) -> None: ...
+
+    def receive(self, timeout: float) -> bytes | None:
+        """The next message; None after `timeout`; UpstreamClosed at the end."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def refusal_message(code: int, body: bytes, where: str) -> str:
+    """The sentence of a refused upgrade: the Status's message, else the status line."""
+    try:
+        status = json.loads(body[:MAX_REFUSAL])
+        message = str(status.get("message") or "") if isinstance(status, dict) else ""
+    except ValueError:
+        message = body[:300].decode(errors="replace").strip()
+    return f"The API server {where} refused the shell ({code}): " + (message or "no reason "
+                                                                     "given")
+
+
+# --- directly ---------------------------------------------------------------------------
+
+class _BoundedFrames(frame_buffer):
+    """websocket-client's frame reader, refusing a frame over MAX_MESSAGE before reading it."""
+
+    def recv_length(self) -> None:
+        super().recv_length()
+        if (self.length or 0) > MAX_MESSAGE:
+            raise websocket.WebSocketPayloadException(
+                f"a message of {self.length} bytes from the API server (at most {MAX_MESSAGE})")
+
+
+class DirectUpstream:
+    def __init__(self, ws: websocket.WebSocket) -> None:
+        self.ws = ws
+        self.protocol = str(ws.getsubprotocol() or "")
+        assert ws.sock is not None  # connected
+        self.sock: socket.socket = ws.sock
+
+    def send(self, message: bytes) -> None:
+        try:
+            self.ws.send_binary(message)
+        except (websocket.WebSocketException, OSError) as exc:
+            raise UpstreamClosed(str(exc)) from None
+
+    def receive(self, timeout: float) -> bytes | None:
+        try:
+            self.sock.settimeout(timeout)
+            opcode, data = self.ws.recv_data()
+        except websocket.WebSocketTimeoutException:
+            return None
+        except TimeoutError:
+            return None
+        except (websocket.WebSocketException, OSError, AttributeError) as exc:
+            raise UpstreamClosed(str(exc) or "closed") from None
+        finally:
+            with contextlib.suppress(Exception):
+                self.sock.settimeout(SEND_SECONDS)
+        if opcode == websocket.ABNF.OPCODE_CLOSE:
+            raise UpstreamClosed("closed by the API server")
+        return bytes(data) if opcode == websocket.ABNF.OPCODE_BINARY else b""
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.ws.close(timeout=1)
+        with contextlib.suppress(Exception):
+            self.ws.shutdown()
+
+
+def websocket_url(host: str, path: str, query: str) -> str:
+    parts = urlsplit(host)
+    scheme = "wss" if parts.scheme == "https" else "ws"
+    return urlunsplit((scheme, parts.netloc, parts.path.rstrip("/") + path, query, ""))
+
+
+def ssl_options(configuration: Any) -> dict[str, Any]:
+    """TLS as the cluster's client configuration says (CA, client certificate, checks)."""
+    options: dict[str, Any] = {
+        "cert_reqs": ssl.CERT_REQUIRED if configuration.verify_ssl else ssl.CERT_NONE}
+    if configuration.ssl_ca_cert:
+        options["ca_certs"] = configuration.ssl_ca_cert
+    if configuration.cert_file:
+        options["certfile"] = configuration.cert_file
+    if configuration.key_file:
+        options["keyfile"] = configuration.key_file
+    if getattr(configuration, "tls_server_name", None):
+        options["server_hostname"] = configuration.tls_server_name
+    if not configuration.verify_ssl or getattr(configuration, "assert_hostname", None) is False:
+        options["check_hostname"] = False
+    return options
+
+
+def connect(configuration: Any, path: str, query: str, headers: list[tuple[str, str]],
+            protocols: list[str], timeout: float, where: str) -> DirectUpstream:
+    """The API server's exec WebSocket, with the configuration's credentials (a token is
+    read anew, as the client does, so a rotated one is used)."""
+    sent = [f"{name}: {value}" for name, value in headers]
+    for setting in configuration.auth_settings().values():
+        if setting.get("in") == "header" and setting.get("value"):
+            sent.append(f"{setting['key']}: {setting['value']}")
+    ws = websocket.WebSocket(sslopt=ssl_options(configuration), skip_utf8_validation=True,
+                             enable_multithread=True)
+    ws.frame_buffer = _BoundedFrames(ws._recv, True)
+    try:
+        ws.connect(websocket_url(configuration.host, path, query), header=sent,
+                   subprotocols=protocols, timeout=timeout, suppress_origin=True)
+    except websocket.WebSocketBadStatusException as exc:
+        body = exc.resp_body if isinstance(exc.resp_body, bytes) else b""
+        raise ExecRefused(exc.status_code, refusal_message(exc.status_code, body, where),
+                          body[:MAX_REFUSAL]) from None
+    except (websocket.WebSocketException, OSError, ValueError) as exc:
+        raise ExecRefused(502, f"Cannot reach the API server {where}: {exc}") from None
+    upstream = DirectUpstream(ws)
+    if upstream.protocol not in protocols:
+        upstream.close()
+        raise ExecRefused(502, f"The API server {where} chose no exec protocol agentwatch "
+                               f"speaks ({', '.join(protocols)})")
+    upstream.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # keystrokes
+    upstream.sock.settimeout(SEND_SECONDS)
+    return upstream
+
+
+# --- through the agent's tunnel ----------------------------------------------------------
+
+class TunnelUpstream:
+    def __init__(self, stream: Stream, protocol: str) -> None:
+        self.stream = stream
+        self.protocol = protocol
+
+    def send(self, message: bytes) -> None:
+        # One DATA frame is one message: a longer one goes on as messages of its channel.
+        channel, payload, step = message[:1], message[1:], MAX_DATA - 1
+        try:
+            for start in range(0, max(len(payload), 1), step):
+                self.stream.write_message(channel + payload[start:start + step],
+                                          timeout=SEND_SECONDS)
+        except (StreamReset, TimeoutError) as exc:
+            raise UpstreamClosed(str(exc)) from None
+
+    def receive(self, timeout: float) -> bytes | None:
+        try:
+            data = self.stream.read_message(timeout=timeout)
+        except TimeoutError:
+            return None
+        except StreamReset as exc:
+            raise UpstreamClosed(exc.message) from None
+        if data is None:
+            raise UpstreamClosed("closed by the API server")
+        return data
+
+    def close(self) -> None:
+        self.stream.reset(499, "the shell was closed")
+
+
+def open_stream(mux: Mux, path: str, query: str, headers: list[tuple[str, str]],
+                protocols: list[str], timeout: float, agent: str,
+                where: str) -> TunnelUpstream:
+    """An exec stream on the agent's connection: its HEAD is 101 and the protocol the API
+    server chose, or the refusal (the agent's or the API server's) as ExecRefused."""
+    try:
+        stream = mux.open({"method": "GET", "path": path, "query": query,
+                           "headers": [list(pair) for pair in headers],
+                           "upgrade": "websocket", "protocols": protocols})
+    except StreamReset as exc:
+        raise ExecRefused(503, f"The agent of {agent} is not connected: {exc.message}") \
+            from None
+    try:
+        head = stream.wait_head(timeout)
+    except TimeoutError:
+        stream.reset(504, "no answer in time")
+        raise ExecRefused(504, f"The agent of {agent} did not answer within {timeout:g} s "
+                               "(AGENTWATCH_EXEC_CONNECT_SECONDS)") from None
+    except StreamReset as exc:
+        raise ExecRefused(502, f"The agent of {agent} did not open the shell: "
+                               f"{exc.message}") from None
+    status = head.get("status")
+    if status == 101:
+        chosen = _protocol_of(head.get("headers"))
+        if chosen not in protocols:
+            stream.reset(502, "no exec protocol")
+            raise ExecRefused(502, f"The agent of {agent} answered with no exec protocol "
+                                   "agentwatch speaks")
+        return TunnelUpstream(stream, chosen)
+    code = status if isinstance(status, int) and 400 <= status < 600 else 502
+    body = _read_refusal(stream, timeout)
+    stream.reset(499, "refused")
+    message = refusal_message(code, body, where)
+    if b"refused by the agent" in body:  # the agent's own word, not the API server's
+        message = f"The agent of {agent} " + (_status_message(body) or "refused the shell")
+    raise ExecRefused(code, message)
+
+
+def _protocol_of(headers: Any) -> str:
+    for pair in headers if isinstance(headers, list) else []:
+        if isinstance(pair, list) and len(pair) == 2 and \
+                str(pair[0]).lower() == "sec-websocket-protocol":
+            return str(pair[1])
+    return ""
+
+
+def _read_refusal(stream: Stream, timeout: float) -> bytes:
+    parts: list[bytes] = []
+    size = 0
+    deadline = time.monotonic() + timeout
+    with contextlib.suppress(StreamReset, TimeoutError):
+        while size < MAX_REFUSAL and (left := deadline - time.monotonic()) > 0:
+            data = stream.read(timeout=left)
+            if data is None:
+                break
+            parts.append(data)
+            size += len(data)
+    return b"".join(parts)[:MAX_REFUSAL]
+
+
+def _status_message(body: bytes) -> str:
+    try:
+        status = json.loads(body)
+    except ValueError:
+        return ""
+    return str(status.get("message") or "") if isinstance(status, dict) else ""
+
+
+__all__ = ["PROTOCOLS", "DirectUpstream", "ExecRefused", "TunnelUpstream", "Upstream",
+           "UpstreamClosed", "connect", "open_stream"]
