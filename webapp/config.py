@@ -237,6 +237,10 @@ DEFAULTS: dict[str, Any] = {
     # never more than PERSONAL_TOKEN_MAX_DAYS.
     "PERSONAL_TOKEN_DAYS": 90,
     "PERSONAL_TOKEN_MAX_DAYS": 365,
+    # The audit log of identity (/audit): entries are kept AUDIT_RETENTION_DAYS; the page
+    # shows the newest AUDIT_PAGE_SIZE.
+    "AUDIT_RETENTION_DAYS": 365,
+    "AUDIT_PAGE_SIZE": 200,
 }
 
 # Environment variables read as integers; any other AGENTWATCH_* is taken as text.
@@ -270,6 +274,7 @@ _INT_KEYS = {
     "TUNNEL_MAX_BUFFERED_BYTES", "MAX_MANIFEST_BYTES", "MAX_APPLY_DIFF_ENTRIES",
     "OIDC_RECHECK_SECONDS", "OIDC_TIMEOUT_SECONDS", "OIDC_MAX_GROUPS",
     "PERSONAL_TOKEN_DAYS", "PERSONAL_TOKEN_MAX_DAYS",
+    "AUDIT_RETENTION_DAYS", "AUDIT_PAGE_SIZE",
     "DRAIN_TIMEOUT_SECONDS", "DRAIN_RETRY_SECONDS", "DRAIN_MAX_PODS", "MAX_DRAINS",
 }
 # Environment variables that take one of a few words.

@@ -134,3 +134,19 @@ def test_the_scheduler_rechecks_a_session_that_opens_no_page(
                                      "maintainer → viewer by their groups at a re-check")
     assert jobs.run_job(app, "provider_sessions") == 0  # checked: not due again yet
     assert _whoami(http, base_url) == {"name": name, "role": "viewer"}
+
+
+def test_admins_read_the_audit_log_of_identity(
+        app: Flask, base_url: str, oidc_provider: Provider) -> None:
+    refused = oidc_provider.add_user(["marketing"])
+    sign_in(base_url, refused)
+    viewer, _ = sign_in(base_url, oidc_provider.add_user(["devs"]))
+    assert viewer.get(f"{base_url}/audit", timeout=WAIT).status_code == 403
+    admin = oidc_provider.add_user(["platform-admins"])
+    http, _ = sign_in(base_url, admin)
+    page = http.get(f"{base_url}/audit", timeout=WAIT)
+    assert page.status_code == 200
+    rows = re.findall(r'<tr data-action="([a-z_]+)">.*?<td>([^<]*)</td>\s*<td>oidc</td>.*?'
+                      r'<td>([^<]*)</td>\s*</tr>', page.text, re.S)
+    assert (rows[0][0], rows[0][1], rows[0][2]) == ("sign_in", admin, "signed in as admin")
+    assert ("sign_in_refused", refused, "no group of theirs maps to a role") in rows

@@ -16,6 +16,7 @@ from .. import clock
 from ..gitops import job as gitops_job
 from ..hooks import job as hooks_job
 from ..notify import digest as notify_digest
+from ..oidc import audit as oidc_audit
 from ..oidc import job as oidc_job
 from . import disconnects, lease, prune
 
@@ -32,6 +33,7 @@ JOBS: dict[str, tuple[Callable[[Flask], int], int | None]] = {
     "webhooks": (hooks_job.run, 5),
     # Sessions signed in through an identity provider, checked with it again when due.
     "provider_sessions": (oidc_job.run, 15),
+    "audit_prune": (oidc_audit.prune, 3600),
 }
 # Jobs that keep something running in the lease holder: how to run them once from the
 # command line, and how to stop them when this process loses the lease.

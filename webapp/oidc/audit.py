@@ -1,14 +1,15 @@
 """The audit log of identity: sign-ins and their refusals, roles that follow groups,
-sessions the provider no longer vouches for, sign-outs. Admins read it on Settings ›
-Audit log; every entry is also a log line."""
+sessions the provider no longer vouches for, sign-outs. Admins read it at /audit (linked
+from Users); every entry is also a log line. Kept AUDIT_RETENTION_DAYS."""
 
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from typing import Any
 
-from flask import has_request_context, request
-from sqlalchemy import select
+from flask import Flask, has_request_context, request
+from sqlalchemy import delete, select
 
 from .. import clock, db
 from .models import AuditEntry
@@ -32,6 +33,14 @@ def record(action: str, message: str, *, user_name: str | None = None,
                                details=details))
 
 
-def recent(limit: int = 200) -> list[AuditEntry]:
+def prune(app: Flask) -> int:
+    """Entries older than AUDIT_RETENTION_DAYS go (a scheduler job); how many."""
+    with app.app_context(), db.write_transaction() as session:
+        cutoff = clock.now() - timedelta(days=app.config["AUDIT_RETENTION_DAYS"])
+        return db.rowcount(session.execute(
+            delete(AuditEntry).where(AuditEntry.happened_at < cutoff)))
+
+
+def recent(limit: int) -> list[AuditEntry]:
     return list(db.session().scalars(
         select(AuditEntry).order_by(AuditEntry.id.desc()).limit(limit)))

@@ -12,7 +12,7 @@ from werkzeug.wrappers import Response
 
 from .. import auth
 from ..errors import AppError, Forbidden
-from . import audit, clients, recheck, signin
+from . import audit, audit_views, clients, recheck, signin
 from .settings import Provider
 
 bp = Blueprint("oidc", __name__)
@@ -32,6 +32,7 @@ class SignInFailed(AppError):
 def init_app(app: Flask) -> None:
     clients.init_app(app)
     app.register_blueprint(bp)
+    app.register_blueprint(audit_views.bp)
 
 
 def providers_for_login() -> list[Provider]:

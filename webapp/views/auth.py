@@ -29,9 +29,13 @@ def login() -> Response | str | tuple[str, int]:
         user = users.check_password(name, request.form.get("password", ""))
         if user is None:
             throttle.failed(subject)
+            audit.record(audit.SIGN_IN_REFUSED, "wrong user name or password",
+                         user_name=name[:64])
             return _page(target, username=name, error="Wrong user name or password."), 401
         throttle.succeeded(subject)
         auth.sign_in(user)
+        audit.record(audit.SIGN_IN, f"signed in with a password as {user.role}",
+                     user_name=user.name)
         return redirect(target)
     if g.user is not None:
         return redirect(target)
