@@ -172,7 +172,7 @@ def test_a_flux_managed_object_says_so(live: Live, reach: str) -> None:
                                              "kustomize.toolkit.fluxcd.io/namespace":
                                                  "flux-system"})
     assert manifest(live.browser("alice"), live)["flux"] == {
-        "kind": "Kustomization", "group": "kustomize.toolkit.fluxcd.io",
+        "kind": "Kustomization", "group": "kustomize.toolkit.fluxcd.io", "version": "v1",
         "resource": "kustomizations", "name": "apps", "namespace": "flux-system"}
 
 

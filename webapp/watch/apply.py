@@ -31,10 +31,12 @@ from .resources import Identity, WatchParams
 JSON = dict[str, Any]
 FIELD_MANAGER = "agentwatch"
 APPLY_PATCH = "application/apply-patch+yaml"
+# The labels Flux puts on what it applies, and the object that applied it (SPEC section 2's
+# versions), which the existing suspend action suspends.
 FLUX_OWNERS = (("kustomize.toolkit.fluxcd.io/name", "kustomize.toolkit.fluxcd.io/namespace",
-                "kustomize.toolkit.fluxcd.io", "kustomizations", "Kustomization"),
+                "kustomize.toolkit.fluxcd.io", "v1", "kustomizations", "Kustomization"),
                ("helm.toolkit.fluxcd.io/name", "helm.toolkit.fluxcd.io/namespace",
-                "helm.toolkit.fluxcd.io", "helmreleases", "HelmRelease"))
+                "helm.toolkit.fluxcd.io", "v2", "helmreleases", "HelmRelease"))
 
 
 @dataclass(frozen=True)
@@ -194,10 +196,11 @@ def flux_owner(obj: JSON) -> JSON | None:
     labels = (obj.get("metadata") or {}).get("labels") or {}
     if not isinstance(labels, dict):
         return None
-    for name_key, ns_key, group, resource, kind in FLUX_OWNERS:
+    for name_key, ns_key, group, version, resource, kind in FLUX_OWNERS:
         name = labels.get(name_key)
         if isinstance(name, str) and name:
-            return {"kind": kind, "group": group, "resource": resource, "name": name,
+            return {"kind": kind, "group": group, "version": version, "resource": resource,
+                    "name": name,
                     "namespace": labels.get(ns_key) or
                     (obj.get("metadata") or {}).get("namespace")}
     return None
