@@ -143,3 +143,29 @@ def test_the_options_an_apply_needs_and_those_it_refuses(wire: Wire,
     code, status = wire("PATCH", path, config_map(ns, {"a": "1"}, name="other"), ctype=APPLY,
                         fieldManager="agentwatch")
     assert code == 400
+
+
+def test_a_containers_field_is_named_by_its_key(wire: Wire, bare_target: Target,
+                                                target_namespace: str) -> None:
+    ns = target_namespace
+    base = f"/apis/apps/v1/namespaces/{ns}/deployments"
+    labels = {"app": "web"}
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment",
+                  "metadata": {"name": "web", "namespace": ns},
+                  "spec": {"replicas": 1, "selector": {"matchLabels": labels},
+                           "template": {"metadata": {"labels": labels}, "spec": {
+                               "containers": [{"name": "web", "image": "nginx:1.27"}]}}}}
+    assert wire("POST", base, deployment, fieldManager="kubectl-create")[0] == 201
+    changed = json.loads(json.dumps(deployment))
+    changed["spec"]["template"]["spec"]["containers"][0]["image"] = "nginx:1.28"
+    code, status = wire("PATCH", base + "/web", changed, ctype=APPLY, fieldManager="agentwatch")
+    assert code == 409
+    assert status["details"]["causes"] == [{
+        "reason": "FieldManagerConflict",
+        "message": 'conflict with "kubectl-create" using apps/v1',
+        "field": '.spec.template.spec.containers[name="web"].image'}]
+    code, forced = wire("PATCH", base + "/web", changed, ctype=APPLY, fieldManager="agentwatch",
+                        force="true")
+    assert code == 200
+    assert forced["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.28"
+    assert forced["metadata"]["generation"] == 2
