@@ -47,6 +47,7 @@ from ..watch.listing import ListState
 from ..watch.registry import connection_of
 from ..watch.resources import Identity, WatchParams
 from ..watch.subscriptions import RenderedRow, Snapshot
+from . import node_care_panel
 from .cluster_links import object_url, panel_ref, scope_url
 from .status_badge import status_key
 
@@ -248,7 +249,8 @@ def page(name: str) -> str:
         served=served, summary=summary, page_size=listing.PAGE_SIZE,
         kubeconfig_path=_kubeconfig_shown(agent, outage),
         rows_url=url_for("cluster.list_rows", name=agent.name),
-        can_act=access.can_act(g.user, agent), **context)
+        can_act=access.can_act(g.user, agent),
+        node_care_url=node_care_panel.nodes_url(g.user, agent), **context)
 
 
 @bp.get("/agents/<name>/cluster/rows")
@@ -536,6 +538,7 @@ def object_panel(name: str) -> tuple[str, int] | Response:
         activity_url=_panel_url(agent, params, meta["name"], part="activity"),
         events_columns=rows.columns(events), event_rows=event_rows, events_error=snap.error,
         actions=_actions(params, served_kind, obj) if access.can_act(g.user, agent) else [],
+        node_care=node_care_panel.panel(g.user, agent, params, obj),
         target=_target(served_kind, meta), containers=containers, crashed=crashed,
         workload_logs_url=url_for("watch.workload_logs", name=agent.name) if workload
         else None,

@@ -15,6 +15,7 @@ import { namespacePicker } from "./lists/namespace-picker.js";
 import { Tally } from "./lists/tally.js";
 import { showUsage } from "./lists/usage-columns.js";
 import { addressState } from "./panel/address.js";
+import { nodeCareRows } from "./panel/node-care.js";
 import { Panel } from "./panel/panel.js";
 import { parseTime, readableProblem } from "./problems.js";
 import { Badge } from "./watch/badge.js";
@@ -72,6 +73,7 @@ function watchLists(root, manager, live, open) {
     }
   }
   showUsage(root, list);  // CPU and memory of Pods and Nodes, while the page is live
+  nodeCareRows(root, list);  // Cordon / Uncordon on the Nodes list's rows, for maintainers
   if (!live) return;
   for (const el of root.querySelectorAll("[data-summary]")) {
     const watches = JSON.parse(el.dataset.watches || "[]");

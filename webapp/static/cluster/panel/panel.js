@@ -12,6 +12,7 @@ import { wireActions } from "./actions.js";
 import { addressState, addressWith } from "./address.js";
 import { Details } from "./details.js";
 import { LogView } from "./logs.js";
+import { wireNodeCare } from "./node-care.js";
 import { Relations } from "./relations.js";
 import { Summary } from "./summary.js";
 import { panelUsage } from "./usage.js";
@@ -147,6 +148,9 @@ export class Panel {
     wireActions(panel, this.urls.actions, () => {
       if (this.tab === "activity") this.loadActivity(panel);
       relations.schedule();
+    });
+    wireNodeCare(panel, () => {
+      if (this.tab === "activity") this.loadActivity(panel);
     });
     const manifestButton = panel.querySelector(".download-manifest");
     if (manifestButton) manifestButton.addEventListener("click", () => saveText(
