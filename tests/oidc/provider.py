@@ -166,10 +166,11 @@ def provider_login_page(http: requests.Session, base_url: str,
 
 
 def sign_in(base_url: str, username: str, password: str = PASSWORD,
-            http: requests.Session | None = None) -> tuple[requests.Session, requests.Response]:
+            http: requests.Session | None = None,
+            provider: str = "oidc") -> tuple[requests.Session, requests.Response]:
     """Through the provider's page, back to the app: the session and the page landed on."""
     http = http or requests.Session()
-    page = provider_login_page(http, base_url)
+    page = provider_login_page(http, base_url, provider)
     action, fields = _form(page)
     landed = http.post(action, data={**fields, "username": username, "password": password},
                        timeout=WAIT)

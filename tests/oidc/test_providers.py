@@ -1,0 +1,41 @@
+"""Several providers: the sign-in page offers each, and each signs people in with its own
+settings (the unnamed ones where it has none)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import requests
+
+from .provider import CLIENT_ID, CLIENT_SECRET, WAIT, Provider, sign_in
+
+
+@pytest.fixture
+def oidc_settings(oidc_provider: Provider) -> dict[str, Any]:
+    # Two names for one real provider: each has its own callback and settings.
+    return {"OIDC_PROVIDERS": "corp,partners",
+            "OIDC_CORP_ISSUER": oidc_provider.issuer, "OIDC_CORP_CLIENT_ID": CLIENT_ID,
+            "OIDC_CORP_CLIENT_SECRET": CLIENT_SECRET, "OIDC_CORP_DISPLAY_NAME": "Corp SSO",
+            "OIDC_PARTNERS_ISSUER": oidc_provider.issuer,
+            "OIDC_PARTNERS_CLIENT_ID": CLIENT_ID,
+            "OIDC_PARTNERS_CLIENT_SECRET": CLIENT_SECRET,
+            "OIDC_PARTNERS_DISPLAY_NAME": "Partners", "OIDC_PARTNERS_ROLES": "",
+            "OIDC_PARTNERS_DEFAULT_ROLE": "viewer"}
+
+
+def test_the_sign_in_page_offers_each_provider(base_url: str,
+                                               oidc_provider: Provider) -> None:
+    page = requests.get(f"{base_url}/login", timeout=WAIT)
+    assert "Sign in with Corp SSO" in page.text and "Sign in with Partners" in page.text
+    assert "/login/oidc/corp?next=" in page.text and "/login/oidc/partners?next=" in page.text
+
+    name = oidc_provider.add_user(["sre"])
+    http, landed = sign_in(base_url, name, provider="corp")  # the unnamed OIDC_ROLES
+    assert landed.url == f"{base_url}/" and f"{name} <span class=\"muted\">(maintainer)" \
+        in landed.text
+    other = oidc_provider.add_user(["sre"])
+    _, landed = sign_in(base_url, other, provider="partners")  # its own: no roles, viewer
+    assert f"{other} <span class=\"muted\">(viewer)" in landed.text
+    unknown = requests.get(f"{base_url}/login/oidc/nobody", timeout=WAIT)
+    assert unknown.status_code == 404 and "No identity provider named" in unknown.text
