@@ -39,3 +39,17 @@ def test_the_sign_in_page_offers_each_provider(base_url: str,
     assert f"{other} <span class=\"muted\">(viewer)" in landed.text
     unknown = requests.get(f"{base_url}/login/oidc/nobody", timeout=WAIT)
     assert unknown.status_code == 404 and "No identity provider named" in unknown.text
+
+
+class TestUnreachable:
+    """A provider that does not answer: the button says so (502), nothing half-done."""
+
+    @pytest.fixture
+    def oidc_settings(self) -> dict[str, Any]:
+        return {"OIDC_ISSUER": "http://127.0.0.1:9/", "OIDC_TIMEOUT_SECONDS": 2}
+
+    def test_signing_in_says_the_provider_cannot_be_reached(self, base_url: str) -> None:
+        answer = requests.get(f"{base_url}/login/oidc/oidc", timeout=WAIT)
+        assert answer.status_code == 502
+        assert "Test IdP could not be reached to sign in (ConnectionError); try again later" \
+            in answer.text

@@ -78,6 +78,11 @@ def recheck(session_id: int, user: User) -> User | None:
         log.warning("re-checking %s with %s: provider unreachable: %s", user.name,
                     identity.provider, exc)
         return user
+    except Exception:
+        # Whatever else a provider's answer does, it must not break every page of the
+        # person: the session stays as it is until the next check.
+        log.exception("re-checking %s with %s failed", user.name, identity.provider)
+        return user
     previous = user.role
     with db.write_transaction() as session:
         session.execute(update(User).where(User.id == user.id).values(role=role))

@@ -45,7 +45,8 @@ def start(name: str) -> Response:
     session[_NEXT] = auth.safe_next(request.args.get("next"))
     try:
         return client.authorize_redirect(url_for("oidc.callback", name=name, _external=True))
-    except (requests.RequestException, ValueError) as exc:
+    except (requests.RequestException, ValueError, RuntimeError) as exc:
+        # unreachable, not JSON, or a discovery document without the endpoints
         raise _unavailable(clients.provider(name), exc) from exc
 
 
@@ -68,7 +69,7 @@ def callback(name: str) -> Response:
                      provider=name)
         raise SignInFailed(f"The ID token from {provider.display_name} did not verify: "
                            f"{exc}") from exc
-    except (requests.RequestException, ValueError) as exc:
+    except (requests.RequestException, ValueError, RuntimeError) as exc:
         raise _unavailable(provider, exc) from exc
     if not claims.get("sub"):
         raise SignInFailed(f"{provider.display_name} sent no ID token; its scopes must "
@@ -101,7 +102,7 @@ def logout_url(session_id: int | None) -> tuple[str, str] | None:
             post_logout_redirect_uri=url_for("auth.login", _external=True),
             id_token_hint=id_token, client_id=client.client_id)["url"])
         return url, clients.provider(name).display_name
-    except (AppError, requests.RequestException, ValueError) as exc:
+    except (AppError, requests.RequestException, ValueError, RuntimeError) as exc:
         current_app.logger.warning("no provider logout for %s: %s", name, exc)
         return None
 
