@@ -12,6 +12,8 @@ import pytest
 from oidc.provider import PASSWORD, Provider, app_settings, oidc_provider
 from playwright.sync_api import Page, expect
 
+from .a11y import axe_problems
+
 pytestmark = pytest.mark.browser
 __all__ = ["oidc_provider"]
 
@@ -28,6 +30,7 @@ def test_signing_in_and_out_through_the_providers_own_page(
     page.goto("/account/")
     expect(page).to_have_url(re.compile(r"/login\?next="))
     expect(page.get_by_label("Password")).to_have_count(0)  # local accounts are off
+    assert axe_problems(page) == []
     page.get_by_role("link", name="Sign in with Test IdP").click()
 
     expect(page).to_have_url(re.compile("^" + re.escape(oidc_provider.issuer) + "login/"))
