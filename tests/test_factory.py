@@ -51,7 +51,7 @@ def test_vendored_files_match_their_recorded_checksums():
     recorded = (STATIC / "VERSIONS.md").read_text()
     for line in recorded.splitlines():
         cells = [c.strip() for c in line.strip("|").split("|")]
-        if len(cells) == 4 and cells[0].endswith(".js"):
+        if len(cells) == 4 and cells[0].endswith((".js", ".css")):
             digest = hashlib.sha256((STATIC / cells[0]).read_bytes()).hexdigest()
             assert digest == cells[3], cells[0]
 

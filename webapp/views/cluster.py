@@ -47,7 +47,7 @@ from ..watch.listing import ListState
 from ..watch.registry import connection_of
 from ..watch.resources import Identity, WatchParams
 from ..watch.subscriptions import RenderedRow, Snapshot
-from . import node_care_panel
+from . import node_care_panel, shell_panel
 from .cluster_links import object_url, panel_ref, scope_url
 from .status_badge import status_key
 
@@ -527,6 +527,9 @@ def object_panel(name: str) -> tuple[str, int] | Response:
     if workload:
         containers = workload_logs.containers(obj)
     tabs = [t for t in PANEL_TABS if t != "logs" or containers]
+    shell = shell_panel.panel(g.user, agent, params, obj)
+    if shell:  # a shell in one of the pod's containers (docs/operate.md)
+        tabs.insert(tabs.index("activity"), "shell")
     return render_template(
         "cluster/_panel.html", params=params, kind=kind,
         tabs=tabs, panel_tab=tab if tab in tabs else "overview",
@@ -538,7 +541,7 @@ def object_panel(name: str) -> tuple[str, int] | Response:
         activity_url=_panel_url(agent, params, meta["name"], part="activity"),
         events_columns=rows.columns(events), event_rows=event_rows, events_error=snap.error,
         actions=_actions(params, served_kind, obj) if access.can_act(g.user, agent) else [],
-        node_care=node_care_panel.panel(g.user, agent, params, obj),
+        node_care=node_care_panel.panel(g.user, agent, params, obj), shell=shell,
         target=_target(served_kind, meta), containers=containers, crashed=crashed,
         workload_logs_url=url_for("watch.workload_logs", name=agent.name) if workload
         else None,

@@ -15,6 +15,7 @@ import { LogView } from "./logs.js";
 import { wireNodeCare } from "./node-care.js";
 import { Relations } from "./relations.js";
 import { Summary } from "./summary.js";
+import { TerminalView } from "./terminal.js";
 import { panelUsage } from "./usage.js";
 
 const PANEL_RETRY = 3000;  // ms before a panel whose cluster was out of reach asks again
@@ -31,6 +32,7 @@ export class Panel {
     this.urls = urls;
     this.watchIds = [];
     this.logs = null;
+    this.terminal = null;       // the Shell tab of a pod (terminal.js)
     this.details = null;        // the open panel's Details and Relations
     this.relations = null;
     this.ref = null;            // the open panel's `panel=` value
@@ -145,6 +147,8 @@ export class Panel {
     this.watchEvents(panel);
     const logs = panel.querySelector(".panel-logs");
     if (logs) this.logs = new LogView(logs, this.urls.logs, { namespace: panel.dataset.namespace, name: panel.dataset.name });
+    const shell = panel.querySelector(".panel-terminal");
+    if (shell) this.terminal = new TerminalView(shell);
     wireActions(panel, this.urls.actions, () => {
       if (this.tab === "activity") this.loadActivity(panel);
       relations.schedule();
@@ -213,6 +217,7 @@ export class Panel {
     }
     for (const section of panel.querySelectorAll('[role="tabpanel"]')) section.hidden = section.id !== "tabpanel-" + tab;
     if (tab === "logs" && this.logs && !this.logs.started) this.logs.start();
+    if (tab === "shell" && this.terminal) this.terminal.refit();
     if (tab === "activity") this.loadActivity(panel);
     if (record && this.ref) history.replaceState(history.state, "", addressWith(this.ref, tab));
   }
@@ -242,6 +247,7 @@ export class Panel {
     for (const id of this.watchIds) this.manager.remove(id);
     this.watchIds = [];
     if (this.logs) { this.logs.close(); this.logs = null; }
+    if (this.terminal) { this.terminal.close(); this.terminal = null; }
     document.querySelectorAll("tr.selected").forEach((row) => row.classList.remove("selected"));
     this.ref = null;
     this.panel = null;
