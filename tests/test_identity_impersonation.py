@@ -28,7 +28,7 @@ def test_the_person_their_role_and_their_provider_groups_behind_the_prefix(app, 
         now = clock.now()
         with db.write_transaction() as session:
             session.add(UserIdentity(user_id=ann.id, provider="oidc", issuer="https://sso",
-                                     subject="s-1", groups=["team-a", "devs"],
+                                     subject="s-1", groups=["team-a", "devs", "Équipe"],
                                      created_at=now, checked_at=now))
         prod = agents.get("prod")
         assert access.identity(ann, prod) is AGENT  # access_as: agent by default

@@ -3,6 +3,7 @@ sign-in), their role from their groups, and the groups kept for impersonation.""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,6 +103,16 @@ def sign_in(provider: Provider, who: Person) -> tuple[User, UserIdentity]:
     audit.record(audit.SIGN_IN, f"signed in as {role}", user_name=user.name,
                  provider=provider.name, details={"groups": who.groups})
     return user, identity
+
+
+# A group name an HTTP header can carry as it is (Impersonate-Group): printable ASCII.
+_HEADER_SAFE = re.compile(r"[\x21-\x7e][\x20-\x7e]*")
+
+
+def impersonable(groups: tuple[str, ...]) -> tuple[str, ...]:
+    """The groups a request can name in its impersonation headers; the others (non-ASCII
+    names) are left out: the person then has less in the cluster, never more."""
+    return tuple(g for g in groups if _HEADER_SAFE.fullmatch(g))
 
 
 def groups_of(user: User) -> tuple[str, ...]:

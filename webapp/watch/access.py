@@ -142,7 +142,7 @@ def identity(user: User, agent: Agent) -> Identity:
         return AGENT
     prefix = _prefix()
     groups = (f"{prefix}{user.role}", f"{prefix}users") + tuple(
-        f"{prefix}{group}" for group in signin.groups_of(user))
+        f"{prefix}{group}" for group in signin.impersonable(signin.groups_of(user)))
     return Identity(f"{prefix}{user.name}", groups)
 
 
