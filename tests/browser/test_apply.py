@@ -24,6 +24,7 @@ from webapp.tunnel.agent import Agent, Settings
 from webapp.watch.kube import Connection
 
 from . import test_cluster_live as cluster_live
+from .a11y import axe_problems
 from .signin import sign_in
 from .test_cluster_live import SLOW, open_cluster
 
@@ -165,6 +166,7 @@ def test_edit_dry_run_conflict_only_a_maintainer_forces(page: Page, sim: SimClus
     expect(dialog.get_by_role("button", name="Apply", exact=True)).to_be_disabled()
     expect(dialog.get_by_role("button", name="Force apply")).to_be_hidden()
     assert sim.get("configmaps", "app", "shop")["data"] == {"level": "info"}
+    assert axe_problems(page) == []  # the dialog, its conflicts and its diff, to axe
 
     # alice, a maintainer, forces it: the field is agentwatch's now, and it is recorded.
     page.context.clear_cookies()
