@@ -40,7 +40,7 @@ def app_config(app_config: dict[str, Any]) -> dict[str, Any]:
     # A budget that never yields ends the drain within seconds here.
     return {**app_config, "WATCH_TIMING": {"backoff_initial": 0.1, "backoff_max": 0.5,
                                            "grace_seconds": 1.0},
-            "DRAIN_TIMEOUT_SECONDS": 4, "DRAIN_RETRY_SECONDS": 0.3}
+            "DRAIN_TIMEOUT_SECONDS": 8, "DRAIN_RETRY_SECONDS": 0.3}
 
 
 @pytest.fixture(params=["direct", "tunnel"])

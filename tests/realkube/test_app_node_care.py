@@ -27,7 +27,7 @@ NODE_CARE = ({"nodes"}, {"pods/eviction"}, {"poddisruptionbudgets"})
 
 @pytest.fixture
 def app_config(app_config: dict[str, Any]) -> dict[str, Any]:
-    return {**app_config, "DRAIN_TIMEOUT_SECONDS": 4, "DRAIN_RETRY_SECONDS": 0.3}
+    return {**app_config, "DRAIN_TIMEOUT_SECONDS": 8, "DRAIN_RETRY_SECONDS": 0.3}
 
 
 @pytest.fixture

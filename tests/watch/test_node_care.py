@@ -24,7 +24,8 @@ LABELS = {"app.kubernetes.io/name": "web"}
 @pytest.fixture
 def app_config(app_config: dict[str, Any]) -> dict[str, Any]:
     # A budget that never yields ends the drain quickly here.
-    return {**app_config, "DRAIN_TIMEOUT_SECONDS": 4, "DRAIN_RETRY_SECONDS": 0.3}
+    return {**app_config, "DRAIN_TIMEOUT_SECONDS": 8, "DRAIN_RETRY_SECONDS": 0.3,
+            "MAX_DRAINS": 1}
 
 
 @pytest.fixture(params=["direct", "tunnel"])
@@ -211,3 +212,29 @@ def test_a_drain_with_a_body_it_does_not_take_is_refused(live: Live, body: Any,
     answer = live.browser("alice").post(f"{BASE}/Not_A_Node/cordon")
     assert answer.status_code == 422
     assert not unschedulable(live.sim, "node-a") and live.events() == []
+
+
+def test_one_drain_per_node_and_at_most_max_drains_at_once(live: Live) -> None:
+    sim = live.sim
+    live.user("alice", "admin")
+    live.agent("prod")
+    two_nodes_and_web(sim)
+    sim.create(builders.pod_disruption_budget("default", "web", LABELS, min_available=2))
+    eventually(lambda: (sim.get("poddisruptionbudgets", "web").get("status") or {})
+               .get("currentHealthy") == 2)
+    browser = live.browser("alice")
+    first = browser.http.post(f"{live.base_url}{BASE}/node-a/drain", json={}, stream=True,
+                              headers={"X-CSRF-Token": browser.csrf}, timeout=30)
+    lines = first.iter_lines()
+    assert json.loads(next(lines))["type"] == "draining"  # answered at once
+    again = browser.post(f"{BASE}/node-a/drain", {})
+    assert again.status_code == 409 and again.json()["error"]["code"] == "drain_running"
+    other = browser.post(f"{BASE}/node-b/drain", {})
+    assert other.status_code == 429 and other.json()["error"]["code"] == "too_many_drains"
+    assert not unschedulable(sim, "node-b")  # refused before anything changed
+    done = [json.loads(line) for line in lines if line][-1]
+    assert done["type"] == "done" and done["result"] == "failed"
+    # Its slot is free again once it has ended.
+    sim.delete("poddisruptionbudgets", "web")
+    status, lines = drain(browser, "node-b")
+    assert status == 200 and lines[-1]["result"] == "done", lines
