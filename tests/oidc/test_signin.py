@@ -150,3 +150,16 @@ def test_admins_read_the_audit_log_of_identity(
                       r'<td>([^<]*)</td>\s*</tr>', page.text, re.S)
     assert (rows[0][0], rows[0][1], rows[0][2]) == ("sign_in", admin, "signed in as admin")
     assert ("sign_in_refused", refused, "no group of theirs maps to a role") in rows
+
+
+def test_the_users_page_says_who_signs_in_with_the_provider(
+        app: Flask, base_url: str, oidc_provider: Provider) -> None:
+    with app.app_context():
+        from webapp import users
+        users.create("breakglass", "admin", "a long password")
+    admin = oidc_provider.add_user(["platform-admins"])
+    http, _ = sign_in(base_url, admin)
+    page = http.get(f"{base_url}/users/", timeout=WAIT).text
+    assert re.search(rf"<td>{admin}</td>.*?<td>oidc <span class=\"muted\">\(role from groups\)"
+                     r"</span></td>", page, re.S)
+    assert re.search(r"<td>breakglass</td>.*?<td>password</td>", page, re.S)

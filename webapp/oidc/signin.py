@@ -121,3 +121,9 @@ def groups_of(user: User) -> tuple[str, ...]:
     found = db.session().scalars(
         select(UserIdentity.groups).where(UserIdentity.user_id == user.id)).all()
     return tuple(sorted({g for groups in found for g in groups}))
+
+
+def providers_by_user() -> dict[int, str]:
+    """user id -> the provider they sign in with (users absent sign in with a password)."""
+    return {user_id: provider for user_id, provider in db.session().execute(
+        select(UserIdentity.user_id, UserIdentity.provider))}

@@ -8,6 +8,7 @@ from werkzeug.wrappers import Response
 from .. import users
 from ..auth import role_required
 from ..errors import AppError
+from ..oidc import signin
 
 bp = Blueprint("users", __name__, url_prefix="/users")
 
@@ -15,7 +16,8 @@ bp = Blueprint("users", __name__, url_prefix="/users")
 @bp.get("/")
 @role_required("admin")
 def index() -> str:
-    return render_template("users/index.html", users=users.all_users(), error=None, form={})
+    return render_template("users/index.html", users=users.all_users(), error=None, form={},
+                           providers=signin.providers_by_user())
 
 
 @bp.post("/")
@@ -27,7 +29,7 @@ def create() -> Response | tuple[str, int]:
     except AppError as exc:
         form.pop("password")
         return render_template("users/index.html", users=users.all_users(), error=exc.message,
-                               form=form), exc.status
+                               form=form, providers=signin.providers_by_user()), exc.status
     flash(f"User {form['name']} created.")
     return redirect(url_for("users.index"))
 
