@@ -55,6 +55,7 @@ def prod(request: pytest.FixtureRequest, live: Live, realkube: RealCluster) -> I
     thread.start()
     try:
         assert running.connected.wait(WAIT)
+        eventually(lambda: live.app.extensions["tunnels"].count("prod") == 1)
         yield request.param
     finally:
         running.stop()
