@@ -120,6 +120,9 @@ def test_a_drain_blocked_by_a_budget_names_the_pod_and_the_budget(
         .to_contain_text("SchedulingDisabled")
     assert sim.get("nodes", "node-a", "")["spec"]["unschedulable"] is True
     assert sim.find("pods", blocked) is not None
+    # On record, in the node's own Activity.
+    panel.get_by_role("tab", name="Activity").click()
+    expect(panel.locator("#tabpanel-activity")).to_contain_text("drain of node node-a failed")
 
 
 def test_cordon_and_uncordon_from_the_nodes_list(page: Page, sim: SimCluster,
@@ -143,9 +146,15 @@ def test_cordon_and_uncordon_from_the_nodes_list(page: Page, sim: SimCluster,
     expect(status).to_have_text("Ready")
     expect(node_a.get_by_role("button", name="Cordon node node-a")).to_be_visible()
     assert not sim.get("nodes", "node-a", "")["spec"].get("unschedulable")
-    # The other node was never touched.
-    expect(row(page, "nodes", "node-b").get_by_role("button", name="Cordon node node-b")) \
-        .to_be_visible()
+    # The other node was never touched; its Drain… opens its panel on the drain's choices.
+    node_b = row(page, "nodes", "node-b")
+    expect(node_b.get_by_role("button", name="Cordon node node-b")).to_be_visible()
+    node_b.get_by_role("button", name="Drain node node-b…").click()
+    panel = page.locator(PANEL)
+    expect(panel.locator("h2")).to_have_text("node-b")
+    expect(panel.locator(".drain-form")).to_have_attribute("open", "")
+    expect(panel.get_by_role("button", name="Drain node")).to_be_visible()
+    assert not sim.get("nodes", "node-b", "")["spec"].get("unschedulable")
 
 
 def test_a_viewer_sees_no_node_care_and_the_endpoints_refuse(

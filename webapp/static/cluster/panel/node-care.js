@@ -114,6 +114,9 @@ function setToggle(button, cordoned) {
   button.textContent = cordoned ? "Uncordon" : "Cordon";
 }
 
+// The node whose panel the Nodes list's "Drain…" asked for: its drain form opens.
+let drainAskedFor = null;
+
 // A node's panel: its Cordon/Uncordon toggle and its drain form; `done()` after each.
 export function wireNodeCare(panel, done) {
   const care = panel.querySelector(".node-care");
@@ -123,6 +126,22 @@ export function wireNodeCare(panel, done) {
   const output = care.querySelector(".node-care-result");
   const progress = care.querySelector(".drain-progress");
   const toggle = care.querySelector('button[data-node-care="cordon"], button[data-node-care="uncordon"]');
+  if (drainAskedFor === node) {
+    drainAskedFor = null;
+    const form = care.querySelector(".drain-form");
+    form.open = true;
+    form.scrollIntoView({ block: "nearest" });
+  }
+  // The toggle follows the node as its live summary prints it (a cordon from elsewhere).
+  const status = panel.querySelector('dl.panel-summary dd[data-col="status"]');
+  if (status) {
+    const follow = () => {
+      if (!status.textContent || toggle.disabled) return;
+      const cordoned = status.textContent.includes("SchedulingDisabled");
+      if ((toggle.dataset.nodeCare === "uncordon") !== cordoned) setToggle(toggle, cordoned);
+    };
+    new MutationObserver(follow).observe(status, { childList: true, characterData: true, subtree: true });
+  }
   toggle.addEventListener("click", async () => {
     const action = toggle.dataset.nodeCare;
     toggle.disabled = true;
@@ -143,7 +162,8 @@ export function wireNodeCare(panel, done) {
 }
 
 // The Nodes list: a Cordon or Uncordon button on each row (by its status, as kubectl prints
-// it: "SchedulingDisabled"), kept as rows are patched; the outcome is said above the list.
+// it: "SchedulingDisabled"), kept as rows are patched, and "Drain…", which opens the node's
+// panel with its drain form; the outcome is said above the list.
 export function nodeCareRows(root, list) {
   const base = root.dataset.nodeCareUrl;
   if (!base || root.dataset.live !== "true") return;
@@ -174,11 +194,28 @@ export function nodeCareRows(root, list) {
         cell.append(button);
         row.append(cell);
       }
-      const button = cell.querySelector("button");
+      const button = cell.querySelector("button[data-node-care]") || cell.querySelector("button");
       if (button.dataset.nodeCare !== (cordoned ? "uncordon" : "cordon")) setToggle(button, cordoned);
       button.setAttribute("aria-label", button.textContent + " node " + row.dataset.name);
+      if (!cell.querySelector("button[data-drain]")) {
+        const drainButton = document.createElement("button");
+        drainButton.type = "button";
+        drainButton.dataset.drain = "";
+        drainButton.textContent = "Drain…";
+        drainButton.setAttribute("aria-label", "Drain node " + row.dataset.name + "…");
+        cell.append(" ", drainButton);
+      }
     };
     body.addEventListener("click", async (event) => {
+      const drainButton = event.target.closest("button[data-drain]");
+      if (drainButton) {
+        // The drain's choices and progress are the node's panel's: open it there.
+        event.stopPropagation();
+        const row = drainButton.closest("tr");
+        drainAskedFor = row.dataset.name;
+        row.querySelector("td").click();
+        return;
+      }
       const button = event.target.closest("button[data-node-care]");
       if (!button) return;
       event.stopPropagation();
