@@ -33,6 +33,7 @@ def tunnel_socket(ws: Any) -> None:
     # to the library (another subprotocol, or an extension offered) is refused below.
     config = app.config
     if claims(ws):
+        ws.sock.no_delay()  # frames are small and latency-bound (a keystroke, a WINDOW)
         ws = ServerSocket(ws, max_frames=int(config["TUNNEL_MESSAGE_MAX_FRAMES"]),
                           message_seconds=float(config["TUNNEL_MESSAGE_SECONDS"]))
     header = request.headers.get("Authorization", "")

@@ -67,6 +67,7 @@ def init_app(app: Flask) -> None:
 
 def exec_socket(page: Any, name: str) -> None:
     owned = page.sock
+    owned.no_delay()  # each keystroke's echo leaves at once
     try:
         _serve(page, name)
     except ConnectionClosed:

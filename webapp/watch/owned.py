@@ -42,6 +42,12 @@ class OwnedSocket:
         # Called (under the lock) when bytes are left waiting: the sender retries them.
         self.on_pending: Callable[[], None] = lambda: None
 
+    def no_delay(self) -> None:
+        """Small writes leave at once (Nagle's algorithm off): a keystroke's echo or a
+        tunnel frame must not wait for the previous write's acknowledgement."""
+        with contextlib.suppress(OSError):
+            self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     # --- as simple_websocket uses a socket --------------------------------------------------
 
     def send(self, data: bytes, _flags: int = 0) -> int:
