@@ -214,6 +214,18 @@ def test_a_drain_with_a_body_it_does_not_take_is_refused(live: Live, body: Any,
     assert not unschedulable(live.sim, "node-a") and live.events() == []
 
 
+def test_a_node_that_is_not_there_is_kubernetes_404(live: Live) -> None:
+    live.user("alice", "admin")
+    live.agent("prod")
+    browser = live.browser("alice")
+    for action in ("cordon", "drain"):
+        answer = browser.post(f"{BASE}/node-z/{action}", {})
+        assert answer.status_code == 404, answer.text
+        assert answer.json()["error"]["message"] == 'nodes "node-z" not found'
+    assert [(e.details["action"], e.details["result"]) for e in live.events()] == [
+        ("cordon", "failed"), ("drain", "failed")]
+
+
 def test_one_drain_per_node_and_at_most_max_drains_at_once(live: Live) -> None:
     sim = live.sim
     live.user("alice", "admin")

@@ -92,6 +92,7 @@ def drain_node(name: str, node: str) -> Response | tuple[Response, int]:
     identity = access.identity(user, agent)
     try:
         client = _client(agent)
+        client.get(node_care.NODES, node, identity)  # no such node: its 404, nothing started
         # What kubectl refuses is refused before anything changes: nothing half-done.
         chosen = drain.plan(drain.pods_on(client, identity, node, bounds.max_pods), options)
     except KubeError as exc:
