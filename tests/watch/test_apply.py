@@ -5,7 +5,9 @@ through the agent's tunnel. Bad manifests are clear 4xx errors that change nothi
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,9 +16,11 @@ import requests
 import yaml
 
 from simkube import SimCluster
+from webapp.tunnel.agent import Agent, Settings
+from webapp.watch.kube import Connection
 
-from .conftest import Browser, Live, eventually
-from .test_tunnel import RunningAgent, agent_token
+from .conftest import WAIT, Browser, Live, eventually
+from .test_tunnel import agent_token
 
 BASE = "/agents/prod/cluster"
 CM = {"group": "", "version": "v1", "resource": "configmaps", "namespace": "shop"}
@@ -38,11 +42,25 @@ def reach(request: pytest.FixtureRequest, live: Live) -> Iterator[str]:
         agent = agents.create("prod", tunnel=True)
         agent.cluster_access = ACT_TOO
         db.session().commit()
-    running = RunningAgent(live, agent_token(live))
-    assert running.agent.connected.wait(10)
-    eventually(lambda: live.app.extensions["tunnels"].count("prod") == 1)
-    yield "tunnel"
-    running.stop()
+    with tunnel_agent(live, allow_apply=True):
+        yield "tunnel"
+
+
+@contextlib.contextmanager
+def tunnel_agent(live: Live, allow_apply: bool) -> Iterator[Agent]:
+    """`agentwatch agent [--allow-apply]` for agent `prod`, connected, in a thread."""
+    agent = Agent(Settings(live.base_url, agent_token(live),
+                           Connection(kubeconfig=str(live.kubeconfig), context="sim"),
+                           backoff_initial=0.05, backoff_max=0.5, allow_apply=allow_apply))
+    thread = threading.Thread(target=agent.run, daemon=True)
+    thread.start()
+    try:
+        assert agent.connected.wait(WAIT)
+        eventually(lambda: live.app.extensions["tunnels"].count("prod") == 1)
+        yield agent
+    finally:
+        agent.stop()
+        thread.join(WAIT)
 
 
 def config_map(sim: SimCluster, data: dict[str, str], labels: dict[str, str] | None = None,
@@ -234,3 +252,60 @@ def test_a_viewer_who_may_not_act_cannot_even_open_the_editor(live: Live, admin:
     assert response.status_code == 403
     assert edit(carol, GOOD, "/apply").status_code == 403
     assert stored(live.sim)["data"] == {"a": "1"}
+
+
+def test_an_agent_not_started_with_allow_apply_refuses_applies(live: Live) -> None:
+    from webapp import agents
+    live.user("alice", "admin")
+    with live.app.app_context():
+        agents.create("prod", tunnel=True)
+    config_map(live.sim, {"a": "1"}, manager="agentwatch")
+    with tunnel_agent(live, allow_apply=False):
+        alice = live.browser("alice")
+        text = edited(manifest(alice, live)["yaml"], a="2")  # reads pass
+        for path in ("/apply/preview", "/apply"):
+            refused = edit(alice, text, path)
+            assert refused.status_code == 403, refused.text
+            assert "--allow-apply" in refused.json()["error"]["message"]
+    assert stored(live.sim)["data"] == {"a": "1"}
+
+
+def test_the_install_manifest_starts_the_agent_with_allow_apply_only_when_asked() -> None:
+    from webapp.tunnel import manifest
+
+    def args(**options: Any) -> list[str]:
+        deployment = manifest.documents("prod", "https://aw.example", "t", **options)[-1]
+        return list(deployment["spec"]["template"]["spec"]["containers"][0]["args"])
+
+    assert "--allow-apply" not in args()
+    assert "--allow-apply" in args(allow_apply=True)
+
+
+@pytest.mark.parametrize("body", [
+    [], "yaml", {"mode": "edit"}, {"mode": "delete", "yaml": GOOD},
+    {"mode": "edit", "yaml": GOOD, **CM},  # no name
+    {"mode": "edit", "yaml": GOOD, **CM, "name": 7},
+    {"mode": "edit", "yaml": GOOD, **CM, "name": "../x"},
+    {"mode": "edit", "yaml": 42, **CM, "name": "app"},
+    {"mode": "edit", "yaml": GOOD, **CM, "name": "app", "force": "yes"},
+    {"mode": "edit", "yaml": GOOD, **CM, "name": "app", "extra": 1},
+    {"mode": "edit", "yaml": GOOD, **{**CM, "resource": "no-such-kind"}, "name": "app"},
+    {"mode": "edit", "yaml": GOOD, **{**CM, "namespace": "Bad_NS"}, "name": "app"},
+    {"mode": "create", "yaml": GOOD, "namespace": 5},
+    {"mode": "create", "yaml": GOOD, "namespace": "bad/ns"},
+    {"mode": "create", "yaml": GOOD.replace("namespace: shop", "namespace: Bad_NS")},
+    {"mode": "create", "yaml": GOOD.replace("name: app", "name: Bad_Name")},
+    {"mode": "create", "yaml": GOOD.replace("apiVersion: v1", "apiVersion: 3")},
+    {"mode": "create", "yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: [x]\n"},
+    {"mode": "create", "yaml": "a: &a [*a]\n"},
+    {"mode": "create", "yaml": "x" * (512 * 1024 + 1)},
+])
+def test_malformed_requests_are_4xx(live: Live, admin: str, body: Any) -> None:
+    config_map(live.sim, {"a": "1"}, manager="agentwatch")
+    alice = live.browser("alice")
+    for path in ("/apply/preview", "/apply"):
+        response = alice.post(BASE + path, body)
+        assert 400 <= response.status_code < 500, (path, response.status_code, response.text)
+        assert response.json()["error"]["message"]
+    assert stored(live.sim)["data"] == {"a": "1"}
+    assert live.events() == []
