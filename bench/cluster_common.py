@@ -176,6 +176,10 @@ class _SimHandlers:
     def resource_version(self) -> str:
         return str(self.cluster.resource_version)
 
+    def enable_metrics(self) -> None:
+        """metrics.k8s.io on, as if metrics-server were installed (bench/usage_render.py)."""
+        self.cluster.metrics.enable()
+
     def stats(self) -> dict[str, Any]:
         """Counters by (verb, resource, user-agent): the relay and the direct watcher use
         different user agents, so the relay's upstream requests are told apart."""

@@ -116,6 +116,7 @@ def _deploy(apply: _Applier, demo: Demo, dep: Deployment, state: str | None = No
 
 def seed_demo(cluster: SimCluster, seed: int = 0) -> Demo:
     rng = random.Random(seed)
+    cluster.metrics.enable()  # as if metrics-server were installed: usage in the lists
     demo = Demo(namespaces=["shop", "payments", "monitoring", "flux-system"])
     for i, name in enumerate(NODE_NAMES):
         cluster.create(b.node(name, roles=("control-plane",) if i == 0 else ()))

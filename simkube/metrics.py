@@ -14,6 +14,7 @@ metrics off (its discovery is then the real kube-apiserver's); ``enable()`` turn
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import threading
@@ -22,6 +23,8 @@ import zlib
 from typing import Any
 
 from .errors import ApiError
+from .resources import resolve
+from .selectors import compile_selector
 from .util import JSON, dumps, parse_rfc3339, rfc3339
 
 GROUP, VERSION = "metrics.k8s.io", "v1beta1"
@@ -146,17 +149,27 @@ class MetricsServer:
         return {"kind": "PodMetrics", "apiVersion": GROUP_VERSION, "metadata": out_meta,
                 "timestamp": rfc3339(now - 5), "window": WINDOW, "containers": containers}
 
-    def node_metrics(self, node: JSON, pods: list[JSON], now: float) -> JSON:
-        """A node's usage: its pods' and the system's own share."""
-        meta = node["metadata"]
-        name = meta["name"]
-        cpu, memory = 0.1, 600.0 * _MIB  # the kubelet, the runtime, the system
+    def _by_node(self, pods: list[JSON], now: float) -> dict[str, tuple[float, float]]:
+        """What the running containers of `pods` use, summed per node (one pass)."""
+        out: dict[str, tuple[float, float]] = {}
         for pod in pods:
-            if (pod.get("spec") or {}).get("nodeName") != name:
+            node = (pod.get("spec") or {}).get("nodeName")
+            if not node:
                 continue
             for container in self._running(pod):
                 used = self.container_usage(pod, container, now)
-                cpu, memory = cpu + used[0], memory + used[1]
+                cpu, memory = out.get(node, (0.0, 0.0))
+                out[node] = (cpu + used[0], memory + used[1])
+        return out
+
+    def node_metrics(self, node: JSON, used: dict[str, tuple[float, float]], now: float
+                     ) -> JSON:
+        """A node's usage: its pods' (`used`, by node) and the system's own share."""
+        meta = node["metadata"]
+        name = meta["name"]
+        pods_cpu, pods_memory = used.get(name, (0.0, 0.0))
+        # the kubelet, the runtime, the system
+        cpu, memory = 0.1 + pods_cpu, 600.0 * _MIB + pods_memory
         out_meta: JSON = {"name": name, "creationTimestamp": rfc3339(now)}
         if meta.get("labels"):
             out_meta["labels"] = dict(meta["labels"])
@@ -183,7 +196,9 @@ class MetricsServer:
                     if not limit:
                         continue
                     _, memory = self.container_usage(pod, container, now)
-                    if memory >= limit:
+                    if memory < limit:
+                        continue
+                    with contextlib.suppress(ApiError, KeyError):  # deleted meanwhile
                         self.cluster.restart_container(
                             pod["metadata"]["namespace"], pod["metadata"]["name"],
                             container["name"], reason="OOMKilled", exit_code=137,
@@ -254,6 +269,18 @@ class MetricsServer:
             return self._pods(namespace, name, query, now)
         return self._nodes(name, query, now)
 
+    def _list(self, resource: str, namespace: str | None, selector: str | None
+              ) -> list[JSON]:
+        """The objects as stored, read only (no copy of each: a 5,000-pod list is read
+        every few seconds), or as `cluster.list` gives them for any other cluster."""
+        store = getattr(self.cluster, "store", None)
+        if store is None:
+            found: list[JSON] = self.cluster.list(resource, namespace, selector)
+            return found
+        rt = resolve(resource)
+        _, items = store.list_objects(rt, namespace, compile_selector(rt, selector, None))
+        return [item.obj for item in items]
+
     def _pods(self, namespace: str | None, name: str | None, query: dict[str, str],
               now: float) -> bytes:
         if name is not None:
@@ -267,7 +294,7 @@ class MetricsServer:
                                details={"name": name, "group": GROUP, "kind": "pods"})
             return dumps(found)
         items = []
-        for pod in self.cluster.list("pods", namespace, query.get("labelSelector") or None):
+        for pod in self._list("pods", namespace, query.get("labelSelector") or None):
             one = self.pod_metrics(pod, now)
             if one is not None:
                 items.append(one)
@@ -275,17 +302,17 @@ class MetricsServer:
                       "metadata": {}, "items": items})
 
     def _nodes(self, name: str | None, query: dict[str, str], now: float) -> bytes:
-        pods = self.cluster.list("pods")
+        used = self._by_node(self._list("pods", None, None), now)
         if name is not None:
-            node = next((n for n in self.cluster.list("nodes")
+            node = next((n for n in self._list("nodes", None, None)
                          if n["metadata"]["name"] == name), None)
             if node is None:
                 raise ApiError(404, f'nodemetrics.{GROUP} "{name}" not found',
                                reason="NotFound",
                                details={"name": name, "group": GROUP, "kind": "nodes"})
-            return dumps(self.node_metrics(node, pods, now))
-        items = [self.node_metrics(node, pods, now) for node in
-                 self.cluster.list("nodes", None, query.get("labelSelector") or None)]
+            return dumps(self.node_metrics(node, used, now))
+        items = [self.node_metrics(node, used, now) for node in
+                 self._list("nodes", None, query.get("labelSelector") or None)]
         return dumps({"kind": "NodeMetricsList", "apiVersion": GROUP_VERSION,
                       "metadata": {}, "items": items})
 

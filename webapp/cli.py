@@ -299,10 +299,15 @@ def demo_command(kubeconfig: str | None, context: str | None, tunnel: bool) -> N
 @click.option("--allow-exec", is_flag=True, envvar="AGENTWATCH_AGENT_ALLOW_EXEC",
               help="Open shells in containers when agentwatch asks (pods/exec); refused "
                    "otherwise, whatever the server asks ($AGENTWATCH_AGENT_ALLOW_EXEC).")
+@click.option("--allow-apply", is_flag=True, envvar="AGENTWATCH_AGENT_ALLOW_APPLY",
+              help="Forward Edit's and Create from YAML's server-side applies (any kind but "
+                   "Secrets, as far as the agent's RBAC allows); refused otherwise "
+                   "($AGENTWATCH_AGENT_ALLOW_APPLY).")
 @click.pass_context
 def agent_command(ctx: click.Context, url: str | None, token: str | None,
                   kubeconfig: str | None, context: str | None, ca_file: str | None,
-                  impersonate_prefix: str | None, secrets: str, allow_exec: bool) -> None:
+                  impersonate_prefix: str | None, secrets: str, allow_exec: bool,
+                  allow_apply: bool) -> None:
     """Run the agent: dial out to agentwatch and carry its requests to this cluster."""
     if ctx.invoked_subcommand is not None:
         return
@@ -313,7 +318,7 @@ def agent_command(ctx: click.Context, url: str | None, token: str | None,
     from .tunnel.secret_reads import SecretReads
     try:
         run_agent(url, token, kubeconfig, context, ca_file, impersonate_prefix or None,
-                  SecretReads(secrets), allow_exec=allow_exec)
+                  SecretReads(secrets), allow_exec=allow_exec, allow_apply=allow_apply)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -336,10 +341,13 @@ def agent_command(ctx: click.Context, url: str | None, token: str | None,
 @click.option("--allow-exec", is_flag=True,
               help="Start the agent with --allow-exec and grant it pods/exec (shells in "
                    "containers, for the people user_access.exec names).")
+@click.option("--allow-apply", is_flag=True,
+              help="Start the agent with --allow-apply (Edit and Create from YAML); what it "
+                   "may write is still the RBAC you grant it (docs/operate.md).")
 @with_appcontext
 def agent_manifest(name: str, url: str | None, namespace: str, replicas: int,
                    image: str | None, secrets: str, impersonate_prefix: str | None,
-                   allow_exec: bool) -> None:
+                   allow_exec: bool, allow_apply: bool) -> None:
     """Print the Kubernetes YAML that installs the agent NAME (with a new token)."""
     from datetime import UTC, datetime
 
@@ -370,5 +378,6 @@ def agent_manifest(name: str, url: str | None, namespace: str, replicas: int,
         raise click.ClickException(str(exc)) from None
     click.echo(manifest.render(name, url, raw, namespace=namespace, replicas=replicas,
                                image=image, impersonate_prefix=impersonate_prefix or None,
-                               secrets=SecretReads(secrets), allow_exec=allow_exec),
+                               secrets=SecretReads(secrets), allow_exec=allow_exec,
+                               allow_apply=allow_apply),
                nl=False)

@@ -88,7 +88,7 @@ def reach(request: pytest.FixtureRequest, app: Flask, sim: SimCluster, h: Any,
         return
     running = Agent(Settings(live_server, token, Connection(kubeconfig=str(kubeconfig),
                                                             context="sim"),
-                             backoff_initial=0.05, backoff_max=0.5))
+                             backoff_initial=0.05, backoff_max=0.5, allow_apply=True))
     thread = threading.Thread(target=running.run, daemon=True)
     thread.start()
     assert running.connected.wait(15)

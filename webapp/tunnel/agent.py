@@ -57,6 +57,9 @@ class Settings:
     secrets: SecretReads = SecretReads.NAMES
     # Whether it opens shells in containers for the server (--allow-exec; never by default).
     allow_exec: bool = False
+    # Whether it forwards Edit's and Create from YAML's applies (--allow-apply; never by
+    # default): an apply's body is a person's object, not one shape the agent can check.
+    allow_apply: bool = False
 
 
 def tunnel_url(base: str) -> str:
@@ -168,6 +171,9 @@ class Agent:
             if action is Action.TRIGGER:
                 response = self._trigger(request, body)
             elif action is Action.APPLY:  # a person's object, checked against its path
+                if not self.settings.allow_apply:
+                    raise boundary.Refused("applies (Edit, Create from YAML) need the agent "
+                                           "started with --allow-apply")
                 response = self._send(request.method, request.path, request.query,
                                       request.headers, apply_bodies.check(body, request.target),
                                       request.streaming)

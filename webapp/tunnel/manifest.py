@@ -99,7 +99,7 @@ def documents(agent: str, url: str, token: str, *, image: str = DEFAULT_IMAGE,
               namespace: str = "agentwatch", replicas: int = 2,
               impersonate_prefix: str | None = None,
               secrets: SecretReads = SecretReads.NAMES,
-              allow_exec: bool = False) -> list[dict[str, Any]]:
+              allow_exec: bool = False, allow_apply: bool = False) -> list[dict[str, Any]]:
     name = f"agentwatch-agent-{agent}"
     labels = {"app.kubernetes.io/name": "agentwatch-agent",
               "app.kubernetes.io/instance": agent}
@@ -110,7 +110,8 @@ def documents(agent: str, url: str, token: str, *, image: str = DEFAULT_IMAGE,
         "image": image,
         "args": ["agent", "--secrets", str(secrets)] + (
             ["--impersonate-prefix", impersonate_prefix] if impersonate_prefix else []) + (
-            ["--allow-exec"] if allow_exec else []),
+            ["--allow-exec"] if allow_exec else []) + (
+            ["--allow-apply"] if allow_apply else []),
         "env": [
             {"name": "AGENTWATCH_AGENT_URL", "value": url},
             {"name": "AGENTWATCH_AGENT_TOKEN",

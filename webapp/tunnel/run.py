@@ -26,7 +26,8 @@ def serve_health(agent: Agent, port: int) -> HealthServer:
 
 def run_agent(url: str, token: str, kubeconfig: str | None, context: str | None,
               ca_file: str | None, impersonate_prefix: str | None = None,
-              secrets: SecretReads = SecretReads.NAMES, allow_exec: bool = False) -> None:
+              secrets: SecretReads = SecretReads.NAMES, allow_exec: bool = False,
+              allow_apply: bool = False) -> None:
     tunnel_url(url)  # refuses a URL that is not http(s) before anything starts
     if impersonate_prefix is not None:
         impersonation.prefix(impersonate_prefix)
@@ -41,7 +42,8 @@ def run_agent(url: str, token: str, kubeconfig: str | None, context: str | None,
     try:
         agent = Agent(Settings(url, token, cluster, ca_file,
                                impersonation=Impersonation(impersonate_prefix),
-                               secrets=secrets, allow_exec=allow_exec))
+                               secrets=secrets, allow_exec=allow_exec,
+                               allow_apply=allow_apply))
     except KubeError as exc:
         raise ValueError(exc.message) from None
 
@@ -58,6 +60,8 @@ def run_agent(url: str, token: str, kubeconfig: str | None, context: str | None,
         "blanked)", SecretReads.NONE: "none"}[secrets])
     logging.getLogger("agentwatch.agent").info(
         "shells in containers (exec): %s", "allowed" if allow_exec else "refused")
+    logging.getLogger("agentwatch.agent").info(
+        "applies (Edit, Create from YAML): %s", "allowed" if allow_apply else "refused")
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     port = int(os.environ.get("AGENTWATCH_AGENT_HEALTH_PORT", str(HEALTH_PORT)))

@@ -34,6 +34,7 @@ function usageCell(col, value, max, text, of) {
     meter.value = Math.min(value, max);
     meter.high = max * 0.8;
     meter.optimum = 0;
+    meter.setAttribute("aria-label", text + " of " + of);
     span.append(meter, " ");
     span.title = text + " of " + of;
   }

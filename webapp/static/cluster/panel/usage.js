@@ -30,6 +30,7 @@ function amount(used, max, text, of) {
     meter.value = Math.min(used, max);
     meter.high = max * 0.8;
     meter.optimum = 0;
+    meter.setAttribute("aria-label", of ? text + " of " + of : text);
     span.append(meter, " ");
   }
   span.append(text);
