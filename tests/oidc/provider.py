@@ -108,7 +108,8 @@ def binary() -> str:
     pytest.skip(missing)
 
 
-def start(folder: Path) -> Provider:
+def start(folder: Path, tls: tuple[Path, Path] | None = None) -> Provider:
+    """The provider on a free loopback port; with `tls` (certificate, key), on https."""
     program = binary()
     seed = folder / "seed.json"
     seed.write_text(json.dumps({
@@ -118,8 +119,9 @@ def start(folder: Path) -> Provider:
                    "redirect_uri_globs": ["http://127.0.0.1:*/login/oidc/*/callback"],
                    "post_logout_redirect_uri_globs": ["http://127.0.0.1:*/login"]}}))
     log = open(folder / "provider.log", "wb")  # noqa: SIM115 (closed by Provider.stop)
-    process = subprocess.Popen([program, "-addr", "127.0.0.1:0", "-config", str(seed)],
-                               stdout=subprocess.PIPE, stderr=log)
+    tls_args = ["-tls-cert", str(tls[0]), "-tls-key", str(tls[1])] if tls else []
+    process = subprocess.Popen([program, "-addr", "127.0.0.1:0", "-config", str(seed),
+                                *tls_args], stdout=subprocess.PIPE, stderr=log)
     assert process.stdout is not None
     deadline = time.monotonic() + WAIT
     line = b""

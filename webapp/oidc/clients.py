@@ -6,8 +6,11 @@ session cookie and checked at the callback, the code exchange, and the ID token'
 
 from __future__ import annotations
 
+from typing import Any
+
 from authlib.integrations.flask_client import OAuth
 from authlib.integrations.flask_client.apps import FlaskOAuth2App
+from authlib.integrations.requests_client import OAuth2Session
 from flask import Flask, current_app
 
 from ..errors import NotFound
@@ -16,12 +19,30 @@ from .settings import Provider, providers
 _KEY = "agentwatch.oidc"
 
 
+def _app_class(ca_file: str | None) -> type[FlaskOAuth2App]:
+    """Authlib's client, trusting `ca_file` for every call to the provider when given."""
+    if ca_file is None:
+        return FlaskOAuth2App
+
+    class Session(OAuth2Session):
+        # Per request: a session's own `verify` loses to REQUESTS_CA_BUNDLE when set.
+        def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+            kwargs.setdefault("verify", ca_file)
+            return super().request(method, url, *args, **kwargs)
+
+    class App(FlaskOAuth2App):
+        client_cls = Session
+
+    return App
+
+
 def init_app(app: Flask) -> None:
     oauth = OAuth(app)
     found = providers(app.config)
     for provider in found:
         oauth.register(
             provider.name,
+            client_cls=_app_class(provider.ca_file),
             client_id=provider.client_id,
             client_secret=provider.client_secret,
             server_metadata_url=provider.metadata_url,

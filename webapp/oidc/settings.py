@@ -1,12 +1,13 @@
 """The configured providers, read from the app's settings (docs/identity.md, "Settings").
 
 One provider: AGENTWATCH_OIDC_ISSUER, _CLIENT_ID, _CLIENT_SECRET, and optionally _SCOPES,
-_USERNAME_CLAIM, _GROUPS_CLAIM, _ROLES, _DEFAULT_ROLE, _DISPLAY_NAME. Several:
+_USERNAME_CLAIM, _GROUPS_CLAIM, _ROLES, _DEFAULT_ROLE, _DISPLAY_NAME, _CA_FILE. Several:
 AGENTWATCH_OIDC_PROVIDERS=corp,partners, then AGENTWATCH_OIDC_CORP_ISSUER and so on; a
 named provider's optional settings default to the unnamed ones."""
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +18,8 @@ from ..users import ROLES, has_role_rank
 SINGLE = "oidc"
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,30}$")
 _OPTIONAL = {"SCOPES": "openid profile email", "USERNAME_CLAIM": "preferred_username",
-             "GROUPS_CLAIM": "groups", "ROLES": "", "DEFAULT_ROLE": "", "DISPLAY_NAME": ""}
+             "GROUPS_CLAIM": "groups", "ROLES": "", "DEFAULT_ROLE": "", "DISPLAY_NAME": "",
+             "CA_FILE": ""}
 
 
 class SettingsError(ValueError):
@@ -37,6 +39,8 @@ class Provider:
     roles: tuple[tuple[str, str], ...]
     default_role: str | None
     display_name: str
+    # Trust this CA (PEM) for the provider, as a private Keycloak's; None: the system's.
+    ca_file: str | None = None
 
     @property
     def metadata_url(self) -> str:
@@ -91,8 +95,11 @@ def _read(config: dict[str, Any], name: str, prefix: str) -> Provider:
     if default_role is not None and default_role not in ROLES:
         raise SettingsError(f"AGENTWATCH_{prefix}DEFAULT_ROLE must be one of "
                             f"{', '.join(ROLES)} or empty")
+    ca_file = value("CA_FILE").strip() or None
+    if ca_file is not None and not os.path.isfile(ca_file):
+        raise SettingsError(f"AGENTWATCH_{prefix}CA_FILE: no file {ca_file!r}")
     return Provider(
-        name=name, issuer=issuer, client_id=required["CLIENT_ID"],
+        ca_file=ca_file, name=name, issuer=issuer, client_id=required["CLIENT_ID"],
         client_secret=required["CLIENT_SECRET"], scopes=scopes,
         username_claim=value("USERNAME_CLAIM").strip(),
         groups_claim=value("GROUPS_CLAIM").strip(),

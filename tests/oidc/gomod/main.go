@@ -3,9 +3,9 @@
 // client read from a JSON file. The file is read again at every lookup, so a test that edits a
 // user's groups sees the change at the next token refresh, as with a real directory.
 //
-//	provider -addr 127.0.0.1:PORT -config seed.json
+//	provider -addr 127.0.0.1:PORT -config seed.json [-tls-cert PEM -tls-key PEM]
 //
-// The issuer is http://ADDR/; it logs one line when it listens ("listening on ...").
+// The issuer is http://ADDR/ (https with a certificate); it logs one line when it listens ("listening on ...").
 package main
 
 import (
@@ -183,6 +183,8 @@ func (p *provider) GetClientByClientID(ctx context.Context, id string) (op.Clien
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "where to listen")
 	config := flag.String("config", "", "the JSON file of users, groups and the client")
+	certFile := flag.String("tls-cert", "", "serve https with this certificate (PEM)")
+	keyFile := flag.String("tls-key", "", "and this key (PEM)")
 	flag.Parse()
 	s, err := readSeed(*config)
 	if err != nil {
@@ -192,12 +194,19 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	issuer := fmt.Sprintf("http://%s/", listener.Addr().String())
+	scheme := "http"
+	if *certFile != "" {
+		scheme = "https"
+	}
+	issuer := fmt.Sprintf("%s://%s/", scheme, listener.Addr().String())
 	storage.RegisterClients(storage.WebClient(s.Client.ID, s.Client.Secret))
 	users := fileUsers{*config}
 	store := &provider{Storage: storage.NewStorage(users), users: users, client: s.Client}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	router := exampleop.SetupServer(issuer, store, logger, false)
 	fmt.Printf("listening on %s\n", issuer)
+	if *certFile != "" {
+		log.Fatal(http.ServeTLS(listener, router, *certFile, *keyFile))
+	}
 	log.Fatal(http.Serve(listener, router))
 }
