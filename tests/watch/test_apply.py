@@ -298,6 +298,8 @@ def test_the_install_manifest_starts_the_agent_with_allow_apply_only_when_asked(
     {"mode": "create", "yaml": GOOD.replace("apiVersion: v1", "apiVersion: 3")},
     {"mode": "create", "yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: [x]\n"},
     {"mode": "create", "yaml": "a: &a [*a]\n"},
+    {"mode": "create", "yaml": "a: &a [x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(20))},
     {"mode": "create", "yaml": "x" * (512 * 1024 + 1)},
 ])
 def test_malformed_requests_are_4xx(live: Live, admin: str, body: Any) -> None:

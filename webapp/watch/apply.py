@@ -91,6 +91,12 @@ def read_manifest(text: Any, limits: Limits) -> JSON:
     if len(text.encode()) > limits.manifest_bytes:
         raise _invalid(f"The manifest is larger than {limits.manifest_bytes} bytes")
     try:
+        # An alias repeats a node without its bytes: a few lines could stand for billions
+        # of values once sent as JSON. Manifests do not need them.
+        if any(isinstance(event, yaml.AliasEvent)
+               for event in yaml.parse(text, Loader=yaml.SafeLoader)):
+            raise _invalid("YAML anchors and aliases (*name) are not accepted: write the "
+                           "values out")
         docs = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
