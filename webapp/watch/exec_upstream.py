@@ -241,7 +241,8 @@ def open_stream(mux: Mux, path: str, query: str, headers: list[tuple[str, str]],
     stream.reset(499, "refused")
     message = refusal_message(code, body, where)
     if b"refused by the agent" in body:  # the agent's own word, not the API server's
-        message = f"The agent of {agent} " + (_status_message(body) or "refused the shell")
+        said = _status_message(body).removeprefix("refused by the agent: ")
+        message = f"The agent of {agent} refused the shell: {said or 'no reason given'}"
     raise ExecRefused(code, message)
 
 
