@@ -111,7 +111,8 @@ def record_update(rt: ResourceType, old: JSON | None, new: JSON, manager: str,
             return
         mine = (_entry(manager, UPDATE, rt, subresource), set())
         owned.append(mine)
-    mine[0]["time"] = rfc3339()
+    if changed - mine[1]:
+        mine[0]["time"] = rfc3339()  # a write that takes nothing new keeps its entry as is
     mine[1].update(changed)
     _store(new, owned)
 
@@ -191,12 +192,25 @@ def apply(rt: ResourceType, current: JSON | None, applied: JSON, manager: str,
     if conflicts and not force:
         raise _conflict(rt, conflicts)
     taken = {path for _, path in conflicts}
-    before = next((f for e, f in owned if _same(e, manager, APPLY, None)), set())
-    others = [(e, f - taken) for e, f in owned if not _same(e, manager, APPLY, None)]
+    previous = next((e for e, _ in owned if _same(e, manager, APPLY, None)), None)
+    before = next((f for e, f in owned if e is previous), set())
+    others = [(e, f - taken) for e, f in owned if e is not previous]
     new = fieldsets.merge(base, applied, custom=rt.crd)
     kept = set().union(*(f for _, f in others)) if others else set()
     for path in sorted(before - mine - kept, key=len, reverse=True):
         fieldsets.remove(new, path)  # set by this applier before, left out now
     new.setdefault("metadata", {})
-    _store(new, [*others, (_entry(manager, APPLY, rt, None), mine)])
+    # The same apply again changes nothing, not even its time: no new resourceVersion.
+    unchanged = previous is not None and before == mine and not taken and \
+        {k: v for k, v in new.items() if k != "metadata"} == \
+        {k: v for k, v in base.items() if k != "metadata"} and \
+        {k: v for k, v in new["metadata"].items() if k != "managedFields"} == \
+        {k: v for k, v in (base.get("metadata") or {}).items() if k != "managedFields"}
+    entry = previous if unchanged and previous is not None else \
+        _entry(manager, APPLY, rt, None)
+    # Entries keep their order; an applier's entry stays where it was.
+    placed = [(entry, mine) if e is previous else (e, f - taken) for e, f in owned]
+    if previous is None:
+        placed.append((entry, mine))
+    _store(new, placed)
     return new

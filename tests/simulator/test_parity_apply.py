@@ -169,3 +169,15 @@ def test_a_containers_field_is_named_by_its_key(wire: Wire, bare_target: Target,
     assert code == 200
     assert forced["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.28"
     assert forced["metadata"]["generation"] == 2
+
+
+def test_the_same_apply_again_writes_nothing(wire: Wire, target_namespace: str) -> None:
+    ns = target_namespace
+    path = f"/api/v1/namespaces/{ns}/configmaps/app"
+    first = wire("PATCH", path, config_map(ns, {"a": "1"}), ctype=APPLY,
+                 fieldManager="agentwatch")[1]
+    code, again = wire("PATCH", path, config_map(ns, {"a": "1"}), ctype=APPLY,
+                       fieldManager="agentwatch")
+    assert code == 200
+    assert again["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+    assert again["metadata"]["managedFields"] == first["metadata"]["managedFields"]
