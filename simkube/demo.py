@@ -140,6 +140,7 @@ def seed_demo(cluster: SimCluster, seed: int = 0) -> Demo:
     apps(b.service("shop", "web", 80, selector={"app": "web"}, type="LoadBalancer"))
     apps(b.service("shop", "api", 8080, selector={"app": "api"}))
     apps(b.ingress("shop", "web", "shop.example.com", "web", 80))
+    apps(b.pod_disruption_budget("shop", "web", {"app": "web"}, max_unavailable=1))
     apps(b.configmap("shop", "web-config", {"nginx.conf": "server { listen 80; }",
                                             "FEATURE_FLAGS": "checkout-v2"}))
     apps(b.secret("shop", "api-credentials", {"username": "api", "password": "s3cr3t"}))
@@ -172,6 +173,8 @@ def seed_demo(cluster: SimCluster, seed: int = 0) -> Demo:
     pay(b.service("payments", "payments-api", 8443, selector={"app": "payments-api"},
                   type="NodePort"))
     pay(b.service("payments", "postgres", 5432, selector={"app": "postgres"}, headless=True))
+    # Both replicas must stay: a drain of a node running one is held back by this budget.
+    pay(b.pod_disruption_budget("payments", "postgres", {"app": "postgres"}, min_available=2))
     pay(b.network_policy("payments", "default-deny", {}))
     pay(b.network_policy("payments", "allow-api-to-postgres", {"app": "postgres"},
                          from_labels={"app": "payments-api"}))
