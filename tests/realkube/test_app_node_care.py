@@ -33,9 +33,13 @@ def app_config(app_config: dict[str, Any]) -> dict[str, Any]:
 @pytest.fixture
 def node_care_rights(rbac: kubernetes.client.RbacAuthorizationV1Api) -> Iterator[None]:
     """The agent's identity with the node care rules of `agentwatch agent manifest`."""
-    rules = [r for r in manifest.documents("prod", "https://agentwatch.example", "t")[2]["rules"]
-             if set(r["resources"]) in NODE_CARE]
+    granted = manifest.documents("prod", "https://agentwatch.example", "t")[2]["rules"]
+    rules = [r for r in granted if set(r["resources"]) in NODE_CARE]
     assert len(rules) == 3, rules
+    # And the reads of nodes the manifest grants with the other kinds (a drain reads its node).
+    rules += [{**r, "resources": ["nodes"]} for r in granted
+              if r["apiGroups"] == [""] and "nodes" in r["resources"] and "get" in r["verbs"]]
+    assert len(rules) == 4, rules
     name = "agentwatch-node-care"
     with contextlib.suppress(kubernetes.client.ApiException):
         rbac.create_cluster_role({"metadata": {"name": name}, "rules": rules})
