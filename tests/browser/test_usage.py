@@ -194,3 +194,20 @@ def test_without_metrics_server_one_sentence_says_so(signed_in: Page, sim: SimCl
     expect(page.locator(".panel-usage .usage-unavailable")).to_contain_text(
         "no metrics-server", timeout=SLOW)
     expect(page.locator("#watch-badge")).to_have_attribute("data-state", "connected")
+
+
+def test_a_workloads_list_sums_its_pods(signed_in: Page, sim: SimCluster) -> None:
+    page = signed_in
+    sim.metrics.enable()
+    sim.create(builders.deployment("shop", "big", [_container("256Mi")], 2))
+    sim.create(builders.deployment("shop", "small", [_container("64Mi")], 1))
+    page.goto("/agents/prod/cluster?kind=deployments.apps&namespace=shop")
+    rows = "#deployments tbody.rows > tr"
+    cell = page.locator(f'{rows}[data-name="big"] td[data-col="memory"]')
+    expect(cell.locator("meter")).to_have_attribute("max", str(1024 * 1024 ** 2), timeout=SLOW)
+    expect(cell.locator(".usage")).to_have_attribute("title", re.compile(r"over 2 pods"))
+    page.locator('#deployments thead th[data-col="memory"] button.sort').click()
+    page.locator('#deployments thead th[data-col="memory"] button.sort').click()
+    page.wait_for_function("""() => Array.from(document.querySelectorAll(
+        '#deployments tbody.rows > tr'), r => r.dataset.name).join() === 'big,small'""",
+                           timeout=SLOW)

@@ -156,3 +156,24 @@ def test_a_view_sorted_by_memory_follows_usage(live: Live, reached: str) -> None
     # leaky is first while it is near its limit, and not right after it restarts.
     eventually(lambda: follow({"leaky", "big"}), timeout=60, interval=0)
     assert page.total == 4
+
+
+def test_a_workloads_usage_is_its_running_pods(live: Live, reached: str) -> None:
+    live.sim.metrics.enable()
+    live.sim.create(builders.deployment("shop", "web", [_container("128Mi", "256Mi")], 2))
+    live.sim.create(builders.statefulset("shop", "db", [_container("64Mi", "128Mi")], 1))
+    live.sim.settle()
+
+    def read() -> dict[str, Any] | None:
+        body = _usage(live, namespace="shop")
+        workloads: dict[str, Any] = body["workloads"]
+        return workloads if {"deployments/shop/web", "statefulsets/shop/db"} <= set(
+            workloads) else None
+
+    workloads = eventually(read)
+    assert workloads is not None
+    cpu, memory, memory_limit, pods = workloads["deployments/shop/web"]
+    assert pods == 2 and memory_limit == 512 * MI and 200 * MI < memory < 300 * MI and cpu > 0
+    replicasets = [key for key in workloads if key.startswith("replicasets/shop/web-")]
+    assert len(replicasets) == 1 and workloads[replicasets[0]][3] == 2
+    assert workloads["statefulsets/shop/db"][2:] == [128 * MI, 1]

@@ -19,6 +19,10 @@ JSON = dict[str, Any]
 COLUMNS = ("cpu", "memory")
 # A pod whose memory is at least this share of its limit is "near its limit".
 NEAR_LIMIT = 0.9
+# The workload a pod's controller reference names, by the owner's kind: (group, resource)
+# of its list. A ReplicaSet made by a Deployment counts for the Deployment too.
+WORKLOADS = {"ReplicaSet": ("apps", "replicasets"), "StatefulSet": ("apps", "statefulsets"),
+             "DaemonSet": ("apps", "daemonsets"), "Job": ("batch", "jobs")}
 
 
 # metrics-server reports CPU in nanocores ("12345678n"), sometimes microcores.
@@ -52,6 +56,9 @@ class Resources:
     memory_limit: float = 0.0
     node: str = ""
     containers: tuple[tuple[str, Resources], ...] = field(default=(), compare=False)
+    # The workloads the pod counts for: (resource, name), e.g. ("replicasets",
+    # "web-5d8c7"), ("deployments", "web").
+    owners: tuple[tuple[str, str], ...] = ()
 
 
 def pod_resources(pod: JSON) -> Resources:
@@ -73,7 +80,25 @@ def pod_resources(pod: JSON) -> Resources:
         one.memory_limit for one in ones) else 0.0
     return Resources(sum(one.cpu_request for one in ones), cpu_limit,
                      sum(one.memory_request for one in ones), memory_limit,
-                     str(spec.get("nodeName") or ""), tuple(per))
+                     str(spec.get("nodeName") or ""), tuple(per), owners_of(pod))
+
+
+def owners_of(pod: JSON) -> tuple[tuple[str, str], ...]:
+    """The workloads a pod counts for, from its controller reference: its ReplicaSet and,
+    when the ReplicaSet's name is a Deployment's plus the pod's template hash, that
+    Deployment (as the Deployment controller names them)."""
+    meta = as_dict(pod.get("metadata"))
+    for ref in as_list(meta.get("ownerReferences")):
+        ref = as_dict(ref)
+        kind, name = str(ref.get("kind") or ""), str(ref.get("name") or "")
+        if not ref.get("controller") or kind not in WORKLOADS or not name:
+            continue
+        owners = [(WORKLOADS[kind][1], name)]
+        template_hash = str(as_dict(meta.get("labels")).get("pod-template-hash") or "")
+        if kind == "ReplicaSet" and template_hash and name.endswith("-" + template_hash):
+            owners.append(("deployments", name[:-len(template_hash) - 1]))
+        return tuple(owners)
+    return ()
 
 
 def node_allocatable(node: JSON) -> Sample:

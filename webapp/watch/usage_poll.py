@@ -74,6 +74,27 @@ class Resorting(Protocol):
 
 Key = tuple[str, str]  # (namespace, name)
 PodSample = tuple[Sample, tuple[tuple[str, Sample], ...]]
+# (resource, namespace, name) of a workload -> its pods' usage, memory limits (0 when one
+# has none) and how many pods
+WorkloadKey = tuple[str, str, str]
+WorkloadSample = tuple[Sample, float, int]
+
+
+def by_workload(pods: dict[Key, PodSample], resources: dict[Key, Resources]
+                ) -> dict[WorkloadKey, WorkloadSample]:
+    """What each workload's running pods use together."""
+    out: dict[WorkloadKey, WorkloadSample] = {}
+    for (namespace, name), (total, _) in pods.items():
+        found = resources.get((namespace, name))
+        if found is None:
+            continue
+        for resource, owner in found.owners:
+            key = (resource, namespace, owner)
+            sample, limit, count = out.get(key, (Sample(0.0, 0.0), 0.0, 0))
+            no_limit = (count and not limit) or not found.memory_limit
+            out[key] = (Sample(sample.cpu + total.cpu, sample.memory + total.memory),
+                        0.0 if no_limit else limit + found.memory_limit, count + 1)
+    return out
 
 
 class Poll:
@@ -96,6 +117,7 @@ class Poll:
         self.available = False
         self.pods: dict[Key, PodSample] = {}
         self.resources: dict[Key, Resources] = {}
+        self.workloads: dict[WorkloadKey, WorkloadSample] = {}
         self.nodes: dict[str, Sample] = {}
         self.allocatable: dict[str, Sample] = {}
         self.read_at = 0.0  # wall time of the last read
@@ -201,6 +223,7 @@ class Poll:
         with self._lock:
             self.available, self.problem = True, None
             self.pods, self.resources = pods, resources
+            self.workloads = by_workload(pods, resources)
             self.nodes, self.allocatable = nodes, allocatable
             self.read_at = now
             self.polls += 1
@@ -270,11 +293,17 @@ class Poll:
 
     # --- what views sort by --------------------------------------------------------
 
-    def value(self, row: RenderedRow, column: str, nodes: bool) -> str:
-        """A row's usage as its column sorts it: millicores or bytes, "" when unknown."""
+    def value(self, row: RenderedRow, column: str, kind: str) -> str:
+        """A row's usage as its column sorts it: millicores or bytes, "" when unknown.
+        `kind`: "pods", "nodes", or the resource of a workload's list."""
         namespace, name = row.key
-        sample = self.nodes.get(name) if nodes else \
-            (found[0] if (found := self.pods.get((namespace, name))) else None)
+        sample: Sample | None
+        if kind == "nodes":
+            sample = self.nodes.get(name)
+        elif kind == "pods":
+            sample = found[0] if (found := self.pods.get((namespace, name))) else None
+        else:
+            sample = one[0] if (one := self.workloads.get((kind, namespace, name))) else None
         if sample is None:
             return ""
         return str(round(sample.cpu * 1000)) if column == "cpu" else str(round(sample.memory))
@@ -327,16 +356,16 @@ class Join:
     """A view's usage column (view.ViewSpec.joined): the values its rows sort by, from
     the scope's poll, which it holds while the view lives; each read re-sorts the view."""
 
-    def __init__(self, usage: Usage, scope: Scope, nodes: bool) -> None:
+    def __init__(self, usage: Usage, scope: Scope, kind: str) -> None:
         self._usage = usage
         self._scope = scope
-        self._nodes = nodes
+        self._kind = kind  # pods, nodes, or a workload's resource
         self._poll: Poll | None = None
         self._views: set[Any] = set()
 
     def value(self, row: RenderedRow, column: str) -> str:
         poll = self._poll
-        return poll.value(row, column, self._nodes) if poll is not None else ""
+        return poll.value(row, column, self._kind) if poll is not None else ""
 
     def attach(self, view: Any) -> None:
         try:

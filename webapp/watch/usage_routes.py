@@ -86,7 +86,13 @@ def list_usage(name: str) -> Response:
             round(memory_limit), round((limits.cpu_request if limits else 0) * 1000),
             round(limits.memory_request if limits else 0)]
         near += near_limit(total.memory, memory_limit)
-    body = _head(poll) | {"pods": pods, "nearLimit": near}
+    # A workload's list: "resource/namespace/name" -> [CPU millicores, memory bytes,
+    # its pods' memory limits (0: one has none), pods].
+    workloads = {f"{resource}/{namespace}/{owner}": [round(sample.cpu * 1000),
+                                                      round(sample.memory), round(limit), count]
+                 for (resource, namespace, owner), (sample, limit, count)
+                 in poll.workloads.items()}
+    body = _head(poll) | {"pods": pods, "nearLimit": near, "workloads": workloads}
     if not spaces:
         body["nodes"] = {node: [*(_pair(sample) or []),
                                 *(_pair(poll.allocatable.get(node)) or [0, 0])]

@@ -1,15 +1,18 @@
-"""Lists sorted by usage: a view of Pods or Nodes whose sort is a usage column reads its
-values from the poll of the list's namespaces (usage_poll.Join), so the server orders the
-whole list by them and a new read re-orders it, as any change would."""
+"""Lists sorted by usage: a view of Pods, Nodes or a workload's list whose sort is a usage
+column reads its values from the poll of the list's namespaces (usage_poll.Join), so the
+server orders the whole list by them and a new read re-orders it, as any change would."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from .resources import Identity, WatchParams
-from .usage import COLUMNS
+from .usage import COLUMNS, WORKLOADS
 from .usage_poll import Join, Scope, Usage
 from .view import ViewSpec
+
+# The workloads' lists, whose rows sum their pods' usage.
+USAGE_WORKLOADS = {*WORKLOADS.values(), ("apps", "deployments")}
 
 
 def scope_of(agent: str, identity: Identity, namespaces: list[str | None]) -> Scope:
@@ -24,10 +27,10 @@ def joined(usage: Usage, agent: str, identity: Identity, sources: list[WatchPara
     if spec.sort not in COLUMNS or not sources:
         return spec
     kind = (sources[0].group, sources[0].resource)
-    if kind == ("", "pods"):
-        scope = scope_of(agent, identity, [params.namespace for params in sources])
-        return replace(spec, numeric=True, joined=Join(usage, scope, nodes=False))
     if kind == ("", "nodes"):
         return replace(spec, numeric=True,
-                       joined=Join(usage, Scope(agent, identity, ()), nodes=True))
+                       joined=Join(usage, Scope(agent, identity, ()), "nodes"))
+    if kind == ("", "pods") or kind in USAGE_WORKLOADS:
+        scope = scope_of(agent, identity, [params.namespace for params in sources])
+        return replace(spec, numeric=True, joined=Join(usage, scope, kind[1]))
     return spec

@@ -1,17 +1,20 @@
 // cluster/lists/: the page's lists and what feeds them: tables patched by key, the paged
 // lists, the workloads' counts, the list's state in the address (see docs/ui.md).
-// usage-columns.js: CPU and memory columns of the Pods and Nodes lists, from
+// usage-columns.js: CPU and memory columns of the Pods, Nodes and workloads' lists, from
 // metrics.k8s.io (docs/operate.md, "Resource usage"): the page asks the server every few
 // seconds while it shows them (metrics-server has no watch); each row gets its usage as
-// `kubectl top` prints it and a bar against its limit (pods) or allocatable (nodes).
+// `kubectl top` prints it and a bar against its limit (pods), allocatable (nodes) or its
+// pods' limits (a workload: the sum of its running pods).
 // Sorting by them is the server's (a view sorted by usage); the strip counts the pods near
 // their memory limit. A cluster without metrics-server gets one sentence instead.
 
 import { cpuText, memoryText } from "../usage-format.js";
 
-const USAGE_KINDS = new Set(["pods", "nodes"]);
+const WORKLOADS = new Set(["deployments", "statefulsets", "daemonsets", "replicasets", "jobs"]);
+const USAGE_KINDS = new Set(["pods", "nodes", ...WORKLOADS]);
 const COLUMNS = [["cpu", "CPU"], ["memory", "Memory"]];
 const RETRY = 30000;  // ms before asking again after the server could not answer
+const LIVE_WAIT = 5000;  // ms usage waits for the lists to be live before it asks anyway
 
 // The namespaces a list of watches shows (none: every namespace).
 function namespacesOf(watches) {
@@ -72,7 +75,8 @@ class UsageColumns {
       button.type = "button";
       button.className = "sort";
       button.textContent = label;
-      button.title = label + " in use (metrics.k8s.io), against the " + (this.kind === "nodes" ? "node's allocatable" : "pod's limit");
+      button.title = label + " in use (metrics.k8s.io), against the " + (this.kind === "nodes" ? "node's allocatable"
+        : this.kind === "pods" ? "pod's limit" : "limits of its running pods");
       button.addEventListener("click", () => this.list.sortBy(col));
       th.append(button);
       head.insertBefore(th, age);
@@ -86,7 +90,8 @@ class UsageColumns {
   }
 
   keyOf(row) {
-    return this.kind === "nodes" ? row.dataset.name || "" : (row.dataset.namespace || "") + "/" + (row.dataset.name || "");
+    const key = (row.dataset.namespace || "") + "/" + (row.dataset.name || "");
+    return this.kind === "nodes" ? row.dataset.name || "" : this.kind === "pods" ? key : this.kind + "/" + key;
   }
 
   // A row's usage cells, made or made again.
@@ -115,6 +120,13 @@ class UsageColumns {
       for (const [name, [cpu, memory, cpuAlloc, memoryAlloc]] of Object.entries(body.nodes || {})) {
         this.values.set(name, { cpu, memory, cpuMax: cpuAlloc, memoryMax: memoryAlloc,
           cpuOf: cpuText(cpuAlloc) + " allocatable", memoryOf: memoryText(memoryAlloc) + " allocatable" });
+      }
+    } else if (WORKLOADS.has(this.kind)) {
+      for (const [key, [cpu, memory, memoryLimit, pods]] of Object.entries(body.workloads || {})) {
+        if (!key.startsWith(this.kind + "/")) continue;
+        const over = " over " + pods + (pods === 1 ? " pod" : " pods");
+        this.values.set(key, { cpu, memory, cpuMax: 0, memoryMax: memoryLimit,
+          cpuOf: "", memoryOf: memoryText(memoryLimit) + " limit" + over });
       }
     } else {
       for (const [key, [cpu, memory, cpuLimit, memoryLimit, cpuRequest, memoryRequest]] of Object.entries(body.pods || {})) {
@@ -181,6 +193,20 @@ function nearLimitEntry(strip) {
   };
 }
 
+// `start` once the page's lists are live (the badge says so), or after LIVE_WAIT: the
+// first read of usage (a poll's first LISTs) does not compete with the lists' first render.
+function whenLive(start) {
+  const badge = document.getElementById("watch-badge");
+  let started = false;
+  const go = () => { if (!started) { started = true; start(); } };
+  if (!badge || badge.dataset.state === "connected") { go(); return; }
+  const observer = new MutationObserver(() => {
+    if (badge.dataset.state === "connected") { observer.disconnect(); go(); }
+  });
+  observer.observe(badge, { attributes: true, attributeFilter: ["data-state"] });
+  setTimeout(() => { observer.disconnect(); go(); }, LIVE_WAIT);
+}
+
 // Every list of the page that can show usage, and the strip: one feed per namespaces shown.
 export function showUsage(root, list) {
   const url = root.dataset.usageUrl;
@@ -207,5 +233,5 @@ export function showUsage(root, list) {
   if (!feeds.size) return;
   const first = root.querySelector("section.k8s-section") || root.querySelector(".summary-strip");
   if (first) first.before(note);
-  for (const feed of feeds.values()) feed.read();
+  whenLive(() => { for (const feed of feeds.values()) feed.read(); });
 }
