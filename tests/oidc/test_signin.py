@@ -163,3 +163,15 @@ def test_the_users_page_says_who_signs_in_with_the_provider(
     assert re.search(rf"<td>{admin}</td>.*?<td>oidc <span class=\"muted\">\(role from groups\)"
                      r"</span></td>", page, re.S)
     assert re.search(r"<td>breakglass</td>.*?<td>password</td>", page, re.S)
+
+
+def test_the_button_pressed_many_times_keeps_one_flow(
+        app: Flask, base_url: str, oidc_provider: Provider) -> None:
+    name = oidc_provider.add_user(["sre"])
+    http = requests.Session()
+    for _ in range(40):
+        http.get(f"{base_url}/login/oidc/oidc", allow_redirects=False, timeout=WAIT)
+    cookie = http.cookies.get("session")
+    assert cookie is not None and len(cookie) < 1024
+    _, landed = sign_in(base_url, name, http=http)  # the newest flow signs in
+    assert landed.status_code == 200 and landed.url == f"{base_url}/"

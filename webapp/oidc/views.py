@@ -42,6 +42,10 @@ def providers_for_login() -> list[Provider]:
 @bp.get("/login/oidc/<name>")
 def start(name: str) -> Response:
     client = clients.client(name)
+    # One flow at a time per provider: each keeps its state in the session cookie, and a
+    # button pressed many times must not grow the cookie past what a browser keeps.
+    for key in [k for k in session if k.startswith(f"_state_{name}_")]:
+        session.pop(key)
     session[_NEXT] = auth.safe_next(request.args.get("next"))
     try:
         return client.authorize_redirect(url_for("oidc.callback", name=name, _external=True))
