@@ -149,6 +149,21 @@ DEFAULTS: dict[str, Any] = {
     # The Agents list's cluster health (failing pods, failed Flux objects) is counted over
     # shared watches kept this long after the list last asked (watch/summaries.py).
     "SUMMARY_KEEP_SECONDS": 300,
+    # The fleet home (fleet/home.py): its page refreshes every FLEET_REFRESH_SECONDS and waits
+    # at most FLEET_WAIT_SECONDS for counts just started; an agent has at most
+    # FLEET_MAX_LABELS labels (set by admins).
+    "FLEET_REFRESH_SECONDS": 15,
+    "FLEET_WAIT_SECONDS": 2,
+    "FLEET_MAX_LABELS": 10,
+    # The search palette's index (search/): names, kinds, namespaces and labels per agent,
+    # listed again every SEARCH_REFRESH_SECONDS while searched, dropped SEARCH_KEEP_SECONDS
+    # after the last search; at most SEARCH_MAX_OBJECTS per agent and SEARCH_MAX_INDEXES
+    # (agent, identity) indexes; SEARCH_MAX_RESULTS results per query.
+    "SEARCH_REFRESH_SECONDS": 60,
+    "SEARCH_KEEP_SECONDS": 600,
+    "SEARCH_MAX_OBJECTS": 100000,
+    "SEARCH_MAX_INDEXES": 64,
+    "SEARCH_MAX_RESULTS": 30,
     # An agent's open tunnels per server process (its replicas each hold one or two).
     "MAX_TUNNELS_PER_AGENT": 8,
     # Long-lived connections (WebSockets, tunnels, streams) of all users and agents per
@@ -210,9 +225,11 @@ DEFAULTS: dict[str, Any] = {
     "TUNNEL_MAX_BUFFERED_BYTES": 64 * 1024 * 1024,
     # Edit and apply (docs/operate.md, "Edit and apply"): the largest manifest a person may
     # apply (the agent forwards at most 1 MiB), and how many changed fields an apply's
-    # Activity event lists (the rest are counted, not listed).
+    # Activity event lists (the rest are counted, not listed), and how much of a changed
+    # text it keeps (a file held in a ConfigMap is cut, its length said).
     "MAX_MANIFEST_BYTES": 512 * 1024,
     "MAX_APPLY_DIFF_ENTRIES": 200,
+    "MAX_APPLY_DIFF_VALUE_CHARS": 1024,
     # Node care (docs/operate.md, "Node care"): a drain retries evictions a disruption
     # budget refuses every DRAIN_RETRY_SECONDS until DRAIN_TIMEOUT_SECONDS, then stops
     # and says which pods blocked (the node stays cordoned); at most DRAIN_MAX_PODS pods
@@ -258,6 +275,9 @@ _INT_KEYS = {
     "LOGIN_LOCKOUT_MAX_SECONDS", "TUNNEL_PEER_PORT",
     "MAX_SOCKETS_PER_USER", "MAX_STREAMS_PER_USER", "MAX_WATCHES_PER_USER", "WATCH_QUEUE_LIMIT",
     "WATCH_VIEW_MAX_ROWS", "SUMMARY_KEEP_SECONDS",
+    "FLEET_REFRESH_SECONDS", "FLEET_WAIT_SECONDS", "FLEET_MAX_LABELS",
+    "SEARCH_REFRESH_SECONDS", "SEARCH_KEEP_SECONDS", "SEARCH_MAX_OBJECTS", "SEARCH_MAX_INDEXES",
+    "SEARCH_MAX_RESULTS",
     "MAX_LOG_PODS",
     "EXEC_IDLE_SECONDS", "EXEC_MAX_PER_USER", "EXEC_MAX_SESSIONS", "EXEC_CONNECT_SECONDS",
     "EXEC_MAX_COMMAND_BYTES",
@@ -272,6 +292,7 @@ _INT_KEYS = {
     "ANSWER_MAX_BYTES", "ANSWER_SECONDS", "ANSWER_HEAD_SECONDS", "ANSWER_LINE_MAX_BYTES",
     "ANSWER_LINE_SECONDS", "TUNNEL_MESSAGE_SECONDS", "TUNNEL_MESSAGE_MAX_FRAMES",
     "TUNNEL_MAX_BUFFERED_BYTES", "MAX_MANIFEST_BYTES", "MAX_APPLY_DIFF_ENTRIES",
+    "MAX_APPLY_DIFF_VALUE_CHARS",
     "OIDC_RECHECK_SECONDS", "OIDC_TIMEOUT_SECONDS", "OIDC_MAX_GROUPS",
     "PERSONAL_TOKEN_DAYS", "PERSONAL_TOKEN_MAX_DAYS",
     "AUDIT_RETENTION_DAYS", "AUDIT_PAGE_SIZE",

@@ -311,3 +311,15 @@ def test_malformed_requests_are_4xx(live: Live, admin: str, body: Any) -> None:
         assert response.json()["error"]["message"]
     assert stored(live.sim)["data"] == {"a": "1"}
     assert live.events() == []
+
+
+def test_an_events_diff_keeps_a_long_text_cut(live: Live, admin: str) -> None:
+    config_map(live.sim, {"conf": "a" * 3000}, manager="agentwatch")
+    alice = live.browser("alice")
+    text = edited(manifest(alice, live)["yaml"], conf="b" * 3000)
+    assert edit(alice, text, "/apply").status_code == 200
+    assert stored(live.sim)["data"]["conf"] == "b" * 3000  # the cluster has it whole
+    [event] = live.events()
+    assert event.details["diff"] == [{"path": "data.conf",
+                                      "old": "a" * 1024 + "… (1976 more characters)",
+                                      "new": "b" * 1024 + "… (1976 more characters)"}]

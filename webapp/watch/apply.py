@@ -43,6 +43,7 @@ FLUX_OWNERS = (("kustomize.toolkit.fluxcd.io/name", "kustomize.toolkit.fluxcd.io
 class Limits:
     manifest_bytes: int = 512 * 1024
     diff_entries: int = 200
+    diff_value_chars: int = 1024
 
 
 @dataclass
@@ -258,7 +259,8 @@ def _send(client: ClusterClient, target: Target, identity: Identity, *, dry: boo
 
 
 def _result(current: JSON | None, after: JSON, target: Target, limits: Limits) -> Result:
-    diff, truncated = manifest_diff.changes(current, after, limits.diff_entries)
+    diff, truncated = manifest_diff.changes(current, after, limits.diff_entries,
+                                            limits.diff_value_chars)
     return Result(diff, manifest_diff.unified(current, after, target.scope), truncated)
 
 

@@ -38,7 +38,8 @@ FIELDS = {"mode", "yaml", "group", "version", "resource", "namespace", "name", "
 def _limits() -> apply.Limits:
     config = current_app.config
     return apply.Limits(int(config.get("MAX_MANIFEST_BYTES", 512 * 1024)),
-                        int(config.get("MAX_APPLY_DIFF_ENTRIES", 200)))
+                        int(config.get("MAX_APPLY_DIFF_ENTRIES", 200)),
+                        int(config.get("MAX_APPLY_DIFF_VALUE_CHARS", 1024)))
 
 
 def _client(agent: Agent) -> ClusterClient:

@@ -57,10 +57,19 @@ def _flat(value: Any, at: str, out: dict[str, Any]) -> None:
         out[at] = value
 
 
-def changes(old: JSON | None, new: JSON, limit: int) -> tuple[list[JSON], bool]:
+def _cut(value: Any, chars: int) -> Any:
+    """A long text as its first `chars` characters and how many more it had: an event keeps
+    what changed, not a whole file held in a ConfigMap."""
+    if isinstance(value, str) and len(value) > chars:
+        return f"{value[:chars]}… ({len(value) - chars} more characters)"
+    return value
+
+
+def changes(old: JSON | None, new: JSON, limit: int,
+            value_chars: int = 1024) -> tuple[list[JSON], bool]:
     """The leaves that differ between `old` (None: nothing) and `new`, both as editable()
-    gives them, as `{path, old, new}` (a value that is absent is null); at most `limit`,
-    and whether some were left out."""
+    gives them, as `{path, old, new}` (a value that is absent is null, a text longer than
+    `value_chars` is cut); at most `limit`, and whether some were left out."""
     before: dict[str, Any] = {}
     after: dict[str, Any] = {}
     _flat(editable(old) if old is not None else {}, "", before)
@@ -69,7 +78,8 @@ def changes(old: JSON | None, new: JSON, limit: int) -> tuple[list[JSON], bool]:
     for path in list(dict.fromkeys([*before, *after])):
         was, now = before.get(path, MISSING), after.get(path, MISSING)
         if json.dumps(was, sort_keys=True) != json.dumps(now, sort_keys=True):
-            out.append({"path": path, "old": was, "new": now})
+            out.append({"path": path, "old": _cut(was, value_chars),
+                        "new": _cut(now, value_chars)})
     return out[:limit], len(out) > limit
 
 
