@@ -108,8 +108,10 @@ def binary() -> str:
     pytest.skip(missing)
 
 
-def start(folder: Path, tls: tuple[Path, Path] | None = None) -> Provider:
-    """The provider on a free loopback port; with `tls` (certificate, key), on https."""
+def start(folder: Path, tls: tuple[Path, Path] | None = None,
+          userinfo_only: bool = False) -> Provider:
+    """The provider on a free loopback port; with `tls` (certificate, key), on https; with
+    `userinfo_only`, the user name and groups in userinfo and not in the ID token."""
     program = binary()
     seed = folder / "seed.json"
     seed.write_text(json.dumps({
@@ -117,7 +119,8 @@ def start(folder: Path, tls: tuple[Path, Path] | None = None) -> Provider:
         "client": {"id": CLIENT_ID, "secret": CLIENT_SECRET,
                    # the app listens on a port of its own choosing
                    "redirect_uri_globs": ["http://127.0.0.1:*/login/oidc/*/callback"],
-                   "post_logout_redirect_uri_globs": ["http://127.0.0.1:*/login"]}}))
+                   "post_logout_redirect_uri_globs": ["http://127.0.0.1:*/login"],
+                   "userinfo_only": userinfo_only}}))
     log = open(folder / "provider.log", "wb")  # noqa: SIM115 (closed by Provider.stop)
     tls_args = ["-tls-cert", str(tls[0]), "-tls-key", str(tls[1])] if tls else []
     process = subprocess.Popen([program, "-addr", "127.0.0.1:0", "-config", str(seed),

@@ -44,6 +44,9 @@ type seedClient struct {
 	// doublestar patterns: the app under test listens on a port chosen at run time.
 	RedirectURIGlobs []string `json:"redirect_uri_globs"`
 	LogoutURIGlobs   []string `json:"post_logout_redirect_uri_globs"`
+	// The profile claims and groups in userinfo only, not in the ID token (as Okta's org
+	// server and zitadel itself do by default).
+	UserinfoOnly bool `json:"userinfo_only"`
 }
 
 type seed struct {
@@ -134,6 +137,9 @@ func (p *provider) SetUserinfoFromRequest(ctx context.Context, info *oidc.UserIn
 	if err := p.Storage.SetUserinfoFromRequest(ctx, info, request, scopes); err != nil {
 		return err
 	}
+	if p.client.UserinfoOnly {
+		return nil
+	}
 	return p.addGroups(info, request.GetSubject(), scopes)
 }
 
@@ -169,8 +175,9 @@ func (c client) IsScopeAllowed(scope string) bool {
 func (c client) RedirectURIGlobs() []string           { return c.seed.RedirectURIGlobs }
 func (c client) PostLogoutRedirectURIGlobs() []string { return c.seed.LogoutURIGlobs }
 
-// The profile and email claims go into the ID token too (as Keycloak and Dex put them).
-func (c client) IDTokenUserinfoClaimsAssertion() bool { return true }
+// The profile and email claims go into the ID token too (as Keycloak and Dex put them),
+// unless the seed says userinfo only.
+func (c client) IDTokenUserinfoClaimsAssertion() bool { return !c.seed.UserinfoOnly }
 
 func (p *provider) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
 	found, err := p.Storage.GetClientByClientID(ctx, id)
