@@ -8,7 +8,7 @@ from typing import Any
 import kubernetes
 import pytest
 from watch.conftest import Live, eventually
-from watch.test_exec import GRANTED, open_shell
+from watch.test_exec import GRANTED, first_message
 
 from .cluster import ADMIN, RealCluster
 from .objects import pod, running_status
@@ -31,9 +31,8 @@ def granted(live: Live, realkube: RealCluster) -> str:
 def test_a_pod_on_no_node_is_refused_with_the_api_servers_words(
         live: Live, granted: str, v1: kubernetes.client.CoreV1Api, namespace: str) -> None:
     v1.create_namespaced_pod(namespace, pod("never-scheduled"))
-    error = open_shell(live, granted, namespace=namespace, pod="never-scheduled").message(
-        "error")
-    assert error["code"] == 400
+    error = first_message(live, granted, namespace=namespace, pod="never-scheduled")
+    assert (error["type"], error["code"]) == ("error", 400)
     assert error["message"].startswith("The API server at https://")
     assert "refused the shell (400): pod never-scheduled does not have a host assigned" in \
         error["message"]
@@ -46,8 +45,8 @@ def test_a_pod_whose_node_has_no_kubelet_is_refused_in_a_sentence(
         live: Live, granted: str, v1: kubernetes.client.CoreV1Api, namespace: str) -> None:
     v1.create_namespaced_pod(namespace, pod("web", node="node-1"))
     v1.patch_namespaced_pod_status("web", namespace, running_status())
-    error = open_shell(live, granted, namespace=namespace, pod="web").message("error")
-    assert 400 <= error["code"] < 600
+    error = first_message(live, granted, namespace=namespace, pod="web")
+    assert error["type"] == "error" and 400 <= error["code"] < 600
     assert error["message"].startswith("The API server at https://")
     said = error["message"].split("refused the shell (", 1)[1]
     assert len(said) > 10 and "\n" not in said, error["message"]

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from simple_websocket import Client, ConnectionClosed
 
-from .conftest import WAIT, Live, eventually
+from .conftest import WAIT, Closed, Live, eventually
 
 SUBPROTOCOL = "agentwatch.exec.v1"
 GRANTED = {"access_as": "agent", "view": {"role": "viewer", "users": []},
@@ -24,7 +24,7 @@ GRANTED = {"access_as": "agent", "view": {"role": "viewer", "users": []},
 @pytest.fixture
 def app_config(app_config: dict[str, Any]) -> dict[str, Any]:
     return {**app_config, "EXEC_DIRECT_AGENTS": "prod", "EXEC_IDLE_SECONDS": 30,
-            "EXEC_MAX_PER_USER": 2}
+            "EXEC_MAX_PER_USER": 2, "RECHECK_SECONDS": 0.3}
 
 
 class Shell:
@@ -101,6 +101,37 @@ def open_shell(live: Live, token: str, agent: str = "prod", **params: str) -> Sh
     return Shell(client)
 
 
+def refusal(live: Live, token: str, agent: str = "prod", **params: str) -> tuple[int, str]:
+    """The close code and reason a refused shell gets, read from the wire (a client library
+    may miss a close frame that arrives with the handshake)."""
+    from urllib.parse import urlencode
+    query = urlencode({"namespace": "default", "pod": "web-1", **params})
+    raw = live.raw_ws(f"/agents/{agent}/exec?{query}", {
+        "Sec-WebSocket-Protocol": SUBPROTOCOL, "Authorization": f"Bearer {token}"})
+    assert raw.status == 101, raw.status
+    try:
+        message = raw.recv()
+    except Closed as closed:
+        return int(closed.code or 0), closed.reason
+    finally:
+        raw.close()
+    raise AssertionError(f"a message instead of a close: {message}")
+
+
+def first_message(live: Live, token: str, agent: str = "prod", **params: str
+                  ) -> dict[str, Any]:
+    """The first JSON message of a shell, read from the wire (see refusal())."""
+    from urllib.parse import urlencode
+    query = urlencode({"namespace": "default", "pod": "web-1", **params})
+    raw = live.raw_ws(f"/agents/{agent}/exec?{query}", {
+        "Sec-WebSocket-Protocol": SUBPROTOCOL, "Authorization": f"Bearer {token}"})
+    assert raw.status == 101, raw.status
+    try:
+        return raw.recv()
+    finally:
+        raw.close()
+
+
 @pytest.fixture
 def granted(live: Live) -> str:
     """alice (admin) with a token, agent `prod` granting exec to admins, pod web-1."""
@@ -149,14 +180,14 @@ def test_no_shell_without_the_configurations_grant(live: Live) -> None:
     live.user("alice", "admin")
     live.agent("prod")  # the default access grants exec to no one
     live.sim.add_pod("default", "web-1", ["app"])
-    code, reason = open_shell(live, live.token("alice")).close_code()
+    code, reason = refusal(live, live.token("alice"))
     assert code == 4403
     assert "grants a shell to no one" in reason
 
 
 def test_no_shell_for_a_user_the_grant_does_not_name(live: Live, granted: str) -> None:
     live.user("bob", "maintainer")
-    code, reason = open_shell(live, live.token("bob")).close_code()
+    code, reason = refusal(live, live.token("bob"))
     assert code == 4403
     assert "bob may not open a shell" in reason
 
@@ -164,14 +195,14 @@ def test_no_shell_for_a_user_the_grant_does_not_name(live: Live, granted: str) -
 def test_no_shell_when_the_server_does_not_allow_the_direct_cluster(
         live: Live, granted: str) -> None:
     live.app.config["EXEC_DIRECT_AGENTS"] = ""
-    code, reason = open_shell(live, granted).close_code()
+    code, reason = refusal(live, granted)
     assert code == 4403
     assert "AGENTWATCH_EXEC_DIRECT_AGENTS" in reason
 
 
 def test_the_api_servers_refusal_is_said_and_recorded(live: Live, granted: str) -> None:
-    shell = open_shell(live, granted, container="nope")
-    error = shell.message("error")
+    error = first_message(live, granted, container="nope")
+    assert error["type"] == "error"
     assert error["code"] == 400
     assert "container nope is not valid for pod web-1" in error["message"]
     event = eventually(lambda: live.events())[0]
@@ -179,10 +210,10 @@ def test_the_api_servers_refusal_is_said_and_recorded(live: Live, granted: str) 
 
 
 def test_bad_parameters_are_refused_before_anything_opens(live: Live, granted: str) -> None:
-    code, reason = open_shell(live, granted, pod="Not_A_Pod").close_code()
+    code, reason = refusal(live, granted, pod="Not_A_Pod")
     assert code == 4400
     assert "Not_A_Pod" in reason
-    code, reason = open_shell(live, granted, command="sh -c 'unclosed").close_code()
+    code, reason = refusal(live, granted, command="sh -c 'unclosed")
     assert code == 4400
     assert "command" in reason
     assert not [r for r in live.sim.stats.requests if "exec" in r.path]
@@ -191,7 +222,7 @@ def test_bad_parameters_are_refused_before_anything_opens(live: Live, granted: s
 def test_a_user_holds_at_most_the_cap_of_shells(live: Live, granted: str) -> None:
     first, second = open_shell(live, granted), open_shell(live, granted)
     first.message("started"), second.message("started")
-    code, reason = open_shell(live, granted).close_code()
+    code, reason = refusal(live, granted)
     assert code == 4429
     assert "EXEC_MAX_PER_USER" in reason
     first.type("exit\r")
@@ -209,3 +240,36 @@ def test_an_idle_shell_is_closed(live: Live, granted: str) -> None:
     assert "AGENTWATCH_EXEC_IDLE_SECONDS" in ended["message"]
     event = eventually(lambda: live.events())[0]
     assert event.details["reason"] == "idle"
+
+
+def test_a_revoked_token_ends_its_shell_and_no_thread_stays(live: Live, granted: str) -> None:
+    import threading
+
+    from webapp import users
+    shell = open_shell(live, granted)
+    shell.until("/ # ")
+    assert [t for t in threading.enumerate() if t.name == "exec-upstream"]
+    with live.app.app_context():
+        alice = users.get("alice")
+        users.revoke_token(alice, users.personal_tokens(alice)[0].id)
+    assert shell.message("exit")["reason"] == "ended"
+    assert eventually(lambda: live.events())[0].details["reason"] == "ended"
+    eventually(lambda: live.app.extensions["exec_sessions"].count() == 0)
+    eventually(lambda: not [t for t in threading.enumerate() if t.name == "exec-upstream"])
+
+
+def test_the_manifest_allows_exec_only_when_asked() -> None:
+    from webapp.tunnel import manifest
+
+    def parts(allow: bool) -> tuple[list[str], list[dict[str, Any]]]:
+        docs = manifest.documents("prod", "https://aw.example", "t", allow_exec=allow)
+        role = next(d for d in docs if d["kind"] == "ClusterRole")
+        args = docs[-1]["spec"]["template"]["spec"]["containers"][0]["args"]
+        return args, [r for r in role["rules"] if "pods/exec" in r["resources"]]
+
+    args, rules = parts(False)
+    assert "--allow-exec" not in args and rules == []
+    args, rules = parts(True)
+    assert "--allow-exec" in args
+    assert rules == [{"apiGroups": [""], "resources": ["pods/exec"],
+                      "verbs": ["create", "get"]}]

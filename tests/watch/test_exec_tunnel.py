@@ -19,7 +19,7 @@ from webapp.tunnel.impersonation import Impersonation
 from webapp.watch.kube import Connection
 
 from .conftest import WAIT, Live, eventually
-from .test_exec import GRANTED, open_shell
+from .test_exec import GRANTED, first_message, open_shell
 
 
 class RunningAgent:
@@ -83,8 +83,8 @@ def test_a_shell_through_the_tunnel_runs_resizes_and_exits(live: Live, tunneled:
 def test_an_agent_without_allow_exec_refuses_whatever_the_server_asks(
         live: Live, tunneled: Any) -> None:
     token = tunneled(False)
-    error = open_shell(live, token).message("error")
-    assert error["code"] == 403
+    error = first_message(live, token)
+    assert (error["type"], error["code"]) == ("error", 403)
     assert "started without --allow-exec" in error["message"]
     assert not [r for r in list(live.sim.stats.requests) if r.path.endswith("/exec")]
     event = eventually(lambda: live.events())[0]
