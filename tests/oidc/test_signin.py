@@ -5,6 +5,7 @@ groups and follows them at each re-check, and all of it in the audit log."""
 from __future__ import annotations
 
 import re
+from html import unescape
 from typing import Any
 
 import pytest
@@ -175,3 +176,17 @@ def test_the_button_pressed_many_times_keeps_one_flow(
     assert cookie is not None and len(cookie) < 1024
     _, landed = sign_in(base_url, name, http=http)  # the newest flow signs in
     assert landed.status_code == 200 and landed.url == f"{base_url}/"
+
+
+def test_a_name_of_a_local_account_is_not_taken_over(
+        app: Flask, base_url: str, oidc_provider: Provider) -> None:
+    with app.app_context():
+        from webapp import users
+        users.create("breakglass", "admin", "a long password")
+    oidc_provider.add_user(["platform-admins"], name="breakglass")
+    http, landed = sign_in(base_url, "breakglass")
+    assert landed.status_code == 403
+    assert ("The user name 'breakglass' belongs to a local account; it cannot be signed in "
+            "to through Test IdP") in unescape(landed.text)
+    assert _whoami(http, base_url) is None
+    assert _audit(app, "breakglass") == [("sign_in_refused", "the name is a local account's")]

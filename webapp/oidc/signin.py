@@ -66,10 +66,13 @@ def sign_in(provider: Provider, who: Person) -> tuple[User, UserIdentity]:
     with db.write_transaction() as session:
         identity = session.scalar(select(UserIdentity).where(
             UserIdentity.issuer == provider.issuer, UserIdentity.subject == who.subject))
+        elsewhere: str | None = None
         if identity is None:
             user = session.scalar(select(User).where(User.name == who.username))
             if user is not None:
                 conflict = True
+                elsewhere = session.scalar(select(UserIdentity.provider).where(
+                    UserIdentity.user_id == user.id))
             else:
                 conflict = False
                 user = User(name=who.username, role=role, password_hash=NO_PASSWORD,
@@ -91,9 +94,12 @@ def sign_in(provider: Provider, who: Person) -> tuple[User, UserIdentity]:
             identity.checked_at = now
             session.flush()
     if conflict:
-        audit.record(audit.SIGN_IN_REFUSED, "a local account has this name",
+        # Another account's name: a local (break-glass) one, or a person of another
+        # provider (or another subject of this one). Never taken over by name.
+        owner = "a local account" if elsewhere is None else f"someone of provider {elsewhere}"
+        audit.record(audit.SIGN_IN_REFUSED, f"the name is {owner}'s",
                      user_name=who.username, provider=provider.name)
-        raise Forbidden(f"A local account named {who.username!r} exists; it cannot be "
+        raise Forbidden(f"The user name {who.username!r} belongs to {owner}; it cannot be "
                         f"signed in to through {provider.display_name}", code="oidc_name_taken")
     assert user is not None and identity is not None
     if previous != role:
