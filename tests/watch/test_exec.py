@@ -273,3 +273,13 @@ def test_the_manifest_allows_exec_only_when_asked() -> None:
     assert "--allow-exec" in args
     assert rules == [{"apiGroups": [""], "resources": ["pods/exec"],
                       "verbs": ["create", "get"]}]
+
+
+def test_a_message_the_protocol_does_not_have_ends_the_shell_with_4400(
+        live: Live, granted: str) -> None:
+    shell = open_shell(live, granted)
+    shell.until("/ # ")
+    shell.client.send(b"\x07what")
+    assert shell.close_code()[0] == 4400
+    eventually(lambda: live.app.extensions["exec_sessions"].count() == 0)
+    assert eventually(lambda: live.events())[0].details["reason"] == "closed"

@@ -236,6 +236,9 @@ def _session(page: Any, user: User, agent: Agent, wanted: exec_request.ExecReque
     if reason == "exited" and exit_code is None and not bridge.message and \
             upstream.protocol == exec_channels.V3:
         exit_code = 0  # v3 says nothing of a success
+    if reason == "bad message":  # the page spoke something else: 4400, as the watch socket
+        _quiet_close(page, ws.CLOSE_BAD_MESSAGE, "not a message of agentwatch.exec.v1")
+        reason = "closed"
     with contextlib.suppress(Exception):
         message = {"exited": bridge.message, "idle": (
             f"Closed: nothing typed or shown for {idle_seconds:g} s "
@@ -263,7 +266,7 @@ def _read_page(page: Any, bridge: _Bridge, recheck: Recheck, idle_seconds: float
         if data is None:
             continue
         if not bridge.from_page(data):
-            raise ConnectionClosed(ws.CLOSE_BAD_MESSAGE, "not a shell message")
+            return "bad message"
 
 
 def _send_json(page: Any, message: dict[str, Any]) -> None:
