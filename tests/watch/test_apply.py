@@ -323,3 +323,18 @@ def test_an_events_diff_keeps_a_long_text_cut(live: Live, admin: str) -> None:
     assert event.details["diff"] == [{"path": "data.conf",
                                       "old": "a" * 1024 + "… (1976 more characters)",
                                       "new": "b" * 1024 + "… (1976 more characters)"}]
+
+
+def test_the_events_page_shows_the_diff_as_a_table(live: Live, admin: str) -> None:
+    config_map(live.sim, {"a": "1"}, manager="agentwatch")
+    alice = live.browser("alice")
+    text = edited(manifest(alice, live)["yaml"], a="<b>2</b>", b="3")
+    assert edit(alice, text, "/apply").status_code == 200
+    [event] = live.events()
+    page = alice.http.get(f"{live.base_url}/agents/prod/events/{event.id}", timeout=30)
+    assert page.status_code == 200
+    table = page.text[page.text.index('<table class="grid event-diff"'):]
+    table = table[:table.index("</table>")]
+    assert "<code>data.a</code>" in table and "<code>1</code>" in table
+    assert "&lt;b&gt;2&lt;/b&gt;" in table and "<b>2" not in table  # text, never markup
+    assert "<code>data.b</code>" in table and "(absent)" in table
