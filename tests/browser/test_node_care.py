@@ -122,7 +122,8 @@ def test_a_drain_blocked_by_a_budget_names_the_pod_and_the_budget(
     assert sim.find("pods", blocked) is not None
     # On record, in the node's own Activity.
     panel.get_by_role("tab", name="Activity").click()
-    expect(panel.locator("#tabpanel-activity")).to_contain_text("drain of node node-a failed")
+    expect(panel.locator("#tabpanel-activity")).to_contain_text(
+        "alice tried to drain node node-a (failed)")
 
 
 def test_cordon_and_uncordon_from_the_nodes_list(page: Page, sim: SimCluster,

@@ -67,8 +67,9 @@ def record(agent_id: int, user_name: str, action: str, node: str, outcome: Outco
            extra: dict[str, Any] | None = None) -> None:
     """The `cluster_action` event of a cordon, uncordon or drain of `node`."""
     now = clock_now()
+    # Read after the person's name ("alice drained node n1"; the result follows a failure).
     message = f"{_VERBS[action]} node {node}" if outcome.result == "done" else \
-        f"{action} of node {node} {'failed' if outcome.result == 'failed' else outcome.result}"
+        f"tried to {action} node {node}"
     with db.write_transaction() as session:
         record_one(session, agent_id, NewEvent(
             "cluster_action", now, user_name=user_name, message=message,
