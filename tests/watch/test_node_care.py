@@ -250,3 +250,14 @@ def test_one_drain_per_node_and_at_most_max_drains_at_once(live: Live) -> None:
     sim.delete("poddisruptionbudgets", "web")
     status, lines = drain(browser, "node-b")
     assert status == 200 and lines[-1]["result"] == "done", lines
+
+
+def test_the_session_needs_the_csrf_token(live: Live) -> None:
+    live.user("alice", "admin")
+    live.agent("prod")
+    live.sim.create(builders.node("node-a"))
+    browser = live.browser("alice")
+    for action in ("cordon", "drain"):
+        answer = browser.post(f"{BASE}/node-a/{action}", {}, csrf=False)
+        assert answer.status_code == 400, answer.text
+    assert not unschedulable(live.sim, "node-a") and live.events() == []
