@@ -54,6 +54,7 @@ log = logging.getLogger(__name__)
 SUBPROTOCOL = "agentwatch.exec.v1"
 CLOSE_NORMAL = 1000
 TICK = 0.5  # how often the page's reader looks at the clock (idle, re-check)
+SEND_POLL = 0.05  # while a page does not read, how often its socket is tried again
 
 
 def init_app(app: Flask) -> None:
@@ -152,8 +153,20 @@ class _Bridge:
         self.closed_by_upstream = False
 
     def to_page(self, data: bytes | str) -> None:
+        """Write to the page and wait until its socket took it: a page that stops reading
+        stops this reader, and so the command's output upstream (the API server's
+        WebSocket, or the tunnel stream's window), never piling up here."""
         with self.lock:
             self.page.send(data)
+        owned = self.page.sock
+        while True:
+            with owned.lock:
+                if owned.closed or owned.broken:
+                    raise ConnectionClosed(CLOSE_NORMAL, "the page went")
+                if owned.flush_locked():
+                    return
+            if self.ended.wait(SEND_POLL):
+                raise ConnectionClosed(CLOSE_NORMAL, "the session ended")
 
     def pump_upstream(self) -> None:
         try:
