@@ -177,3 +177,27 @@ def test_a_workloads_usage_is_its_running_pods(live: Live, reached: str) -> None
     replicasets = [key for key in workloads if key.startswith("replicasets/shop/web-")]
     assert len(replicasets) == 1 and workloads[replicasets[0]][3] == 2
     assert workloads["statefulsets/shop/db"][2:] == [128 * MI, 1]
+
+
+def _as(live: Live, path: str, token: str | None, **params: Any) -> requests.Response:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return requests.get(live.base_url + path, params=params, headers=headers, timeout=WAIT)
+
+
+@pytest.mark.parametrize("path, params", [
+    ("/agents/prod/cluster/usage", {"namespace": "shop"}),
+    ("/agents/prod/cluster/usage/pod", {"namespace": "shop", "name": "web-1"}),
+    ("/agents/prod/cluster/usage/node", {"name": "node-a"}),
+])
+def test_only_people_who_may_view_the_cluster_read_usage(live: Live, path: str,
+                                                          params: dict[str, str]) -> None:
+    live.user("alice", "admin")
+    live.user("bob", "viewer")
+    live.agent("prod", access={"view": {"role": "admin"}})
+    assert _as(live, path, None, **params).status_code == 401
+    refused = _as(live, path, live.token("bob"), **params)
+    assert refused.status_code == 403, refused.text
+    assert refused.json()["error"]["message"]
+    assert _as(live, "/agents/nobody/cluster/usage", live.token("alice")).status_code == 404
+    assert _as(live, path, live.token("alice"), **params).status_code == 200
+    live.app.extensions["usage"].shutdown()
