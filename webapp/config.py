@@ -238,6 +238,19 @@ DEFAULTS: dict[str, Any] = {
     "DRAIN_RETRY_SECONDS": 5,
     "DRAIN_MAX_PODS": 1000,
     "MAX_DRAINS": 4,
+    # What changed (docs/changes.md): changes of one object within CHANGES_SETTLE_SECONDS
+    # of each other fold into one (at most CHANGES_SETTLE_MAX_SECONDS in all); a value
+    # longer than CHANGES_MAX_VALUE_BYTES is summarised, a change keeps at most
+    # CHANGES_MAX_DIFF_ENTRIES paths and CHANGES_MAX_DIFF_BYTES of them; the recorder
+    # queues at most CHANGES_QUEUE_LIMIT watch events and follows at most
+    # CHANGES_MAX_OBJECTS objects per kind and agent.
+    "CHANGES_SETTLE_SECONDS": 10,
+    "CHANGES_SETTLE_MAX_SECONDS": 60,
+    "CHANGES_MAX_VALUE_BYTES": 512,
+    "CHANGES_MAX_DIFF_ENTRIES": 50,
+    "CHANGES_MAX_DIFF_BYTES": 8192,
+    "CHANGES_QUEUE_LIMIT": 20000,
+    "CHANGES_MAX_OBJECTS": 20000,
     # Sign-in (docs/identity.md). LOCAL_LOGIN false: no user name and password sign-in
     # (providers only). OIDC_* of the providers are read by webapp/oidc/settings.py. A
     # session signed in through a provider is checked with it again this often (its role
@@ -297,6 +310,9 @@ _INT_KEYS = {
     "PERSONAL_TOKEN_DAYS", "PERSONAL_TOKEN_MAX_DAYS",
     "AUDIT_RETENTION_DAYS", "AUDIT_PAGE_SIZE",
     "DRAIN_TIMEOUT_SECONDS", "DRAIN_RETRY_SECONDS", "DRAIN_MAX_PODS", "MAX_DRAINS",
+    "CHANGES_SETTLE_SECONDS", "CHANGES_SETTLE_MAX_SECONDS", "CHANGES_MAX_VALUE_BYTES",
+    "CHANGES_MAX_DIFF_ENTRIES", "CHANGES_MAX_DIFF_BYTES", "CHANGES_QUEUE_LIMIT",
+    "CHANGES_MAX_OBJECTS",
 }
 # Environment variables that take one of a few words.
 _CHOICE_KEYS = {"SMTP_SECURITY": ("none", "starttls", "ssl"),

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..search.listing import PARTIAL_ACCEPT
 from ..watch.discovery import AGGREGATED_ACCEPT
 from ..watch.kube import TABLE_ACCEPT
 from . import allowlist, bodies, query
@@ -26,9 +27,10 @@ from .secret_reads import SecretReads
 JSON = "application/json"
 _IMPERSONATE_USER = "impersonate-user"
 _IMPERSONATE_GROUP = "impersonate-group"
-# What ClusterClient (watch/kube.py) and discovery (watch/discovery.py) ask for.
+# What ClusterClient (watch/kube.py) and discovery (watch/discovery.py) ask for; the
+# search's light listing asks for metadata only (search/listing.py).
 _ACCEPT: dict[Action, set[str]] = {Action.DISCOVERY_ROOT: {JSON, AGGREGATED_ACCEPT},
-                                   Action.LIST: {JSON, TABLE_ACCEPT}}
+                                   Action.LIST: {JSON, TABLE_ACCEPT, PARTIAL_ACCEPT}}
 
 
 class Refused(ValueError):

@@ -16,6 +16,7 @@ from . import (
     cluster,
     errors,
     feed_rows,
+    fleet,
     filters,
     settings,
     tokens,
@@ -28,7 +29,7 @@ def init_app(app: Flask) -> None:
     feed_rows.init_app(app)  # built on the filters: registered here, not by them
     errors.init_app(app)
     for module in (auth, agents, activity, cluster, tokens, settings, agentconfig, users,
-                   account):
+                   account, fleet):
         app.register_blueprint(module.bp)
     app.register_blueprint(notify.bp)
     app.register_blueprint(hooks.bp)

@@ -1,0 +1,240 @@
+"""What the fleet home says of each agent a person may see, the most urgent first.
+
+Per agent: its connection, the cluster's version, nodes ready of all, the workloads that
+need attention by kind (counts.py: the hub's shared watches, never a page's), the last
+GitOps sync and failures in the last hour (Activity), CPU and memory in use (the usage
+poll's last read, when the cluster serves metrics), and the Activity sparkline.
+
+A cluster that stops answering keeps its last known state, shown greyed with when it was
+true and why it is not now: `Remembered` holds it (in memory, per agent and identity).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from flask import current_app
+from sqlalchemy import func, select
+
+from .. import agents, clock, db, histogram
+from ..models import Agent, Event, User
+from ..watch import access
+from ..watch.kube import ClusterClient, KubeError
+from ..watch.registry import connection_of
+from ..watch.resources import Identity
+from ..watch.usage import Sample, cpu_text, memory_text
+from ..watch.usage_poll import Scope, TooManyPolls, Usage
+from . import labels as agent_labels
+from .counts import Counts, FleetCounts
+
+SYNC_TYPES = ("gitops_sync_succeeded", "gitops_sync_failed", "gitops_manifest_invalid")
+VERSION_SECONDS = 600.0  # a cluster's version is read again after this long
+
+
+@dataclass(frozen=True)
+class Attention:
+    ref: str  # the kind as a Cluster tab URL names it: deployments.apps
+    title: str  # Deployments
+    kind: str  # Deployment
+    count: int
+
+    @property
+    def text(self) -> str:
+        return f"{self.count} {self.kind if self.count == 1 else self.title}"
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    """What was read from the cluster (kept as the last known state)."""
+
+    version: str | None = None
+    nodes_ready: int | None = None
+    nodes_total: int | None = None
+    pods: int = 0
+    attention: tuple[Attention, ...] = ()
+    cpu: tuple[float, float] | None = None  # cores used, allocatable
+    memory: tuple[float, float] | None = None  # bytes used, allocatable
+    usage_problem: str | None = None
+
+    @property
+    def needing(self) -> int:
+        return sum(a.count for a in self.attention)
+
+    def cpu_text(self) -> str:
+        return "" if self.cpu is None else f"{cpu_text(self.cpu[0])} of {cpu_text(self.cpu[1])}"
+
+    def memory_text(self) -> str:
+        return "" if self.memory is None else \
+            f"{memory_text(self.memory[0])} of {memory_text(self.memory[1])}"
+
+
+@dataclass
+class Row:
+    agent: Agent
+    status: agents.ConnectionStatus
+    labels: agent_labels.Labels
+    day: histogram.Day
+    state: ClusterState | None = None  # None: nothing known yet
+    checking: bool = False  # counts just started: not all in yet
+    problem: str | None = None  # why the cluster is not read now
+    as_of: datetime | None = None  # when `state` was last true, shown with a problem
+    last_sync: Event | None = None
+    failures: int = 0  # error events in the last hour
+
+    @property
+    def urgency(self) -> tuple[int, int, str]:
+        """Sort key: cut off first, then what needs attention most, then by name."""
+        down = self.problem is not None or self.status.state != "connected"
+        failed_sync = self.last_sync is not None and self.last_sync.level == "error"
+        weight = (self.state.needing if self.state else 0) + self.failures + int(failed_sync)
+        return (0 if down else 1 if weight else 2, -weight, self.agent.name)
+
+
+@dataclass
+class _Kept:
+    state: ClusterState
+    at: datetime
+
+
+@dataclass
+class Remembered:
+    """The last state read of each cluster, and each cluster's version (read rarely)."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    states: dict[tuple[str, Identity], _Kept] = field(default_factory=dict)
+    versions: dict[str, tuple[float, str]] = field(default_factory=dict)
+
+    def version(self, agent: str, client: ClusterClient, identity: Identity) -> str | None:
+        with self.lock:
+            found = self.versions.get(agent)
+        if found is not None and time.monotonic() - found[0] < VERSION_SECONDS:
+            return found[1]
+        try:
+            doc = client.request_json("GET", "/version", identity, timeout=5)
+        except KubeError:
+            return found[1] if found else None
+        text = str(doc.get("gitVersion") or "") or None
+        if text:
+            with self.lock:
+                self.versions[agent] = (time.monotonic(), text)
+        return text
+
+
+class Fleet:
+    """The fleet home's rows for one person (see the module)."""
+
+    def __init__(self, counts: FleetCounts, usage: Usage | None) -> None:
+        self.counts = counts
+        self.usage = usage
+        self.remembered = Remembered()
+
+    def rows(self, user: User, wanted: agent_labels.Labels | None = None,
+             wait: float = 2.0) -> list[Row]:
+        visible = [a for a in agents.all_agents() if access.can_view(user, a)]
+        found = agent_labels.of_agents(a.id for a in visible)
+        if wanted:
+            visible = [a for a in visible if agent_labels.matches(found[a.id], wanted)]
+        now = clock.now()
+        days = histogram.last_day(now)
+        failures = _failures_since(now - timedelta(hours=1))
+        rows = [Row(a, agents.status(a), found[a.id], days.get(a.id, histogram.Day()),
+                    last_sync=_last_sync(a), failures=failures.get(a.id, 0)) for a in visible]
+        started: list[tuple[Row, Identity, Counts | None]] = []
+        for row in rows:  # every count starts before any is waited for
+            identity = access.identity(user, row.agent)
+            started.append((row, identity, self._start(row, identity)))
+        deadline = time.monotonic() + wait
+        for row, identity, counts in started:
+            if counts is not None:
+                counts.wait(deadline)
+            self._read(row, identity, counts, now)
+        rows.sort(key=lambda r: r.urgency)
+        return rows
+
+    def _start(self, row: Row, identity: Identity) -> Counts | None:
+        try:
+            connection_of(row.agent)
+            served = current_app.extensions["discovery"].served(row.agent.name)
+            return self.counts.counts(row.agent.name, identity, served)
+        except KubeError as exc:
+            row.problem = exc.message
+            return None
+
+    def _read(self, row: Row, identity: Identity, counts: Counts | None, now: datetime) -> None:
+        key = (row.agent.name, identity)
+        if counts is not None and counts.problem is None and not counts.known:
+            row.checking = True
+        if counts is not None and counts.problem is not None:
+            row.problem = counts.problem
+        if row.problem is None and counts is not None and counts.known:
+            state = self._state(row.agent, identity, counts)
+            with self.remembered.lock:
+                self.remembered.states[key] = _Kept(state, now)
+            row.state = state
+            return
+        with self.remembered.lock:
+            kept = self.remembered.states.get(key)
+        if kept is not None:
+            row.state, row.as_of = kept.state, kept.at
+        if row.problem is None and row.status.state != "connected" and row.agent.tunnel:
+            row.problem = "The agent is not connected"
+
+    def _state(self, agent: Agent, identity: Identity, counts: Counts) -> ClusterState:
+        state = ClusterState()
+        attention = []
+        for count in counts.counts:
+            if count.resource == "nodes":
+                state = replace(state, nodes_total=count.total,
+                                nodes_ready=count.total - count.attention)
+                continue
+            if count.resource == "pods":
+                state = replace(state, pods=count.total)
+            if count.attention:
+                attention.append(Attention(count.ref, count.title, count.kind, count.attention))
+        state = replace(state, attention=tuple(attention))
+        client = current_app.extensions["clusters"].client(agent)
+        state = replace(state, version=self.remembered.version(agent.name, client, identity))
+        return self._with_usage(agent, identity, state)
+
+    def _with_usage(self, agent: Agent, identity: Identity,
+                    state: ClusterState) -> ClusterState:
+        if self.usage is None:
+            return state
+        try:
+            poll = self.usage.poll(Scope(agent.name, identity, ()))
+        except (TooManyPolls, KubeError) as exc:
+            return replace(state, usage_problem=str(exc))
+        if not poll.available:
+            return replace(state, usage_problem=poll.problem)
+        used = _sum(poll.nodes.values())
+        allocatable = _sum(poll.allocatable.values())
+        if not allocatable.cpu and not allocatable.memory:
+            return state
+        return replace(state, cpu=(used.cpu, allocatable.cpu),
+                       memory=(used.memory, allocatable.memory))
+
+
+def _sum(samples: Iterable[Sample]) -> Sample:
+    cpu = memory = 0.0
+    for sample in samples:
+        cpu, memory = cpu + sample.cpu, memory + sample.memory
+    return Sample(cpu, memory)
+
+
+def _failures_since(since: datetime) -> dict[int, int]:
+    """Error events per agent since `since` (one query over the events' time index)."""
+    rows = db.session().execute(
+        select(Event.agent_id, func.count()).where(Event.happened_at >= since,
+                                                   Event.level == "error")
+        .group_by(Event.agent_id))
+    return {agent_id: int(n) for agent_id, n in rows}
+
+
+def _last_sync(agent: Agent) -> Event | None:
+    return db.session().scalars(
+        select(Event).where(Event.agent_id == agent.id, Event.type.in_(SYNC_TYPES))
+        .order_by(Event.happened_at.desc(), Event.id.desc()).limit(1)).first()
