@@ -13,6 +13,7 @@
 // A module (_editor_head.html), for the CSRF token's reader (lib/csrf.js).
 
 import { csrfToken } from "./lib/csrf.js";
+import { followTheme, yamlBase } from "./lib/yaml-editor.js";
 
 // This module's own tag (a module has no document.currentScript): browsers hide the
 // nonce from the markup, not from the element's `nonce` property.
@@ -24,13 +25,6 @@ const CHECK_DELAY_MS = 700;
 function normalized(text) {
   const trimmed = text.replace(/\r\n?/g, "\n").replace(/\s+$/, "");
   return trimmed ? trimmed + "\n" : "";
-}
-
-// The page's own theme: <html data-theme="dark|light">, else the system's preference.
-function prefersDark() {
-  const chosen = document.documentElement.getAttribute("data-theme");
-  if (chosen === "dark" || chosen === "light") return chosen === "dark";
-  return window.matchMedia("(prefers-color-scheme: dark)").matches;
 }
 
 // 1-based line and column (as the server reports them) to a document position.
@@ -165,13 +159,7 @@ function start() {
     }
   }
 
-  const shared = [
-    CM.EditorView.cspNonce.of(STYLE_NONCE),
-    darkMode.of(CM.EditorView.darkTheme.of(prefersDark())),
-    CM.syntaxHighlighting(CM.classHighlighter),
-    CM.yaml(),
-    CM.EditorState.tabSize.of(2),
-  ];
+  const shared = yamlBase(CM, STYLE_NONCE, darkMode);
   const view = new CM.EditorView({
     doc: textarea.value,
     parent: holder,
@@ -249,12 +237,7 @@ function start() {
     }
   });
 
-  // Follow the theme: the system's preference, and the page's toggle (data-theme).
-  const follow = () => view.dispatch({
-    effects: darkMode.reconfigure(CM.EditorView.darkTheme.of(prefersDark())) });
-  window.matchMedia("(prefers-color-scheme: dark)").addEventListener("change", follow);
-  new MutationObserver(follow).observe(document.documentElement,
-    { attributes: true, attributeFilter: ["data-theme"] });
+  followTheme(CM, view, darkMode);
 
   if (editable) {
     if (refused) showValidity(false);  // a refused text stays refused until it changes

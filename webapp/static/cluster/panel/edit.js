@@ -12,6 +12,7 @@
 
 import { confirmDialog } from "../../lib/confirm-dialog.js";
 import { csrfToken } from "../../lib/csrf.js";
+import { followTheme, yamlBase } from "../../lib/yaml-editor.js";
 
 const ownTag = Array.from(document.scripts).find((script) => script.src === import.meta.url);
 const STYLE_NONCE = (ownTag && ownTag.nonce) || "";
@@ -26,25 +27,18 @@ let editor = null;
 
 const $ = (selector) => dialog.querySelector(selector);
 
-function prefersDark() {
-  const chosen = document.documentElement.getAttribute("data-theme");
-  if (chosen === "dark" || chosen === "light") return chosen === "dark";
-  return window.matchMedia("(prefers-color-scheme: dark)").matches;
-}
-
 // CodeMirror over the text area when the bundle loaded; the text area stays the source.
 function startEditor() {
   const CM = window.AgentwatchCodeMirror;
   const textarea = $("#apply-yaml");
   if (!CM || editor) return;
   const holder = $(".apply-editor");
+  const darkMode = new CM.Compartment();
   editor = new CM.EditorView({
     doc: textarea.value,
     parent: holder,
     extensions: [
-      CM.EditorView.cspNonce.of(STYLE_NONCE),
-      CM.EditorView.darkTheme.of(prefersDark()),
-      CM.syntaxHighlighting(CM.classHighlighter), CM.yaml(), CM.EditorState.tabSize.of(2),
+      yamlBase(CM, STYLE_NONCE, darkMode),
       CM.lineNumbers(), CM.highlightActiveLineGutter(), CM.foldGutter(), CM.history(),
       CM.drawSelection(), CM.indentOnInput(), CM.bracketMatching(), CM.highlightActiveLine(),
       CM.keymap.of([...CM.defaultKeymap, ...CM.historyKeymap, ...CM.foldKeymap,
@@ -56,6 +50,7 @@ function startEditor() {
       }),
     ],
   });
+  followTheme(CM, editor, darkMode);
   textarea.hidden = true;
   holder.classList.add("enhanced");
 }
