@@ -137,3 +137,25 @@ def test_the_agents_exec_boundary(head: dict[str, Any], reason: str | None) -> N
         return
     with pytest.raises(Refused, match=reason):
         exec_agent.screen(head, True, Impersonation())
+
+
+def test_a_refused_exec_cannot_forge_a_line_of_the_agents_log(
+        caplog: pytest.LogCaptureFixture) -> None:
+    from webapp.tunnel.mux import Mux
+
+    class Nowhere:
+        def send(self, data: bytes) -> None:
+            pass
+
+        def receive(self, timeout: float | None = None) -> None:
+            return None
+
+        def close(self, reason: int | None = None, message: str | None = None) -> None:
+            pass
+
+    stream = Mux(Nowhere()).open({})  # a stream whose answers go nowhere
+    stream.head = {"method": "GET", "path": "/x\nINFO forged line", "query": "",
+                   "headers": [], "upgrade": "websocket", "protocols": []}
+    with caplog.at_level("WARNING", logger="agentwatch.agent"):
+        exec_agent.serve(stream, None, True, Impersonation())  # type: ignore[arg-type]
+    assert caplog.records and all("\n" not in r.getMessage() for r in caplog.records)

@@ -124,7 +124,8 @@ def serve(stream: Stream, cluster: ClusterClient, allow_exec: bool,
     try:
         target = screen(head, allow_exec, impersonation)
     except Refused as refusal:
-        log.warning("refused exec %s: %s", str(head.get("path"))[:200], refusal)
+        log.warning("refused exec %s: %s", _loggable(head.get("path"), 200),
+                    _loggable(refusal, 500))
         _refuse(stream, 403, "Forbidden", f"refused by the agent: {refusal}")
         return
     try:
@@ -169,6 +170,13 @@ def serve(stream: Stream, cluster: ClusterClient, allow_exec: bool,
     finally:
         upstream.close()
         reader.join(timeout=5)
+
+
+def _loggable(value: object, limit: int) -> str:
+    """What the server sent, for one log line: control characters escaped (a path with a
+    newline must not forge a line of the agent's log)."""
+    text = str(value)[:limit]
+    return text if text.isprintable() else text.encode("unicode_escape").decode()
 
 
 def _refuse(stream: Stream, code: int, reason: str, message: str) -> None:
