@@ -153,3 +153,18 @@ def test_a_drain_a_budget_blocks_on_the_server(live: Live, browser: Browser, nod
     assert event.details["result"] == "failed"
     assert event.details["blocked"][0]["budget"] == "web"
 
+
+
+def test_a_pending_pod_is_evicted_whatever_its_budget(v1: kubernetes.client.CoreV1Api,
+                                                      namespace: str,
+                                                      admin_api: kubernetes.client.ApiClient
+                                                      ) -> None:
+    # What a drain meets on this tier (no kubelet): the server lets a Pending pod go.
+    v1.create_namespaced_pod(namespace, pod("waiting", {"app": "web"}))
+    kubernetes.client.PolicyV1Api(admin_api).create_namespaced_pod_disruption_budget(
+        namespace, {"metadata": {"name": "web"},
+                    "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}})
+    v1.create_namespaced_pod_eviction("waiting", namespace, {
+        "apiVersion": "policy/v1", "kind": "Eviction",
+        "metadata": {"name": "waiting", "namespace": namespace}})
+    assert v1.list_namespaced_pod(namespace).items == []
