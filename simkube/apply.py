@@ -26,9 +26,15 @@ APPLY, UPDATE = "Apply", "Update"
 BEFORE_FIRST_APPLY = "before-first-apply"
 
 
-def options_error(message: str) -> ApiError:
+def options_error(message: str, cause: tuple[str, str] | None = None) -> ApiError:
+    """422 on PatchOptions, as the API server's option validation answers; `cause`: the
+    (reason, field) it lists."""
+    details: JSON = {"group": "meta.k8s.io", "kind": "PatchOptions"}
+    if cause is not None:
+        details["causes"] = [{"reason": cause[0], "message": message.split(": ", 1)[1],
+                              "field": cause[1]}]
     return ApiError(422, f'PatchOptions.meta.k8s.io "" is invalid: {message}',
-                    reason="Invalid", details={"group": "meta.k8s.io", "kind": "PatchOptions"})
+                    reason="Invalid", details=details)
 
 
 def check_options(query: dict[str, str], applying: bool) -> tuple[str | None, bool, bool]:
@@ -44,7 +50,8 @@ def check_options(query: dict[str, str], applying: bool) -> tuple[str | None, bo
         raise options_error("force: Forbidden: may not be specified for non-apply patch")
     dry = query.get("dryRun")
     if dry is not None and dry != "All":
-        raise ApiError(400, f'Invalid dry run value: "{dry}"; only All is supported')
+        raise options_error(f'dryRun: Unsupported value: ["{dry}"]: supported values: "All"',
+                            ("FieldValueNotSupported", "dryRun"))
     return manager, force, dry == "All"
 
 

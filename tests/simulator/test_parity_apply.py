@@ -181,3 +181,17 @@ def test_the_same_apply_again_writes_nothing(wire: Wire, target_namespace: str) 
     assert code == 200
     assert again["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
     assert again["metadata"]["managedFields"] == first["metadata"]["managedFields"]
+
+
+def test_an_unknown_dry_run_value_is_refused(wire: Wire, target_namespace: str) -> None:
+    ns = target_namespace
+    path = f"/api/v1/namespaces/{ns}/configmaps/app"
+    code, status = wire("PATCH", path, config_map(ns, {"a": "1"}), ctype=APPLY,
+                        fieldManager="agentwatch", dryRun="Some")
+    assert (code, status["reason"]) == (422, "Invalid")
+    assert status["message"] == ('PatchOptions.meta.k8s.io "" is invalid: dryRun: Unsupported '
+                                 'value: ["Some"]: supported values: "All"')
+    assert status["details"]["causes"] == [{
+        "reason": "FieldValueNotSupported", "field": "dryRun",
+        "message": 'Unsupported value: ["Some"]: supported values: "All"'}]
+    assert wire("GET", path)[0] == 404
