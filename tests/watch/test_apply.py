@@ -194,6 +194,14 @@ def test_a_flux_managed_object_says_so(live: Live, reach: str) -> None:
         "resource": "kustomizations", "name": "apps", "namespace": "flux-system"}
 
 
+def test_a_helm_release_object_names_its_release(live: Live, admin: str) -> None:
+    # Without a namespace label, the release is in the object's own namespace.
+    config_map(live.sim, {"a": "1"}, labels={"helm.toolkit.fluxcd.io/name": "shop"})
+    assert manifest(live.browser("alice"), live)["flux"] == {
+        "kind": "HelmRelease", "group": "helm.toolkit.fluxcd.io", "version": "v2",
+        "resource": "helmreleases", "name": "shop", "namespace": "shop"}
+
+
 GOOD = ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: shop\n"
         "data:\n  a: '2'\n")
 
