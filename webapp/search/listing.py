@@ -70,8 +70,8 @@ def list_all(client: ClusterClient, identity: Identity, served: Served, bound: i
         try:
             found, more = list_kind(client, identity, kind, bound - len(entries))
         except KubeError as exc:
-            if exc.code in (401, 403, 404, 405, 406):
-                continue  # not this identity's to list, or gone since discovery
+            if exc.code:
+                continue  # refused (not this identity's to list, the agent's limits) or gone
             old = before.entries if before is not None else ()
             return Index(old, before.truncated if before else False,
                          before.listed_at if before else 0.0, exc.message)

@@ -69,6 +69,8 @@ def screen(head: dict[str, Any], impersonation: Impersonation,
     except query.QueryRefused as exc:
         raise Refused(str(exc)) from None
     headers = _headers(head.get("headers"), target.action, impersonation)
+    if headers[0][1] == PARTIAL_ACCEPT and query.watches(params):
+        raise Refused("agentwatch lists metadata only in pages, never watches it")
     refusal = secrets.refusal(target, headers[0][1], params)
     if refusal is not None:
         raise Refused(refusal)

@@ -2,7 +2,8 @@
 and the manifest's ClusterRole to match):
 
 - `names` (the default): their list as the API server's Table with each row's metadata only
-  (name, type, how many keys, age) — the values never reach the agent, let alone the tunnel.
+  (name, type, how many keys, age), or as a PartialObjectMetadataList (the search's
+  listing) — the values never reach the agent, let alone the tunnel.
   A Secret's own page (its keys) is refused.
 - `keys`: also whole Secrets, their values blanked by the agent before anything leaves it
   (watch/redact.py): names, types and keys. The agent's service account can read values.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from ..search.listing import PARTIAL_ACCEPT
 from ..watch.kube import TABLE_ACCEPT
 from .allowlist import Action, Target
 
@@ -31,8 +33,10 @@ class SecretReads(StrEnum):
             return None
         if self is SecretReads.NONE:
             return "this agent reads no Secrets (installed with --secrets none)"
-        metadata_only = target.action is Action.LIST and accept == TABLE_ACCEPT and \
-            query.get("includeObject") == "Metadata"
+        metadata_only = target.action is Action.LIST and (
+            (accept == TABLE_ACCEPT and query.get("includeObject") == "Metadata")
+            # the search's light listing: the same metadata, without the Table around it
+            or accept == PARTIAL_ACCEPT)
         if metadata_only:
             return None
         return ("this agent reads Secrets' names only, never their keys or values "
