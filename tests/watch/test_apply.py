@@ -346,3 +346,20 @@ def test_the_events_page_shows_the_diff_as_a_table(live: Live, admin: str) -> No
     assert "<code>data.a</code>" in table and "<code>1</code>" in table
     assert "&lt;b&gt;2&lt;/b&gt;" in table and "<b>2" not in table  # text, never markup
     assert "<code>data.b</code>" in table and "(absent)" in table
+
+
+def test_a_secrets_panel_has_no_edit_and_others_do(live: Live, admin: str) -> None:
+    config_map(live.sim, {"a": "1"})
+    live.sim.create({"apiVersion": "v1", "kind": "Secret",
+                     "metadata": {"name": "db", "namespace": "shop"}, "data": {"pw": "eA=="}})
+    alice = live.browser("alice")
+
+    def panel(resource: str, name: str) -> str:
+        response = alice.http.get(f"{live.base_url}/agents/prod/cluster/object", params={
+            "group": "", "version": "v1", "resource": resource, "namespace": "shop",
+            "name": name}, timeout=30)
+        assert response.status_code == 200, response.text
+        return response.text
+
+    assert "data-edit" in panel("configmaps", "app")
+    assert "data-edit" not in panel("secrets", "db")
