@@ -104,10 +104,19 @@ class _Applier:
         return created
 
 
+# What the demo's Deployments ask for and may use: the usage columns draw their bars
+# against these limits.
+_APP_RESOURCES = {"requests": {"cpu": "100m", "memory": "64Mi"},
+                  "limits": {"cpu": "500m", "memory": "192Mi"}}
+_SIDECAR_RESOURCES = {"requests": {"cpu": "50m", "memory": "48Mi"},
+                      "limits": {"cpu": "200m", "memory": "128Mi"}}
+
+
 def _deploy(apply: _Applier, demo: Demo, dep: Deployment, state: str | None = None,
             port: int = 8080) -> None:
     containers = [b.container(c, dep.image if i == 0 else "envoyproxy/envoy:v1.31.0",
-                              port if i == 0 else None)
+                              port if i == 0 else None,
+                              resources=_APP_RESOURCES if i == 0 else _SIDECAR_RESOURCES)
                   for i, c in enumerate(dep.containers)]
     apply(b.deployment(dep.namespace, dep.name, containers, dep.replicas, labels=dep.labels,
                        state=state))

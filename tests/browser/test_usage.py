@@ -157,7 +157,9 @@ def test_a_pods_panel_draws_its_usage_live(signed_in: Page, sim: SimCluster) -> 
     usage = page.locator(".panel-usage")
     expect(usage.locator("h3")).to_have_text("Resource usage", timeout=SLOW)
     row = usage.locator('tr[data-container="app"]')
-    expect(row.locator('td[data-col="memory"]')).to_contain_text("of 512Mi limit", timeout=SLOW)
+    memory = row.locator('td[data-col="memory"]')
+    expect(memory).to_contain_text("/ 512Mi", timeout=SLOW)
+    expect(memory.locator(".usage")).to_have_attribute("title", re.compile(r"of 512Mi limit"))
     spark = row.locator("svg.usage-spark").nth(1)
     expect(spark.locator("polyline")).to_have_count(1)
     # Sampled while the panel is open: the line grows.
@@ -176,7 +178,8 @@ def test_a_nodes_panel_shows_its_pods(signed_in: Page, sim: SimCluster) -> None:
     expect(node.locator('td[data-col="memory"] meter')).to_have_count(1, timeout=SLOW)
     node.locator("a.object-link").click()
     usage = page.locator(".panel-usage")
-    expect(usage.locator('dd[data-col="memory"]')).to_contain_text("allocatable", timeout=SLOW)
+    expect(usage.locator('dd[data-col="memory"] .usage')).to_have_attribute(
+        "title", re.compile(r"of \d+Mi allocatable"), timeout=SLOW)
     expect(usage.locator('.usage-pods tr[data-name="web-1"]')).to_be_visible(timeout=SLOW)
 
 

@@ -9,7 +9,7 @@
 import { cpuText, memoryText } from "../usage-format.js";
 
 const SVG = "http://www.w3.org/2000/svg";
-const SPARK_WIDTH = 160;
+const SPARK_WIDTH = 120;
 const SPARK_HEIGHT = 28;
 const RETRY = 30000;
 
@@ -20,7 +20,8 @@ function el(tag, className, text) {
   return node;
 }
 
-// "250m of 500m limit" with a bar, or the number alone when there is nothing to hold it to.
+// "250m / 500m" with a bar (its title: "250m of 500m limit"), or the number alone when
+// there is nothing to hold it to.
 function amount(used, max, text, of) {
   const span = el("span", "usage");
   if (max > 0) {
@@ -34,7 +35,10 @@ function amount(used, max, text, of) {
     span.append(meter, " ");
   }
   span.append(text);
-  if (of) span.append(el("span", "muted", " of " + of));
+  if (of) {
+    span.append(el("span", "muted", " / " + of.split(" ")[0]));
+    span.title = text + " of " + of;
+  }
   return span;
 }
 
