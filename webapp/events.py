@@ -8,8 +8,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .changes import wording as changes_wording
+
 LEVELS = ("info", "success", "warning", "error")
-CATEGORIES = ("token", "connection", "configuration", "gitops", "cluster", "webhooks")
+CATEGORIES = ("token", "connection", "configuration", "gitops", "cluster", "webhooks",
+              "changes")
 
 
 class EventLike(Protocol):
@@ -76,6 +79,11 @@ def _cluster_action(e: EventLike) -> str:
     return f"{actor} {what}" + (f" ({result})" if result and result != "done" else "")
 
 
+def _object_changed(e: EventLike) -> str:
+    """"Deployment shop/web: spec.replicas 2 → 3 (and 1 more) by flux (commit 1a2b3c4d)"."""
+    return changes_wording.sentence(e)
+
+
 _TYPES = [
     EventType("token_created", "token", "info", False, False,
               lambda e: f"Token {e.token_name} created by {e.user_name or 'the command line'}"),
@@ -109,6 +117,7 @@ _TYPES = [
     EventType("webhook_disabled", "webhooks", "warning", False, False,
               lambda e: _with_message(
                   f"Webhook to {(e.details or {}).get('target') or 'a receiver'} disabled", e)),
+    EventType("object_changed", "changes", "info", False, False, _object_changed),
 ]
 
 CATALOG: dict[str, EventType] = {t.name: t for t in _TYPES}

@@ -110,6 +110,25 @@ def _build() -> dict[str, Any]:
                     },
                 },
             },
+            "changes": {
+                "type": ["object", "null"],
+                "description": "Which kinds' changes are recorded in Activity "
+                               "(docs/changes.md).",
+                "additionalProperties": False,
+                "properties": {
+                    "enabled": {"type": "boolean", "default": True,
+                                "description": "false: record no changes"},
+                    "kinds": {
+                        "type": "array", "uniqueItems": True, "maxItems": 64,
+                        "items": {"type": "string", "pattern": "^([A-Z][A-Za-z0-9]{0,62}|flux)$",
+                                  "description": "a kind (Deployment, ConfigMap, ...), or "
+                                                 "flux for every Flux kind"},
+                        "description": "the kinds followed (default: the workloads, "
+                                       "ConfigMaps, Secrets, Services, Ingresses, "
+                                       "HorizontalPodAutoscalers and every Flux kind)",
+                    },
+                },
+            },
             "user_access": {
                 "type": ["object", "null"],
                 "description": "Who may view and act on the Cluster tab, and as whom.",

@@ -13,6 +13,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from flask import Flask
 
 from .. import clock
+from ..changes import job as changes_job
 from ..gitops import job as gitops_job
 from ..hooks import job as hooks_job
 from ..notify import digest as notify_digest
@@ -27,6 +28,8 @@ JOBS: dict[str, tuple[Callable[[Flask], int], int | None]] = {
     "disconnects": (disconnects.run, None),
     "prune": (prune.run, 600),
     "gitops": (gitops_job.run, 15),
+    # Follows the kinds whose changes are recorded (webapp/changes), in the lease holder.
+    "changes": (changes_job.run, 15),
     "email": (notify_digest.run, None),
     # Every 5 s: confirms this process's webhook sender loop (which sends continuously
     # in the lease holder, see hooks/job.py) well within the lease, and prunes old rows.
@@ -38,8 +41,10 @@ JOBS: dict[str, tuple[Callable[[Flask], int], int | None]] = {
 # Jobs that keep something running in the lease holder: how to run them once from the
 # command line, and how to stop them when this process loses the lease.
 ONCE: dict[str, Callable[[Flask], int]] = {"gitops": gitops_job.run_once,
-                                           "webhooks": hooks_job.run_once}
-ON_LEASE_LOST: list[Callable[[Flask], None]] = [gitops_job.stop, hooks_job.stop]
+                                           "webhooks": hooks_job.run_once,
+                                           "changes": changes_job.run_once}
+ON_LEASE_LOST: list[Callable[[Flask], None]] = [gitops_job.stop, hooks_job.stop,
+                                                changes_job.stop]
 
 
 def init_app(app: Flask) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 
 from .faults import Reachability
 from .kube import ClusterClient, KubeError
@@ -22,7 +22,7 @@ from .subscriptions import (
     no_rows,
 )
 from .upstream import Timing, UpstreamWatch
-from .view import View, ViewSpec, Window
+from .view import Cached, Listener, View, ViewSpec, Window
 
 # A view is shared by every page with the same list: its watches, order and filter.
 ViewKey = tuple[str, Identity, tuple[WatchParams, ...], ViewSpec]
@@ -77,6 +77,21 @@ class Hub:
         except BaseException:
             subscription.cancel()
             raise
+
+    def follow(self, agent: str, identity: Identity, params: WatchParams,
+               listener: Listener) -> tuple[UpstreamWatch, Mapping[str, Cached] | None]:
+        """Follow a shared watch as objects with no page (the changes recorder): the same
+        watch pages of the same key read, kept while followed (detach() to let go). Also
+        the cached state when the watch has listed already."""
+        if self._check is not None:
+            self._check(agent, params)
+        key = WatchKey(agent, identity, params)
+        while True:
+            upstream = self._upstream(key)
+            attached, cache, _ = upstream.attach(listener)
+            if attached:
+                return upstream, cache
+            self._forget(upstream)  # it was stopping: start a new one
 
     def subscribe_view(self, agent: str, identity: Identity, sources: list[WatchParams],
                        spec: ViewSpec, window: Window, owner: Owner | None = None) -> Window:

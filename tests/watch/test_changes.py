@@ -1,0 +1,186 @@
+"""What changed, recorded continuously on the simulator: who made each change (managedFields),
+the difference, status-only updates ignored, a Secret's keys only, a burst folded, the
+hub's shared watch used, and after an outage the difference recorded once."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import requests
+import yaml
+
+from simkube import builders
+from webapp.changes import job as changes_job
+
+from .conftest import WAIT, Live, eventually, restart_server
+
+
+@pytest.fixture
+def app_config(app_config: dict[str, Any]) -> dict[str, Any]:
+    # Changes of one object a second apart are separate changes; closer ones fold.
+    return {**app_config, "CHANGES_SETTLE_SECONDS": 0.5, "CHANGES_SETTLE_MAX_SECONDS": 5}
+
+
+@pytest.fixture
+def recording(live: Live, admin: str) -> Any:
+    live.sim.create(builders.deployment("shop", "web", [builders.container("web", "web:1.8")]))
+    live.sim.create({"apiVersion": "v1", "kind": "Secret",
+                     "metadata": {"name": "db", "namespace": "shop"},
+                     "data": {"password": "aHVudGVyMg=="}})
+    live.sim.create({"apiVersion": "v1", "kind": "ConfigMap",
+                     "metadata": {"name": "settings", "namespace": "shop"},
+                     "data": {"mode": "fast"}})
+    recorder = changes_job.recorder(live.app)
+    changes_job.run(live.app)
+    eventually(lambda: {"Deployment", "Secret", "ConfigMap"}
+               <= {f.kind for f in recorder.ready()}, timeout=WAIT * 2)
+    yield recorder
+    recorder.stop()
+
+
+def server_write(live: Live, method: str, path: str, body: Any, content_type: str,
+                 manager: str | None) -> None:
+    """A write as kubectl or a controller makes it: over HTTP, with a field manager."""
+    doc = yaml.safe_load(live.kubeconfig.read_text())
+    token = doc["users"][0]["user"]["token"]
+    url = live.sim._servers[-1].url + path
+    answer = requests.request(method, url, data=json.dumps(body),
+                              params={"fieldManager": manager} if manager else {},
+                              headers={"Authorization": f"Bearer {token}",
+                                       "Content-Type": content_type}, timeout=WAIT)
+    assert answer.status_code < 300, answer.text
+
+
+DEPLOYMENT = "/apis/apps/v1/namespaces/shop/deployments/web"
+
+
+def set_image(live: Live, image: str, manager: str) -> None:
+    server_write(live, "PATCH", DEPLOYMENT,
+                 {"spec": {"template": {"spec": {"containers": [{"name": "web",
+                                                                  "image": image}]}}}},
+                 "application/strategic-merge-patch+json", manager)
+
+
+def changes(live: Live, count: int) -> list[Any]:
+    """The agent's change events, once there are `count` (waiting for them)."""
+    return eventually(lambda: (found := live.events("prod", "object_changed"))
+                      and len(found) >= count and found, timeout=WAIT * 2)
+
+
+def about(event: Any) -> tuple[str, list[tuple[str, Any, Any]], str | None]:
+    return (event.details["object"],
+            [(d["path"], d["old"], d["new"]) for d in event.details["diff"]],
+            event.details["manager"])
+
+
+def test_a_patch_is_recorded_with_its_difference_and_manager(live: Live,
+                                                             recording: Any) -> None:
+    set_image(live, "web:1.9", "kubectl-patch")
+    [event] = changes(live, 1)
+    assert about(event) == ("Deployment/shop/web",
+                            [("spec.template.spec.containers[web].image", "web:1.8",
+                              "web:1.9")], "kubectl-patch")
+    assert event.category == "changes" and event.details["change"] == "updated"
+
+
+def test_two_managers_and_a_server_side_apply_by_flux(live: Live, recording: Any) -> None:
+    server_write(live, "PATCH", DEPLOYMENT, {"spec": {"replicas": 3}},
+                 "application/merge-patch+json", "kubectl-scale")
+    changes(live, 1)
+    server_write(live, "PATCH", DEPLOYMENT, {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {"template": {"spec": {"containers": [{"name": "web",
+                                                       "image": "web:2.0"}]}}}},
+        "application/apply-patch+yaml", "flux")
+    first, second = changes(live, 2)
+    assert about(first) == ("Deployment/shop/web", [("spec.replicas", 1, 3)], "kubectl-scale")
+    assert about(second) == ("Deployment/shop/web",
+                             [("spec.template.spec.containers[web].image", "web:1.8",
+                               "web:2.0")], "flux")
+    assert second.details["operation"] == "Apply"
+
+
+def test_a_status_only_update_records_nothing(live: Live, recording: Any) -> None:
+    def status(obj: dict[str, Any]) -> dict[str, Any]:
+        obj["status"] = {**(obj.get("status") or {}), "observedGeneration": 99,
+                         "conditions": [{"type": "Available", "status": "False"}]}
+        return obj
+
+    live.sim.update("deployments", "web", status, namespace="shop")
+    # A later change is recorded alone: the status update before it was no change.
+    server_write(live, "PATCH", "/api/v1/namespaces/shop/configmaps/settings",
+                 {"data": {"mode": "safe"}}, "application/merge-patch+json", "kubectl-edit")
+    [event] = changes(live, 1)
+    assert about(event) == ("ConfigMap/shop/settings", [("data.mode", "fast", "safe")],
+                            "kubectl-edit")
+
+
+def test_a_secret_change_stores_its_keys_never_values(live: Live, recording: Any) -> None:
+    server_write(live, "PATCH", "/api/v1/namespaces/shop/secrets/db",
+                 {"data": {"password": "c2VjcmV0", "token": "dG9rZW4="}},
+                 "application/merge-patch+json", "kubectl-edit")
+    [event] = changes(live, 1)
+    assert about(event) == ("Secret/shop/db", [("data", ["password"], ["password", "token"])],
+                            "kubectl-edit")
+    stored = json.dumps(event.details)
+    for value in ("c2VjcmV0", "dG9rZW4=", "aHVudGVyMg==", "secret", "hunter2"):
+        assert value not in stored
+
+
+def test_a_burst_of_changes_folds_into_one(live: Live, recording: Any) -> None:
+    for image in ("web:1.9", "web:1.10", "web:1.11"):
+        set_image(live, image, "kubectl-set")
+    [event] = changes(live, 1)
+    assert about(event)[1] == [("spec.template.spec.containers[web].image", "web:1.8",
+                                "web:1.11")]
+    # Nothing else follows once it settled.
+    eventually(lambda: recording.wait_idle(0.1))
+    assert len(live.events("prod", "object_changed")) == 1
+
+
+def test_creation_and_deletion_are_changes(live: Live, recording: Any) -> None:
+    live.sim.create({"apiVersion": "v1", "kind": "ConfigMap",
+                     "metadata": {"name": "extra", "namespace": "shop"}, "data": {"a": "1"}})
+    changes(live, 1)
+    live.sim.delete("configmaps", "extra", namespace="shop")
+    created, deleted = changes(live, 2)
+    assert (created.details["object"], created.details["change"]) == \
+        ("ConfigMap/shop/extra", "created")
+    assert (deleted.details["object"], deleted.details["change"]) == \
+        ("ConfigMap/shop/extra", "deleted")
+
+
+def test_the_recorder_shares_the_hubs_watch(live: Live, recording: Any) -> None:
+    """One upstream watch per kind and agent, the hub's: a page's of the same key reads it."""
+    keys = [(w.key.agent, w.key.params.resource) for w in live.hub_watches()]
+    assert keys.count(("prod", "deployments")) == 1
+    # Following again changes nothing: still one watch, still one follower.
+    changes_job.run(live.app)
+    keys = [(w.key.agent, w.key.params.resource) for w in live.hub_watches()]
+    assert keys.count(("prod", "deployments")) == 1
+
+
+def test_after_an_outage_the_difference_is_recorded_once(live: Live,
+                                                         recording: Any) -> None:
+    server = live.sim._servers[-1]
+    server.stop()
+    # Changes the recorder cannot see while the cluster is out of reach, and an outage
+    # long enough that the server's watch history no longer holds them: a relist.
+    live.sim.patch("configmaps", "settings", {"data": {"mode": "slow"}}, namespace="shop")
+    live.sim.patch("deployments", "web", {"spec": {"replicas": 4}}, namespace="shop")
+    live.sim.expire_history()
+    restart_server(live.sim, server.port)
+    found = changes(live, 2)
+    assert sorted((e.details["object"], [(d["path"], d["old"], d["new"])
+                                         for d in e.details["diff"]]) for e in found) == [
+        ("ConfigMap/shop/settings", [("data.mode", "fast", "slow")]),
+        ("Deployment/shop/web", [("spec.replicas", 1, 4)])]
+    assert all(e.details["after_outage"] is True for e in found)
+    # Recorded once: the next relist (the recorder followed again) adds nothing.
+    changes_job.run(live.app)
+    live.sim.patch("configmaps", "settings", {"data": {"mode": "last"}}, namespace="shop")
+    found = changes(live, 3)
+    assert len(found) == 3 and "after_outage" not in found[2].details

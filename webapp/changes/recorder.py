@@ -1,0 +1,439 @@
+"""Records every change of the followed kinds as an `object_changed` event, continuously.
+
+Each (agent, kind) is followed on the hub's shared watch of the whole cluster with the
+agent's own credentials: the watch a page of the same key reads, never a second one. The
+hub tells its listeners under its lock, so a listener only queues the object's bytes;
+one worker thread does the rest:
+
+- keeps, per object, the encoded desired state (tracked.py) last seen: a first list is the
+  baseline (nothing recorded), every later version is compared with it — status-only
+  updates compare equal and cost nothing more;
+- folds a burst: changes of one object within `settle` seconds of each other (at most
+  `settle_max` in all) are one change, from the first old to the last new state (a burst
+  that ends where it began records nothing);
+- after an outage (the watch failed, then listed again), the difference between what it
+  had and the new list is recorded once, each change marked `after_outage`;
+- then asks for the object once (its managedFields, which the hub drops) to name who made
+  the change, and records.
+
+One bad object is skipped with a logged reason; the others go on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from flask import Flask
+from sqlalchemy import select
+
+from .. import clock, db
+from ..models import Agent
+from ..recorder import NewEvent, record
+from ..watch.hub import Hub
+from ..watch.kube import ClusterClient, KubeError
+from ..watch.resources import AGENT, WatchParams
+from ..watch.upstream import UpstreamWatch
+from . import diff, managers, tracked
+from .context import Context, context_for
+
+log = logging.getLogger(__name__)
+JSON = dict[str, Any]
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+
+
+@dataclass(frozen=True)
+class Followed:
+    agent: str
+    params: WatchParams  # every namespace, not a Table
+    kind: str
+
+
+@dataclass(frozen=True)
+class Settings:
+    settle: float = 10.0
+    settle_max: float = 60.0
+    limits: diff.Limits = field(default_factory=diff.Limits)
+    queue_limit: int = 20_000
+    max_objects: int = 20_000  # per followed kind: what its baseline may hold
+
+    @classmethod
+    def of(cls, config: Mapping[str, Any]) -> Settings:
+        return cls(settle=float(config["CHANGES_SETTLE_SECONDS"]),
+                   settle_max=float(config["CHANGES_SETTLE_MAX_SECONDS"]),
+                   limits=diff.Limits(int(config["CHANGES_MAX_VALUE_BYTES"]),
+                                      int(config["CHANGES_MAX_DIFF_ENTRIES"]),
+                                      int(config["CHANGES_MAX_DIFF_BYTES"])),
+                   queue_limit=int(config["CHANGES_QUEUE_LIMIT"]),
+                   max_objects=int(config["CHANGES_MAX_OBJECTS"]))
+
+
+class _Follower:
+    """A listener of one shared watch (view.Listener): queues, never waits."""
+
+    def __init__(self, recorder: ChangeRecorder, followed: Followed) -> None:
+        self.recorder = recorder
+        self.followed = followed
+        self.upstream: UpstreamWatch | None = None
+        self.active = True
+        self.failed_since: datetime | None = None  # set by the watch's errors
+        self.overflowed = False  # a message lost: follow again (sync does)
+        self.listed = False  # its first state taken (a later list follows a fault)
+
+    def changed(self, source: Any, key: str, cached: Any) -> None:
+        data = None if cached is None else bytes(cached.object_bytes)
+        self.recorder.offer(self, ("changed", key, data))
+
+    def relisted(self, source: Any, cache: Mapping[str, Any]) -> None:
+        # A watch lists again only after a fault (cut, expired, unreachable): what it
+        # finds changed happened while nobody could see it.
+        self.recorder.offer(self, ("relisted", {k: bytes(c.object_bytes)
+                                                for k, c in cache.items()}, self.listed))
+        self.listed = True
+
+    def failed(self, source: Any, error: JSON) -> None:
+        if self.failed_since is None:
+            self.failed_since = self.recorder.now()
+
+    def recovered(self, source: Any) -> None:
+        pass  # a resumed watch missed nothing; a relist says what it did
+
+
+@dataclass
+class _Seen:
+    namespace: str
+    name: str
+    state: bytes  # the encoded desired state
+
+
+@dataclass
+class _Pending:
+    followed: Followed
+    key: str
+    namespace: str
+    name: str
+    before: bytes | None  # None: it did not exist
+    after: bytes | None  # None: deleted
+    first: datetime
+    first_mono: float
+    last_mono: float
+    after_outage: tuple[datetime | None] | None = None  # (when the watch began failing)
+
+
+class ChangeRecorder:
+    def __init__(self, app: Flask, hub: Hub, client_for: Callable[[str], ClusterClient],
+                 settings: Settings) -> None:
+        self.app = app
+        self.hub = hub
+        self._client_for = client_for
+        self.settings = settings
+        self.inbox: queue.Queue[tuple[_Follower, tuple[Any, ...]] | None] = \
+            queue.Queue(settings.queue_limit)
+        self._followers: dict[Followed, _Follower] = {}
+        self._seen: dict[Followed, dict[str, _Seen]] = {}
+        self._pending: dict[tuple[Followed, str], _Pending] = {}
+        self._lock = threading.Lock()
+        self._worker: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self.recorded = 0
+        self.lookups = 0  # objects asked for their managers (benchmarks)
+        self.dropped = 0  # messages lost to a full queue (each kind is followed again)
+        self.skipped = 0
+
+    # --- what to follow -----------------------------------------------------------------
+
+    def sync(self, wanted: set[Followed]) -> int:
+        """Follow what the configurations name now; let go of the rest; follow again what
+        stopped or lost a message."""
+        self._stopping.clear()
+        self._ensure_worker()
+        with self._lock:
+            for followed, follower in list(self._followers.items()):
+                upstream = follower.upstream
+                if followed not in wanted:
+                    self._let_go(follower, forget=True)
+                elif follower.overflowed or upstream is None or upstream.stopping:
+                    # Followed again below: its new state is compared with what was seen.
+                    self._let_go(follower, forget=False)
+            for followed in wanted:
+                if followed not in self._followers:
+                    self._follow(followed)
+            return len(self._followers)
+
+    def _follow(self, followed: Followed) -> None:
+        follower = _Follower(self, followed)
+        try:
+            upstream, cache = self.hub.follow(followed.agent, AGENT, followed.params, follower)
+        except Exception as exc:  # not served (yet), or the agent is unknown: next tick
+            log.info("changes: cannot follow %s of %s: %s", followed.kind, followed.agent,
+                     str(exc)[:200])
+            return
+        follower.upstream = upstream
+        self._followers[followed] = follower
+        if cache is not None:  # listed already: the state now (a baseline, or a catch-up)
+            follower.listed = True
+            self.offer(follower, ("relisted", {k: bytes(getattr(c, "object_bytes", b""))
+                                               for k, c in cache.items()}, False))
+
+    def _let_go(self, follower: _Follower, forget: bool) -> None:
+        follower.active = False
+        del self._followers[follower.followed]
+        if follower.upstream is not None:
+            follower.upstream.detach(follower)
+        if forget:  # no longer followed (the worker may still be reading it: a new dict)
+            self._seen = {k: v for k, v in self._seen.items() if k != follower.followed}
+
+    def followed(self) -> list[Followed]:
+        with self._lock:
+            return list(self._followers)
+
+    def now(self) -> datetime:
+        with self.app.app_context():
+            return clock.now()
+
+    def ready(self) -> set[Followed]:
+        """The followed kinds whose baseline is taken: changes from now on are recorded."""
+        return set(self._seen)
+
+    def offer(self, follower: _Follower, item: tuple[Any, ...]) -> None:
+        try:
+            self.inbox.put_nowait((follower, item))
+        except queue.Full:
+            self.dropped += 1
+            if not follower.overflowed:
+                log.warning("changes: the queue is full; %s of %s will be followed again",
+                            follower.followed.kind, follower.followed.agent)
+            follower.overflowed = True
+
+    def stop(self) -> None:
+        self._stopping.set()
+        with self._lock:
+            for follower in list(self._followers.values()):
+                self._let_go(follower, forget=True)
+        if self._worker is not None:
+            self.inbox.put(None)
+            self._worker.join(5)
+            self._worker = None
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Until the queue is drained and nothing waits to settle (tests, run_once)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.inbox.unfinished_tasks == 0 and not self._pending:
+                return True
+            time.sleep(0.05)
+        return False
+
+    # --- the worker ---------------------------------------------------------------------
+
+    def _ensure_worker(self) -> None:
+        if self._worker is None or not self._worker.is_alive():
+            self._worker = threading.Thread(target=self._run, daemon=True, name="changes")
+            self._worker.start()
+
+    def _run(self) -> None:
+        while True:
+            taken = True
+            try:
+                got = self.inbox.get(timeout=min(1.0, max(0.05, self.settings.settle / 4)))
+            except queue.Empty:
+                got, taken = None, False
+            try:
+                if taken and got is None:
+                    return
+                with self.app.app_context():  # the clock and the database live there
+                    if got is not None:
+                        follower, item = got
+                        if follower.active:
+                            self._take(follower, item)
+                    self._flush()
+            except Exception:  # never let the worker die: the next message goes on
+                log.exception("changes: cannot take a change")
+                self.skipped += 1
+            finally:
+                if taken:
+                    self.inbox.task_done()
+
+    def _take(self, follower: _Follower, item: tuple[Any, ...]) -> None:
+        followed = follower.followed
+        if item[0] == "changed":
+            _, key, data = item
+            seen = self._seen.get(followed)
+            if seen is None:
+                return  # before the first list: the list is the baseline
+            self._compare(followed, seen, key, data, None)
+            return
+        fresh: dict[str, bytes] = item[1]
+        seen = self._seen.get(followed)
+        if seen is None:
+            self._seen[followed] = self._baseline(followed, fresh)
+            return
+        # After a fault: (when the watch was first seen failing, if it was)
+        outage = (follower.failed_since,) if item[2] else None
+        follower.failed_since = None
+        for key in [k for k in seen if k not in fresh]:
+            self._compare(followed, seen, key, None, outage)
+        for key, data in fresh.items():
+            self._compare(followed, seen, key, data, outage)
+
+    def _baseline(self, followed: Followed, fresh: dict[str, bytes]) -> dict[str, _Seen]:
+        out: dict[str, _Seen] = {}
+        for key, data in fresh.items():
+            if len(out) >= self.settings.max_objects:
+                log.warning("changes: %s of %s has more than %d objects; the rest are not "
+                            "followed", followed.kind, followed.agent,
+                            self.settings.max_objects)
+                break
+            one = self._read(followed, data)
+            if one is not None:
+                out[key] = one
+        return out
+
+    def _read(self, followed: Followed, data: bytes) -> _Seen | None:
+        try:
+            obj = json.loads(data)
+            namespace, name = tracked.place(obj)
+            return _Seen(namespace, name, _COMPACT.encode(
+                tracked.desired(obj, followed.kind)).encode())
+        except (ValueError, TypeError, AttributeError) as exc:
+            self.skipped += 1
+            log.warning("changes: an object of %s of %s cannot be read: %r", followed.kind,
+                        followed.agent, exc)
+            return None
+
+    def _compare(self, followed: Followed, seen: dict[str, _Seen], key: str,
+                 data: bytes | None, outage: tuple[datetime | None] | None) -> None:
+        old = seen.get(key)
+        new = None if data is None else self._read(followed, data)
+        if data is not None and new is None:
+            return  # unreadable: logged
+        if old is not None and new is not None and old.state == new.state:
+            return  # status, or metadata nobody intends: not a change
+        if old is None and new is None:
+            return
+        if new is None:
+            del seen[key]
+        elif old is None and len(seen) >= self.settings.max_objects:
+            return
+        else:
+            seen[key] = new
+        where = new or old
+        assert where is not None
+        now = time.monotonic()
+        pending = self._pending.get((followed, key))
+        if pending is None:
+            pending = _Pending(followed, key, where.namespace, where.name,
+                               old.state if old else None, None, clock.now(), now, now)
+            self._pending[(followed, key)] = pending
+        pending.after = new.state if new else None
+        pending.last_mono = now
+        if outage is not None:
+            pending.after_outage = outage
+
+    def _flush(self) -> None:
+        now = time.monotonic()
+        due = [p for p in self._pending.values()
+               if now - p.last_mono >= self.settings.settle
+               or now - p.first_mono >= self.settings.settle_max]
+        if not due:
+            return
+        for pending in due:
+            del self._pending[(pending.followed, pending.key)]
+        found: list[tuple[str, NewEvent]] = []
+        for pending in due:
+            try:
+                event = self._event(pending)
+            except Exception as exc:
+                self.skipped += 1
+                log.warning("changes: %s %s/%s of agent %s skipped: %r",
+                            pending.followed.kind, pending.namespace, pending.name,
+                            pending.followed.agent, exc)
+                continue
+            if event is not None:
+                found.append((pending.followed.agent, event))
+        if found:
+            self._record(found)
+
+    def _event(self, pending: _Pending) -> NewEvent | None:
+        followed = pending.followed
+        before = json.loads(pending.before) if pending.before is not None else None
+        after = json.loads(pending.after) if pending.after is not None else None
+        change = "created" if before is None else "deleted" if after is None else "updated"
+        entries = diff.changes(before, after) if change == "updated" else []
+        if change == "updated" and not entries:
+            return None  # the burst ended where it began
+        stored, omitted = diff.bounded(entries, self.settings.limits)
+        scope = f"{followed.kind}/{pending.namespace}/{pending.name}"
+        manager = None if change == "deleted" else self._manager(pending, entries)
+        context: Context = context_for(followed.agent, scope, after, manager,
+                                       pending.first)
+        details: JSON = {"object": scope, "change": change, "diff": stored,
+                         "manager": manager.name if manager else None}
+        if manager is not None and manager.operation:
+            details["operation"] = manager.operation
+        if omitted:
+            details["omitted"] = omitted
+        if pending.after_outage is not None:
+            details["after_outage"] = True
+            down_since = pending.after_outage[0]
+            if down_since is not None:
+                details["down_since"] = down_since.isoformat(timespec="seconds")
+        if context.gitops_event is not None:
+            details["gitops_event"] = context.gitops_event
+            details["source"] = context.source
+        happened = clock.now() if pending.after_outage is not None else pending.first
+        return NewEvent("object_changed", happened, commit_sha=context.commit,
+                        user_name=context.person, details=details)
+
+    def _manager(self, pending: _Pending, entries: list[diff.Entry]) -> managers.Manager | None:
+        """Who changed it: the object's managedFields, asked for once per change."""
+        followed = pending.followed
+        self.lookups += 1
+        try:
+            client = self._client_for(followed.agent)
+            obj = client.get(followed.params, pending.name, AGENT,
+                             pending.namespace or None)
+        except KubeError as exc:
+            log.info("changes: who changed %s %s/%s is unknown: %s", followed.kind,
+                     pending.namespace, pending.name, exc)
+            return None
+        meta = obj.get("metadata") if isinstance(obj, dict) else None
+        fields = meta.get("managedFields") if isinstance(meta, dict) else None
+        paths = [e.path for e in entries] or [("spec",), ("data",), ("metadata",)]
+        return managers.who(fields, paths)
+
+    def _record(self, found: list[tuple[str, NewEvent]]) -> None:
+        try:
+            self._record_batch(found)
+        except Exception:
+            log.warning("changes: a batch of %d could not be recorded; one by one",
+                        len(found), exc_info=True)
+            for one in found:
+                try:
+                    self._record_batch([one])
+                except Exception:
+                    self.skipped += 1
+                    log.exception("changes: a change could not be recorded")
+
+    def _record_batch(self, found: list[tuple[str, NewEvent]]) -> None:
+        now = clock.now()
+        with db.write_transaction() as session:
+            ids: dict[str, int | None] = {}
+            by_agent: dict[str, list[NewEvent]] = {}
+            for agent, event in found:
+                by_agent.setdefault(agent, []).append(event)
+            for agent, new_events in by_agent.items():
+                if agent not in ids:
+                    ids[agent] = session.scalar(select(Agent.id).where(Agent.name == agent))
+                agent_id = ids[agent]
+                if agent_id is None:
+                    continue
+                record(session, agent_id, new_events, now)
+                self.recorded += len(new_events)
