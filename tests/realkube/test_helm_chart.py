@@ -78,6 +78,16 @@ def test_the_chart_renders_what_the_command_generates(helm: Path, secrets: Secre
     assert _by_object(chart) == _by_object(generated)
 
 
+def test_the_chart_starts_the_agent_with_allow_apply_when_asked(helm: Path) -> None:
+    def deployment(documents: list[dict[str, Any]]) -> Any:
+        return next(d for d in documents if d["kind"] == "Deployment")
+
+    generated = manifest.documents("prod", URL, TOKEN, image=IMAGE, allow_apply=True)
+    assert deployment(_rendered(helm, "prod", allowApply="true")) == deployment(generated)
+    args = deployment(_rendered(helm, "prod"))["spec"]["template"]["spec"]["containers"][0]
+    assert "--allow-apply" not in args["args"]
+
+
 def test_the_chart_can_use_a_secret_made_elsewhere(helm: Path) -> None:
     chart = _by_object(_rendered(helm, "prod", token="", existingSecret="agent-token"))
     assert ("Secret", "agentwatch-agent-prod") not in chart
