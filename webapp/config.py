@@ -126,13 +126,19 @@ DEFAULTS: dict[str, Any] = {
     # USAGE_POLL_SECONDS while a page shows it (one poll per agent, identity and
     # namespaces), until no page asked for USAGE_IDLE_SECONDS; at most USAGE_MAX_POLLS
     # polls per server process, USAGE_MAX_PODS pods each; a pod's panel keeps the last
-    # USAGE_HISTORY_SECONDS of samples, for at most USAGE_MAX_FOLLOWED pods per poll.
+    # USAGE_HISTORY_SECONDS of samples, for at most USAGE_MAX_FOLLOWED pods per poll. Each
+    # read waits at most USAGE_READ_SECONDS for the cluster; a page's first answer waits at
+    # most USAGE_FIRST_READ_SECONDS for a new poll's first read; the pods' specs (requests,
+    # limits) are read again every USAGE_SPEC_EVERY reads when no pod is new.
     "USAGE_POLL_SECONDS": 15,
     "USAGE_IDLE_SECONDS": 45,
     "USAGE_MAX_POLLS": 32,
     "USAGE_MAX_PODS": 20000,
     "USAGE_HISTORY_SECONDS": 900,
     "USAGE_MAX_FOLLOWED": 200,
+    "USAGE_READ_SECONDS": 30,
+    "USAGE_FIRST_READ_SECONDS": 10,
+    "USAGE_SPEC_EVERY": 20,
     # A shell in a container (docs/operate.md, "A shell in a container"): a session with
     # no keystroke and no output for EXEC_IDLE_SECONDS ends; a user holds at most
     # EXEC_MAX_PER_USER sessions and a server process EXEC_MAX_SESSIONS; the API server
@@ -295,7 +301,8 @@ _INT_KEYS = {
     "EXEC_IDLE_SECONDS", "EXEC_MAX_PER_USER", "EXEC_MAX_SESSIONS", "EXEC_CONNECT_SECONDS",
     "EXEC_MAX_COMMAND_BYTES",
     "USAGE_POLL_SECONDS", "USAGE_IDLE_SECONDS", "USAGE_MAX_POLLS", "USAGE_MAX_PODS",
-    "USAGE_HISTORY_SECONDS", "USAGE_MAX_FOLLOWED",
+    "USAGE_HISTORY_SECONDS", "USAGE_MAX_FOLLOWED", "USAGE_READ_SECONDS",
+    "USAGE_FIRST_READ_SECONDS", "USAGE_SPEC_EVERY",
     "MAX_TUNNELS_PER_AGENT", "MAX_LIVE_CONNECTIONS", "REQUEST_HEAD_SECONDS", "REQUEST_SECONDS",
     "MAX_REQUEST_HEAD_BYTES", "MAX_READING_PER_ADDRESS", "MAX_BUFFERED_BYTES_PER_ADDRESS",
     "SOCKET_TIMEOUT_SECONDS", "MAX_CONNECTIONS",

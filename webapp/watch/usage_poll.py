@@ -6,7 +6,7 @@ USAGE_IDLE_SECONDS and no view sorts by it.
 A poll lists the PodMetrics of its namespaces (one LIST each, or one of every namespace),
 and, for every namespace, the NodeMetrics and the nodes' allocatable. Requests and limits
 come from the pods' specs, listed again only when a pod appears that the poll does not
-know (a pod's resources rarely change) or every SPEC_EVERY polls. The last
+know (a pod's resources rarely change) or every `spec_every` reads. The last
 USAGE_HISTORY_SECONDS of samples are kept, in memory only, for the pods whose panel is open
 (`follow`): a sparkline's points.
 
@@ -38,7 +38,6 @@ from .usage import (
 
 log = logging.getLogger(__name__)
 
-SPEC_EVERY = 20  # polls between two reads of the pods' specs when no pod is new
 NO_METRICS = ("This cluster has no metrics-server (metrics.k8s.io is not served), so CPU "
               "and memory usage cannot be shown; everything else works without it.")
 METRICS_DOWN = ("metrics-server does not answer (metrics.k8s.io is unavailable), so CPU and "
@@ -57,6 +56,9 @@ class Settings:
     max_pods: int = 20000
     history: float = 900.0
     max_followed: int = 200
+    read_timeout: float = 30.0  # one request to the cluster
+    first_read: float = 10.0  # how long a page's first answer waits for a new poll
+    spec_every: int = 20  # reads between two of the pods' specs when no pod is new
 
 
 @dataclass(frozen=True)
@@ -209,7 +211,7 @@ class Poll:
             self._failed(exc)
             return
         now = time.time()
-        need_specs = self.polls % SPEC_EVERY == 0 or any(
+        need_specs = self.polls % max(1, self.settings.spec_every) == 0 or any(
             key not in self.resources for key in pods)
         resources = self.resources
         nodes, allocatable = self.nodes, self.allocatable
@@ -257,7 +259,7 @@ class Poll:
         for namespace in self.scope.namespaces or (None,):
             params = WatchParams("metrics.k8s.io", "v1beta1", "pods", namespace)
             doc = client.request_json("GET", params.collection_path(), self.scope.identity,
-                                      timeout=30)
+                                      timeout=self.settings.read_timeout)
             for item in doc.get("items") or []:
                 if len(out) >= self.settings.max_pods:
                     break
@@ -281,7 +283,7 @@ class Poll:
     def _nodes(self, client: ClusterClient) -> tuple[dict[str, Sample], dict[str, Sample]]:
         params = WatchParams("metrics.k8s.io", "v1beta1", "nodes")
         doc = client.request_json("GET", params.collection_path(), self.scope.identity,
-                                  timeout=30)
+                                  timeout=self.settings.read_timeout)
         usage = dict(node_metrics(item) for item in doc.get("items") or []
                      if isinstance(item, dict))
         allocatable: dict[str, Sample] = {}

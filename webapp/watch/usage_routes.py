@@ -22,9 +22,6 @@ from .usage import Sample, near_limit
 from .usage_poll import Poll, Settings, TooManyPolls, Usage
 from .usage_views import joined, scope_of
 
-# How long an answer waits for a new poll's first read (later answers never wait).
-FIRST_READ_SECONDS = 10.0
-
 
 def _usage() -> Usage:
     usage: Usage = current_app.extensions["usage"]
@@ -47,7 +44,7 @@ def _poll(name: str, namespaces: list[str | None]) -> Poll | Response:
         response.status_code = 429
         response.headers["Retry-After"] = str(int(_usage().settings.interval))
         return response
-    poll.wait_first(FIRST_READ_SECONDS)
+    poll.wait_first(_usage().settings.first_read)  # later answers never wait
     return poll
 
 
@@ -158,6 +155,9 @@ def init_app(app: Flask, client_for: Callable[[str], ClusterClient], hub: Hub) -
         interval=float(config["USAGE_POLL_SECONDS"]), idle=float(config["USAGE_IDLE_SECONDS"]),
         max_polls=int(config["USAGE_MAX_POLLS"]), max_pods=int(config["USAGE_MAX_PODS"]),
         history=float(config["USAGE_HISTORY_SECONDS"]),
-        max_followed=int(config["USAGE_MAX_FOLLOWED"])))
+        max_followed=int(config["USAGE_MAX_FOLLOWED"]),
+        read_timeout=float(config["USAGE_READ_SECONDS"]),
+        first_read=float(config["USAGE_FIRST_READ_SECONDS"]),
+        spec_every=int(config["USAGE_SPEC_EVERY"])))
     app.extensions["usage"] = usage
     hub.joins = functools.partial(joined, usage)
