@@ -5,6 +5,7 @@ hub's shared watch used, and after an outage the difference recorded once."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from simkube import builders
 from webapp.changes import job as changes_job
 
 from .conftest import WAIT, Live, eventually, restart_server
+from .test_apply import config_map, edit, edited, manifest, tunnel_agent
 
 
 @pytest.fixture
@@ -184,3 +186,45 @@ def test_after_an_outage_the_difference_is_recorded_once(live: Live,
     live.sim.patch("configmaps", "settings", {"data": {"mode": "last"}}, namespace="shop")
     found = changes(live, 3)
     assert len(found) == 3 and "after_outage" not in found[2].details
+
+
+@pytest.fixture(params=["direct", "tunnel"])
+def reach(request: pytest.FixtureRequest, live: Live) -> Iterator[str]:
+    """alice (admin) and agent `prod`, reached directly or through its agent's tunnel."""
+    live.user("alice", "admin")
+    if request.param == "direct":
+        live.agent("prod")
+        yield "direct"
+        return
+    from webapp import agents
+    with live.app.app_context():
+        agents.create("prod", tunnel=True)
+    with tunnel_agent(live, allow_apply=True):
+        yield "tunnel"
+
+
+def test_an_apply_from_the_cluster_tab_names_the_person(live: Live, reach: str) -> None:
+    config_map(live.sim, {"a": "1", "b": "2"}, manager="agentwatch")
+    recorder = changes_job.recorder(live.app)
+    changes_job.run(live.app)
+    try:
+        eventually(lambda: "ConfigMap" in {f.kind for f in recorder.ready()},
+                   timeout=WAIT * 2)
+        alice = live.browser("alice")
+        applied = edit(alice, edited(manifest(alice, live)["yaml"], a="10"), "/apply")
+        assert applied.status_code == 200, applied.text
+        [event] = changes(live, 1)
+        assert about(event) == ("ConfigMap/shop/app", [("data.a", "1", "10")], "agentwatch")
+        assert event.user_name == "alice"
+        # In the user API under its category, worded as the feed words it.
+        answer = requests.get(live.base_url + "/api/v1/agents/prod/events",
+                              params={"category": "changes"},
+                              headers={"Authorization": f"Bearer {live.token('alice')}"},
+                              timeout=WAIT)
+        assert answer.status_code == 200, answer.text
+        [listed] = answer.json()["events"]
+        assert (listed["type"], listed["category"]) == ("object_changed", "changes")
+        assert listed["summary"] == \
+            "ConfigMap shop/app: data.a 1 → 10 by alice (agentwatch)"
+    finally:
+        recorder.stop()

@@ -8,9 +8,10 @@ it holds the lease again (what changed in between is not recorded).
 from __future__ import annotations
 
 from flask import Flask
+from sqlalchemy import or_, select
 
-from .. import agents
-from ..gitops.observer import agents_with_clusters
+from .. import agents, db
+from ..models import Agent
 from ..watch.kube import ClusterClient
 from .kinds import followed_for
 from .recorder import ChangeRecorder, Followed, Settings
@@ -34,7 +35,7 @@ def run(app: Flask) -> int:
     with app.app_context():
         discovery = app.extensions["discovery"]
         wanted: set[Followed] = set()
-        for agent in agents_with_clusters():
+        for agent in _with_clusters():
             wanted |= followed_for(agent, discovery)
         return recorder(app).sync(wanted)  # the hub looks agents up: in the app
 
@@ -51,3 +52,10 @@ def run_once(app: Flask, timeout: float = 30.0) -> int:
 def stop(app: Flask) -> None:
     if "changes_recorder" in app.extensions:
         app.extensions["changes_recorder"].stop()
+
+
+def _with_clusters() -> list[Agent]:
+    """Agents whose cluster agentwatch reaches: a kubeconfig, in-cluster, or the tunnel."""
+    return list(db.session().scalars(select(Agent).where(or_(
+        Agent.kubeconfig_path.is_not(None), Agent.in_cluster.is_(True),
+        Agent.tunnel.is_(True)))))
