@@ -159,3 +159,37 @@ def test_a_refused_exec_cannot_forge_a_line_of_the_agents_log(
     with caplog.at_level("WARNING", logger="agentwatch.agent"):
         exec_agent.serve(stream, None, True, Impersonation())  # type: ignore[arg-type]
     assert caplog.records and all("\n" not in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("allow_exec", [False, True])
+def test_what_the_server_asks_of_exec_beyond_the_product_is_refused(
+        live: Live, tunneled: Any, allow_exec: bool) -> None:
+    """Streams the product never opens, sent straight on the agent's connection: nothing
+    reaches the cluster, each is answered 403 by the agent."""
+    import json as json_
+
+    tunneled(allow_exec)
+    mux = live.app.extensions["tunnels"].pick("prod")
+    path = "/api/v1/namespaces/default/pods/web-1/exec"
+    asks = [
+        {"method": "GET", "path": path, "query": "command=sh", "headers": []},  # no upgrade
+        {"method": "POST", "path": path, "query": "command=sh", "headers": [],
+         "upgrade": "websocket", "protocols": ["v5.channel.k8s.io"]},
+        {"method": "GET", "path": path.replace("exec", "attach"), "query": "stdin=true",
+         "headers": [], "upgrade": "websocket", "protocols": ["v5.channel.k8s.io"]},
+        {"method": "GET", "path": path, "query": "command=sh&stdin=true&tty=true",
+         "headers": [["Authorization", "Bearer stolen"]], "upgrade": "websocket",
+         "protocols": ["v5.channel.k8s.io"]},
+    ]
+    for ask in asks:
+        stream = mux.open(ask)
+        if "upgrade" not in ask:
+            stream.end()
+        head = stream.wait_head(WAIT)
+        assert head["status"] == 403, ask
+        body = b""
+        while (data := stream.read(timeout=WAIT)) is not None:
+            body += data
+        assert "refused by the agent" in json_.loads(body)["message"], ask
+    assert not [r for r in list(live.sim.stats.requests)
+                if r.path.endswith(("/exec", "/attach"))]
