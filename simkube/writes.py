@@ -37,12 +37,16 @@ class Writes(Exchange):
             meta["namespace"] = route.namespace
         return obj
 
-    def _manager(self, query: dict[str, str]) -> str:
-        applying.check_options(query, applying=False)
+    def _manager(self, query: dict[str, str], patch: bool = False) -> str:
+        """Who a write is recorded for; a patch's options are checked as the server checks
+        PatchOptions (a create's or an update's have no `force` to refuse)."""
+        if patch:
+            applying.check_options(query, applying=False)
         return applying.manager_of(query, self.headers.get("User-Agent"))
 
     def _create(self, route: Route, body: bytes, query: dict[str, str] | None = None) -> None:
         manager = self._manager(query or {})
+        dry = (query or {}).get("dryRun") == "All"
         obj = self._check_body(route, self._json_body(body))
         rt = route.rt
         if rt.status_subresource:
@@ -55,7 +59,8 @@ class Writes(Exchange):
             self.cluster.store.generate_name(rt, obj)  # the Job's labels name it
         obj = defaults.apply(rt.plural, obj)
         applying.record_update(rt, None, obj, manager)
-        created = self.cluster.store.create(rt, obj, keep_uid=True)
+        store = self.cluster.store
+        created = store.dry_create(rt, obj) if dry else store.create(rt, obj, keep_uid=True)
         self._send(201, dumps(created))
 
     def _update(self, route: Route, body: bytes, query: dict[str, str] | None = None) -> None:
@@ -82,7 +87,7 @@ class Writes(Exchange):
         if ctype.split(";", 1)[0].strip().lower() == patching.APPLY_YAML and not route.sub:
             self._apply(route, body, query)
             return
-        manager = self._manager(query)
+        manager = self._manager(query, patch=True)
         doc = self._json_body(body, ctype)
         rt = route.rt
         name = route.name

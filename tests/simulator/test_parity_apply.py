@@ -195,3 +195,12 @@ def test_an_unknown_dry_run_value_is_refused(wire: Wire, target_namespace: str) 
         "reason": "FieldValueNotSupported", "field": "dryRun",
         "message": 'Unsupported value: ["Some"]: supported values: "All"'}]
     assert wire("GET", path)[0] == 404
+
+
+def test_a_dry_run_create_stores_nothing(wire: Wire, target_namespace: str) -> None:
+    ns = target_namespace
+    base = f"/api/v1/namespaces/{ns}/configmaps"
+    code, made = wire("POST", base, config_map(ns, {"a": "1"}), dryRun="All",
+                      fieldManager="kubectl-create")
+    assert code == 201 and made["data"] == {"a": "1"}
+    assert wire("GET", base + "/app")[0] == 404
