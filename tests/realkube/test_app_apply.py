@@ -5,11 +5,16 @@ RBAC still decides what the app's identity may write."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import kubernetes
 import yaml
-from watch.conftest import Browser, Live
+from watch.conftest import WAIT, Browser, Live, eventually
+
+from webapp import agents, tokens
+from webapp.tunnel.agent import Agent, Settings
+from webapp.watch.kube import Connection
 
 from .cluster import ADMIN, RealCluster
 
@@ -112,3 +117,56 @@ def test_the_clusters_rbac_decides_what_the_app_may_write(
     assert "is forbidden: User \"system:serviceaccount:agentwatch:agent\" cannot" in \
         response.json()["error"]["message"]
     assert v1.read_namespaced_config_map("app", namespace).data == {"level": "info"}
+
+
+def test_through_the_agents_tunnel_with_its_own_rights(
+        live: Live, realkube: RealCluster, admin_api: kubernetes.client.ApiClient,
+        namespace: str) -> None:
+    """The agent, started with --allow-apply as the agent service account (whose rights let
+    it patch Deployments), carries the dry run, the conflict and the forced apply to the
+    real server; the server records agentwatch as the field's manager."""
+    apps = kubernetes.client.AppsV1Api(admin_api)
+    labels = {"app": "web"}
+    apps.create_namespaced_deployment(namespace, {
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": labels},
+                 "template": {"metadata": {"labels": labels}, "spec": {
+                     "containers": [{"name": "web", "image": "nginx:1.27"}]}}}},
+        field_manager="kubectl-create")
+    live.user("alice", "admin")
+    with live.app.app_context():
+        _, token = tokens.create(agents.create("prod", tunnel=True), "in-cluster", "alice")
+    agent = Agent(Settings(live.base_url, token, Connection(kubeconfig=str(live.kubeconfig)),
+                           backoff_initial=0.05, backoff_max=0.5, allow_apply=True))
+    thread = threading.Thread(target=agent.run, daemon=True)
+    thread.start()
+    try:
+        assert agent.connected.wait(WAIT)
+        eventually(lambda: live.app.extensions["tunnels"].count("prod") == 1)
+        alice = live.browser("alice")
+        target = {"group": "apps", "version": "v1", "resource": "deployments",
+                  "namespace": namespace, "name": "web"}
+        shown = alice.http.get(f"{live.base_url}{BASE}/manifest", params=target, timeout=30)
+        assert shown.status_code == 200, shown.text
+        doc = yaml.safe_load(shown.json()["yaml"])
+        assert "managedFields" not in doc["metadata"] and "status" not in doc
+        doc["spec"]["replicas"] = 3
+        body = {"mode": "edit", **target, "yaml": yaml.safe_dump(doc)}
+
+        preview = alice.post(BASE + "/apply/preview", body)
+        assert preview.status_code == 200, preview.text
+        assert preview.json()["conflicts"] == [{
+            "field": ".spec.replicas", "manager": "kubectl-create",
+            "message": 'conflict with "kubectl-create" using apps/v1'}]
+        assert {"path": "spec.replicas", "old": 1, "new": 3} in preview.json()["diff"]
+        assert apps.read_namespaced_deployment("web", namespace).spec.replicas == 1
+
+        forced = alice.post(BASE + "/apply", {**body, "force": True})
+        assert forced.status_code == 200, forced.text
+        current = apps.read_namespaced_deployment("web", namespace)
+        assert current.spec.replicas == 3
+        assert any(m.manager == "agentwatch" and m.operation == "Apply"
+                   for m in current.metadata.managed_fields)
+    finally:
+        agent.stop()
+        thread.join(WAIT)
