@@ -255,7 +255,7 @@ def test_pod_panel_shows_metadata_yaml_events_logs_and_actions(
     assert "kind: Pod" in manifest[1] and "containers:" in manifest[1]
     assert "phase: Running" in manifest[1] and "managedFields" not in manifest[1]
     assert [tab for tab in re.findall(r'role="tab" id="panel-tab-(\w+)"', html)] == [
-        "overview", "yaml", "events", "logs", "activity"]
+        "overview", "yaml", "events", "logs", "changes", "activity"]
     events = html[html.index('id="panel-events"'):]
     assert "pulled the image" in events and "Scheduled" in events
     uid = pod["metadata"]["uid"]

@@ -48,8 +48,10 @@ def server_write(live: Live, method: str, path: str, body: Any, content_type: st
     doc = yaml.safe_load(live.kubeconfig.read_text())
     token = doc["users"][0]["user"]["token"]
     url = live.sim._servers[-1].url + path
-    answer = requests.request(method, url, data=json.dumps(body),
-                              params={"fieldManager": manager} if manager else {},
+    params = {"fieldManager": manager} if manager else {}
+    if content_type == "application/apply-patch+yaml":
+        params["force"] = "true"  # as Flux applies: what it declares is its own
+    answer = requests.request(method, url, data=json.dumps(body), params=params,
                               headers={"Authorization": f"Bearer {token}",
                                        "Content-Type": content_type}, timeout=WAIT)
     assert answer.status_code < 300, answer.text
@@ -228,3 +230,45 @@ def test_an_apply_from_the_cluster_tab_names_the_person(live: Live, reach: str) 
             "ConfigMap shop/app: data.a 1 → 10 by alice (agentwatch)"
     finally:
         recorder.stop()
+
+
+def panel_part(live: Live, browser: Any, resource: str, name: str, group: str = "",
+               version: str = "v1") -> str:
+    answer = requests.get(live.base_url + "/agents/prod/cluster/object",
+                          params={"group": group, "version": version, "resource": resource,
+                                  "namespace": "shop", "name": name, "part": "changes"},
+                          headers={"Cookie": browser.cookie_header(), "HX-Request": "true"},
+                          timeout=WAIT)
+    assert answer.status_code == 200, answer.text
+    return answer.text
+
+
+def test_the_panel_shows_changes_and_a_failing_pod_what_changed_before(
+        live: Live, recording: Any) -> None:
+    server_write(live, "PATCH", DEPLOYMENT, {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {"template": {
+            "metadata": {"annotations": {"simcluster.agentwatch.dev/state": "CrashLoopBackOff"}},
+            "spec": {"containers": [{"name": "web", "image": "web:2.0"}]}}}},
+        "application/apply-patch+yaml", "flux")
+    changes(live, 1)
+    alice = live.browser("alice")
+    html = panel_part(live, alice, "deployments", "web", "apps")
+    assert "spec.template.spec.containers[web].image" in html
+    assert "<del>web:1.8</del>" in html and "<ins>web:2.0</ins>" in html and "flux" in html
+
+    def crashing() -> str | None:
+        for pod in live.sim.list("pods", "shop"):
+            for status in (pod.get("status") or {}).get("containerStatuses") or []:
+                waiting = (status.get("state") or {}).get("waiting") or {}
+                if waiting.get("reason") == "CrashLoopBackOff":
+                    return str(pod["metadata"]["name"])
+        return None
+
+    pod = eventually(crashing, timeout=WAIT * 3)
+    html = panel_part(live, alice, "pods", pod)
+    assert 'class="changed-before"' in html
+    line = html.split('class="changed-before" role="status">')[1].split("</p>")[0]
+    assert line.startswith("Changed ") and " before it failed: Deployment shop/web: " in line
+    assert line.endswith("by flux")

@@ -56,3 +56,10 @@ def value(v: Any) -> str:
     text = v if isinstance(v, str) else json.dumps(v, separators=(",", ":"),
                                                   ensure_ascii=False)
     return text if len(text) <= _SHORT else text[:_SHORT - 1] + "…"
+
+
+def value_in_full(v: Any) -> str:
+    """A value as the Changes tab shows it (already bounded when it was stored)."""
+    if v is None:
+        return "(none)"
+    return v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)

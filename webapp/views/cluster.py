@@ -22,9 +22,10 @@ import yaml
 from flask import Blueprint, Flask, Response, current_app, g, render_template, request, url_for
 from markupsafe import Markup
 
-from .. import agents, users
+from .. import agents, clock, users
 from ..api.errors import json_error
 from ..auth import login_required
+from ..changes import panel as changes_panel
 from ..errors import Invalid
 from ..models import Agent
 from ..watch import (
@@ -282,7 +283,7 @@ def list_rows(name: str) -> Response:
 
 # --- the side panel ---------------------------------------------------------------------
 
-PANEL_TABS = ("overview", "yaml", "events", "logs", "activity")
+PANEL_TABS = ("overview", "yaml", "events", "logs", "changes", "activity")
 RELATION_WATCHES = 4  # followed live by the page; more kinds are refreshed by polling
 RELATIONS_POLL_SECONDS = 10
 RELATIONS_SNAPSHOT_TIMEOUT = 5.0
@@ -496,6 +497,11 @@ def object_panel(name: str) -> tuple[str, int] | Response:
     if part == "details":
         return render_template("cluster/_panel_details.html", with_manifest=True,
                                **details), 200
+    if part == "changes":  # what changed (webapp/changes)
+        return render_template("cluster/_panel_changes.html", agent=agent,
+                               **changes_panel.context(agent.id, kind,
+                                                       params.namespace or "", object_name,
+                                                       obj, clock.now())), 200
     if part == "relations":
         tree, world = _relations(agent, identity, params, served_kind, obj)
         followed = world.watched[:RELATION_WATCHES]
@@ -539,6 +545,7 @@ def object_panel(name: str) -> tuple[str, int] | Response:
         details_url=_panel_url(agent, params, meta["name"], part="details"),
         relations_url=_panel_url(agent, params, meta["name"], part="relations"),
         activity_url=_panel_url(agent, params, meta["name"], part="activity"),
+        changes_url=_panel_url(agent, params, meta["name"], part="changes"),
         events_columns=rows.columns(events), event_rows=event_rows, events_error=snap.error,
         actions=_actions(params, served_kind, obj) if access.can_act(g.user, agent) else [],
         node_care=node_care_panel.panel(g.user, agent, params, obj), shell=shell,

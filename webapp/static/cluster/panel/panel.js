@@ -9,6 +9,7 @@ import { refreshAges } from "../ages.js";
 import { TableSink } from "../lists/sinks.js";
 import { Table } from "../lists/table.js";
 import { wireActions } from "./actions.js";
+import { loadChanges } from "./changes.js";
 import { addressState, addressWith } from "./address.js";
 import { Details } from "./details.js";
 import { LogView } from "./logs.js";
@@ -219,6 +220,7 @@ export class Panel {
     if (tab === "logs" && this.logs && !this.logs.started) this.logs.start();
     if (tab === "shell" && this.terminal) this.terminal.refit();
     if (tab === "activity") this.loadActivity(panel);
+    if (tab === "changes") loadChanges(panel);
     if (record && this.ref) history.replaceState(history.state, "", addressWith(this.ref, tab));
   }
 

@@ -1,0 +1,42 @@
+"""Changes read back for pages: one object's (its panel's Changes tab), the newest of a
+failing pod's owners before it failed, and an agent's recent ones (fleet views)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import select
+
+from .. import db
+from ..models import Event
+
+TYPE = "object_changed"
+PANEL_LIMIT = 50
+
+
+def for_object(agent_id: int, scope: str, limit: int = PANEL_LIMIT) -> list[Event]:
+    """`scope`'s changes (`Kind/namespace/name`), newest first."""
+    return list(db.session().scalars(
+        select(Event).where(Event.agent_id == agent_id, Event.type == TYPE,
+                            Event.details["object"].as_string() == scope)
+        .order_by(Event.happened_at.desc(), Event.id.desc()).limit(limit)))
+
+
+def newest_of(agent_id: int, scopes: list[str], before: datetime | None = None) -> Event | None:
+    """The newest change of any of `scopes` (a pod's owners), at or before `before`."""
+    if not scopes:
+        return None
+    stmt = select(Event).where(Event.agent_id == agent_id, Event.type == TYPE,
+                               Event.details["object"].as_string().in_(scopes))
+    if before is not None:
+        stmt = stmt.where(Event.happened_at <= before)
+    return db.session().scalars(
+        stmt.order_by(Event.happened_at.desc(), Event.id.desc()).limit(1)).first()
+
+
+def since(agent_id: int, start: datetime, limit: int = 200) -> list[Event]:
+    """An agent's changes from `start` on ("changed in the last hour"), newest first."""
+    return list(db.session().scalars(
+        select(Event).where(Event.agent_id == agent_id, Event.type == TYPE,
+                            Event.happened_at >= start)
+        .order_by(Event.happened_at.desc(), Event.id.desc()).limit(limit)))
