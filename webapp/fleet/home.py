@@ -88,7 +88,8 @@ class Row:
     @property
     def urgency(self) -> tuple[int, int, str]:
         """Sort key: cut off first, then what needs attention most, then by name."""
-        down = self.problem is not None or self.status.state != "connected"
+        # Not read now (a direct agent's heartbeat says nothing of its cluster's reach).
+        down = self.problem is not None
         failed_sync = self.last_sync is not None and self.last_sync.level == "error"
         weight = (self.state.needing if self.state else 0) + self.failures + int(failed_sync)
         return (0 if down else 1 if weight else 2, -weight, self.agent.name)
