@@ -188,7 +188,11 @@ class Poll:
     def _run(self) -> None:
         try:
             while not self.stopped and not self._idle():
-                self._read()
+                try:
+                    self._read()
+                except Exception:  # an answer read wrong: said, and read again next time
+                    log.exception("reading usage of %s failed", self.scope.agent)
+                    self._failed(KubeError(0, "BadResponse", "unreadable metrics answer"))
                 self._first.set()
                 with self._lock:
                     listeners = list(self._listeners)
