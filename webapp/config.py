@@ -164,12 +164,14 @@ DEFAULTS: dict[str, Any] = {
     # The search palette's index (search/): names, kinds, namespaces and labels per agent,
     # listed again every SEARCH_REFRESH_SECONDS while searched, dropped SEARCH_KEEP_SECONDS
     # after the last search; at most SEARCH_MAX_OBJECTS per agent and SEARCH_MAX_INDEXES
-    # (agent, identity) indexes; SEARCH_MAX_RESULTS results per query.
+    # (agent, identity) indexes; SEARCH_MAX_RESULTS results per query, ranked among the first
+    # SEARCH_MAX_CANDIDATES matches found (exact names first, then names starting with it).
     "SEARCH_REFRESH_SECONDS": 60,
     "SEARCH_KEEP_SECONDS": 600,
     "SEARCH_MAX_OBJECTS": 100000,
     "SEARCH_MAX_INDEXES": 64,
     "SEARCH_MAX_RESULTS": 30,
+    "SEARCH_MAX_CANDIDATES": 5000,
     # An agent's open tunnels per server process (its replicas each hold one or two).
     "MAX_TUNNELS_PER_AGENT": 8,
     # Long-lived connections (WebSockets, tunnels, streams) of all users and agents per
@@ -296,7 +298,7 @@ _INT_KEYS = {
     "WATCH_VIEW_MAX_ROWS", "SUMMARY_KEEP_SECONDS",
     "FLEET_REFRESH_SECONDS", "FLEET_WAIT_SECONDS", "FLEET_MAX_LABELS",
     "SEARCH_REFRESH_SECONDS", "SEARCH_KEEP_SECONDS", "SEARCH_MAX_OBJECTS", "SEARCH_MAX_INDEXES",
-    "SEARCH_MAX_RESULTS",
+    "SEARCH_MAX_RESULTS", "SEARCH_MAX_CANDIDATES",
     "MAX_LOG_PODS",
     "EXEC_IDLE_SECONDS", "EXEC_MAX_PER_USER", "EXEC_MAX_SESSIONS", "EXEC_CONNECT_SECONDS",
     "EXEC_MAX_COMMAND_BYTES",

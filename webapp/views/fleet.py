@@ -139,7 +139,8 @@ def search_json() -> Response:
         if problem:
             missing.append({"agent": agent.name, "problem": problem})
     limit = int(current_app.config["SEARCH_MAX_RESULTS"])
-    hits = search(indexes, text, limit, recent=_indexes().recent(g.user.name)) \
+    hits = search(indexes, text, limit, recent=_indexes().recent(g.user.name),
+                  candidates=int(current_app.config["SEARCH_MAX_CANDIDATES"])) \
         if words else []
     objects = [{
         "agent": hit.agent, "kind": hit.entry.kind, "ref": hit.entry.ref,
