@@ -135,12 +135,14 @@ def test_usage_columns_sort_on_the_server(signed_in: Page, sim: SimCluster) -> N
 def test_a_leaking_pod_climbs_the_list_and_the_strip_counts_it(signed_in: Page,
                                                                sim: SimCluster) -> None:
     page = signed_in
-    sim.metrics.enable(climb_seconds=8)
-    sim.add_pod("shop", "steady", [_container("256Mi")])
-    sim.add_pod("shop", "leaky", [_container("64Mi", "900Mi")],
+    # 20 s to its limit: at 90 % of it or more for its last 3 s, read every second.
+    sim.metrics.enable(climb_seconds=20)
+    # kubectl's order puts "a-steady" first; only usage puts leaky before it.
+    sim.add_pod("shop", "a-steady", [_container("256Mi")])  # 179-230Mi
+    sim.add_pod("shop", "leaky", [_container("64Mi", "480Mi")],  # from 160Mi up to 480Mi
                 annotations={CLIMB_ANNOTATION: "climb"})
     page.goto("/agents/prod/cluster?namespace=shop&sort=memory&dir=desc")
-    # leaky passes steady on its way to its limit: the server re-orders the list.
+    # leaky passes a-steady on its way to its limit: the server re-orders the list.
     page.wait_for_function("""() => (document.querySelector('#pods tbody.rows > tr') || {})
         .dataset?.name === 'leaky'""", timeout=SLOW * 2)
     near = page.locator("[data-usage-near]")

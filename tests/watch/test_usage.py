@@ -77,7 +77,7 @@ def test_a_lists_usage_against_limits(live: Live, reached: str) -> None:
     assert body["available"] and body["message"] is None
     assert set(body["pods"]) == {"shop/web-1", "shop/web-2"}  # its namespaces only
     cpu, memory, cpu_limit, memory_limit, cpu_request, memory_request = body["pods"]["shop/web-1"]
-    assert 0 < cpu <= 500 and 90 * MI < memory < 150 * MI
+    assert 0 < cpu <= 500 and 0.7 * 128 * MI <= memory <= 0.9 * 128 * MI
     assert (cpu_limit, memory_limit, cpu_request, memory_request) == (500, 512 * MI, 100,
                                                                        128 * MI)
     assert body["nearLimit"] == 0
@@ -132,30 +132,37 @@ def test_bad_requests_are_refused_with_a_reason(live: Live, reached: str) -> Non
 
 def test_a_view_sorted_by_memory_follows_usage(live: Live, reached: str) -> None:
     live.sim.metrics.enable(climb_seconds=6)
+    # Usage stays within 70-90 % of the request: small < medium < big, whatever moves.
     live.sim.add_pod("shop", "small", [_container("64Mi")])
-    live.sim.add_pod("shop", "big", [_container("256Mi")])
+    live.sim.add_pod("shop", "big", [_container("256Mi")])  # 179-230Mi
     live.sim.add_pod("shop", "medium", [_container("128Mi")])
-    # Climbs from 1/3 of 900Mi to all of it, passing "big" on the way, then restarts.
-    live.sim.add_pod("shop", "leaky", [_container("64Mi", "900Mi")],
+    # Climbs from a third of 480Mi (160Mi, below big) to all of it (above), is killed there
+    # and starts again low.
+    live.sim.add_pod("shop", "leaky", [_container("64Mi", "480Mi")],
                      annotations={CLIMB_ANNOTATION: "climb"})
     ws = live.ws(token=live.token("alice"))
     _view(ws, "v", 10, sort="memory", dir="desc", numeric=True,
           params={"namespace": "shop"})
     page = Page()
-    firsts: set[str] = set()
+    firsts: list[str] = []  # the first row, each time it changed
 
-    def follow(want: set[str]) -> bool:
+    def follow() -> bool:
         page.apply(ws.recv())
         names = page.names
         if len(names) == 4:
-            firsts.add(names[0])
+            if not firsts or firsts[-1] != names[0]:
+                firsts.append(names[0])
             # Whatever leaky does, the others stay in their usage's order.
             assert [n for n in names if n != "leaky"] == ["big", "medium", "small"]
-        return want <= firsts
+        # leaky passed big on its way up, then fell back below it when it restarted (the
+        # list's first screen, before any usage, is in kubectl's order: big first).
+        return "leaky" in firsts and firsts[-1] == "big" and \
+            firsts.index("leaky") < len(firsts) - 1
 
-    # leaky is first while it is near its limit, and not right after it restarts.
-    eventually(lambda: follow({"leaky", "big"}), timeout=60, interval=0)
+    eventually(follow, timeout=60, interval=0)
     assert page.total == 4
+    restarts = live.sim.get("pods", "leaky", "shop")["status"]["containerStatuses"][0]
+    assert restarts["restartCount"] >= 1
 
 
 def test_a_workloads_usage_is_its_running_pods(live: Live, reached: str) -> None:
@@ -173,7 +180,8 @@ def test_a_workloads_usage_is_its_running_pods(live: Live, reached: str) -> None
     workloads = eventually(read)
     assert workloads is not None
     cpu, memory, memory_limit, pods = workloads["deployments/shop/web"]
-    assert pods == 2 and memory_limit == 512 * MI and 200 * MI < memory < 300 * MI and cpu > 0
+    assert pods == 2 and memory_limit == 512 * MI and cpu > 0
+    assert 2 * 0.7 * 128 * MI <= memory <= 2 * 0.9 * 128 * MI
     replicasets = [key for key in workloads if key.startswith("replicasets/shop/web-")]
     assert len(replicasets) == 1 and workloads[replicasets[0]][3] == 2
     assert workloads["statefulsets/shop/db"][2:] == [128 * MI, 1]
