@@ -129,4 +129,4 @@ def test_a_leaking_pod_climbs_to_its_limit_and_restarts(cluster: SimCluster,
     assert status["lastState"]["terminated"]["exitCode"] == 137
     assert max(seen) > 100 * 1024 ** 2  # it climbed near the limit,
     # and started low (a third of the limit; its start is known to the second)
-    assert min(seen) < 80 * 1024 ** 2  # and started low
+    assert min(seen) < 80 * 1024 ** 2
