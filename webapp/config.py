@@ -157,10 +157,12 @@ DEFAULTS: dict[str, Any] = {
     "SUMMARY_KEEP_SECONDS": 300,
     # The fleet home (fleet/home.py): its page refreshes every FLEET_REFRESH_SECONDS and waits
     # at most FLEET_WAIT_SECONDS for counts just started; an agent has at most
-    # FLEET_MAX_LABELS labels (set by admins).
+    # FLEET_MAX_LABELS labels (set by admins). FLEET_THREADS agents' clusters are read side
+    # by side for one page.
     "FLEET_REFRESH_SECONDS": 15,
     "FLEET_WAIT_SECONDS": 2,
     "FLEET_MAX_LABELS": 10,
+    "FLEET_THREADS": 8,
     # The search palette's index (search/): names, kinds, namespaces and labels per agent,
     # listed again every SEARCH_REFRESH_SECONDS while searched, dropped SEARCH_KEEP_SECONDS
     # after the last search; at most SEARCH_MAX_OBJECTS per agent and SEARCH_MAX_INDEXES
@@ -296,7 +298,7 @@ _INT_KEYS = {
     "LOGIN_LOCKOUT_MAX_SECONDS", "TUNNEL_PEER_PORT",
     "MAX_SOCKETS_PER_USER", "MAX_STREAMS_PER_USER", "MAX_WATCHES_PER_USER", "WATCH_QUEUE_LIMIT",
     "WATCH_VIEW_MAX_ROWS", "SUMMARY_KEEP_SECONDS",
-    "FLEET_REFRESH_SECONDS", "FLEET_WAIT_SECONDS", "FLEET_MAX_LABELS",
+    "FLEET_REFRESH_SECONDS", "FLEET_WAIT_SECONDS", "FLEET_MAX_LABELS", "FLEET_THREADS",
     "SEARCH_REFRESH_SECONDS", "SEARCH_KEEP_SECONDS", "SEARCH_MAX_OBJECTS", "SEARCH_MAX_INDEXES",
     "SEARCH_MAX_RESULTS", "SEARCH_MAX_CANDIDATES",
     "MAX_LOG_PODS",

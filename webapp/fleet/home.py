@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
@@ -128,9 +129,10 @@ class Remembered:
 class Fleet:
     """The fleet home's rows for one person (see the module)."""
 
-    def __init__(self, counts: FleetCounts, usage: Usage | None) -> None:
+    def __init__(self, counts: FleetCounts, usage: Usage | None, threads: int = 8) -> None:
         self.counts = counts
         self.usage = usage
+        self.threads = threads
         self.remembered = Remembered()
 
     def rows(self, user: User, wanted: agent_labels.Labels | None = None,
@@ -144,15 +146,26 @@ class Fleet:
         failures = _failures_since(now - timedelta(hours=1))
         rows = [Row(a, agents.status(a), found[a.id], days.get(a.id, histogram.Day()),
                     last_sync=_last_sync(a), failures=failures.get(a.id, 0)) for a in visible]
-        started: list[tuple[Row, Identity, Counts | None]] = []
-        for row in rows:  # every count starts before any is waited for
-            identity = access.identity(user, row.agent)
-            started.append((row, identity, self._start(row, identity)))
-        deadline = time.monotonic() + wait
-        for row, identity, counts in started:
+        identities = [access.identity(user, row.agent) for row in rows]
+        app = current_app._get_current_object()  # type: ignore[attr-defined]
+
+        def start(row: Row, identity: Identity) -> Counts | None:
+            with app.app_context():
+                return self._start(row, identity)
+
+        def read(row: Row, identity: Identity, counts: Counts | None) -> None:
             if counts is not None:
                 counts.wait(deadline)
-            self._read(row, identity, counts, now)
+            with app.app_context():
+                self._read(row, identity, counts, now)
+
+        # Each agent's discovery, counts, version and usage ask its cluster: side by side,
+        # so fifty clusters cost about what the slowest few do. Every count starts before
+        # any is waited for.
+        with ThreadPoolExecutor(self.threads, thread_name_prefix="fleet") as pool:
+            started = list(pool.map(start, rows, identities))
+            deadline = time.monotonic() + wait
+            list(pool.map(read, rows, identities, started))
         rows.sort(key=lambda r: r.urgency)
         return rows
 

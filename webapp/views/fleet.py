@@ -36,7 +36,8 @@ def _fleet() -> Fleet:
             counts = FleetCounts(current_app.extensions["watch_hub"],
                                  float(current_app.config["SUMMARY_KEEP_SECONDS"]))
             found = current_app.extensions["fleet"] = Fleet(
-                counts, current_app.extensions.get("usage"))
+                counts, current_app.extensions.get("usage"),
+                int(current_app.config["FLEET_THREADS"]))
         return found
 
 
