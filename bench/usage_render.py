@@ -52,7 +52,7 @@ LIVE = f"""() => document.querySelectorAll('{ROWS}').length >= 100 &&
 USAGE = f"""() => {{
     const rows = document.querySelectorAll('{ROWS}');
     return rows.length >= 100 && Array.from(rows).every(
-        r => r.querySelector('td[data-col="memory"] .usage'));
+        r => r.querySelector('td[data-col="memory-usage"] .usage'));
 }}"""
 
 

@@ -34,8 +34,8 @@ def shoot(base_url: str, out: Path) -> list[Path]:
             page = context.new_page()
             sign_in(page, "admin", PASSWORD)
             page.goto(f"/agents/{AGENT}/cluster?kind=pods&namespace=shop"
-                      "&sort=memory&dir=desc")
-            page.locator("#pods tbody.rows tr td[data-col='memory'] .usage").first.wait_for(
+                      "&sort=memory-usage&dir=desc")
+            page.locator("#pods tbody.rows tr td[data-col='memory-usage'] .usage").first.wait_for(
                 timeout=30_000)
             time.sleep(0.5)
             target = out / f"usage-{scheme}.png"

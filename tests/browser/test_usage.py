@@ -108,19 +108,19 @@ def test_usage_columns_sort_on_the_server(signed_in: Page, sim: SimCluster) -> N
     sim.add_pod("shop", "medium", [_container("128Mi")])
     page.goto("/agents/prod/cluster?kind=pods&namespace=shop")
     expect(page.locator(PODS)).to_have_count(3, timeout=SLOW)
-    memory = page.locator('#pods thead th[data-col="memory"]')
+    memory = page.locator('#pods thead th[data-col="memory-usage"]')
     expect(memory).to_be_visible(timeout=SLOW)
-    expect(page.locator('#pods thead th[data-col="cpu"]')).to_be_visible()
+    expect(page.locator('#pods thead th[data-col="cpu-usage"]')).to_be_visible()
     # As kubectl top prints them, with a bar against the pod's limit.
-    cell = page.locator(f'{PODS}[data-name="big"] td[data-col="memory"]')
+    cell = page.locator(f'{PODS}[data-name="big"] td[data-col="memory-usage"]')
     expect(cell).to_have_text(re.compile(r"^\s*\d+Mi\s*$"), timeout=SLOW)
     expect(cell.locator("meter")).to_have_attribute("max", str(512 * 1024 ** 2))
-    expect(page.locator(f'{PODS}[data-name="big"] td[data-col="cpu"]')).to_have_text(
+    expect(page.locator(f'{PODS}[data-name="big"] td[data-col="cpu-usage"]')).to_have_text(
         re.compile(r"^\s*\d+m\s*$"))
     expect(page.locator("#usage-note")).to_be_hidden()
 
     memory.locator("button.sort").click()
-    expect(page).to_have_url(re.compile(r"sort=memory"))
+    expect(page).to_have_url(re.compile(r"sort=memory-usage"))
     _shows(page, ["small", "medium", "big"])
     memory.locator("button.sort").click()
     expect(page).to_have_url(re.compile(r"dir=desc"))
@@ -141,7 +141,7 @@ def test_a_leaking_pod_climbs_the_list_and_the_strip_counts_it(signed_in: Page,
     sim.add_pod("shop", "a-steady", [_container("256Mi")])  # 179-230Mi
     sim.add_pod("shop", "leaky", [_container("64Mi", "480Mi")],  # from 160Mi up to 480Mi
                 annotations={CLIMB_ANNOTATION: "climb"})
-    page.goto("/agents/prod/cluster?namespace=shop&sort=memory&dir=desc")
+    page.goto("/agents/prod/cluster?namespace=shop&sort=memory-usage&dir=desc")
     # leaky passes a-steady on its way to its limit: the server re-orders the list.
     page.wait_for_function("""() => (document.querySelector('#pods tbody.rows > tr') || {})
         .dataset?.name === 'leaky'""", timeout=SLOW * 2)
@@ -159,7 +159,7 @@ def test_a_pods_panel_draws_its_usage_live(signed_in: Page, sim: SimCluster) -> 
     usage = page.locator(".panel-usage")
     expect(usage.locator("h3")).to_have_text("Resource usage", timeout=SLOW)
     row = usage.locator('tr[data-container="app"]')
-    memory = row.locator('td[data-col="memory"]')
+    memory = row.locator('td[data-col="memory-usage"]')
     expect(memory).to_contain_text("/ 512Mi", timeout=SLOW)
     expect(memory.locator(".usage")).to_have_attribute("title", re.compile(r"of 512Mi limit"))
     spark = row.locator("svg.usage-spark").nth(1)
@@ -177,10 +177,14 @@ def test_a_nodes_panel_shows_its_pods(signed_in: Page, sim: SimCluster) -> None:
     sim.add_pod("shop", "web-1", [_container("128Mi")])
     page.goto("/agents/prod/cluster?kind=nodes")
     node = page.locator('#nodes tbody.rows > tr[data-name="sim-worker"]')
-    expect(node.locator('td[data-col="memory"] meter')).to_have_count(1, timeout=SLOW)
+    expect(node.locator('td[data-col="memory-usage"] meter')).to_have_count(1, timeout=SLOW)
+    # Beside what the node offers, which stays as the API server's status says.
+    expect(page.locator('#nodes thead th[data-col="cpu-usage"]')).to_have_text("CPU used")
+    expect(page.locator('#nodes thead th[data-col="cpu"]')).to_have_text("CPU")
+    expect(node.locator('td[data-col="cpu"]')).not_to_have_text(re.compile(r"m$"))
     node.locator("a.object-link").click()
     usage = page.locator(".panel-usage")
-    expect(usage.locator('dd[data-col="memory"] .usage')).to_have_attribute(
+    expect(usage.locator('dd[data-col="memory-usage"] .usage')).to_have_attribute(
         "title", re.compile(r"of \d+Mi allocatable"), timeout=SLOW)
     expect(usage.locator('.usage-pods tr[data-name="web-1"]')).to_be_visible(timeout=SLOW)
 
@@ -194,7 +198,7 @@ def test_without_metrics_server_one_sentence_says_so(signed_in: Page, sim: SimCl
     expect(page.locator(".usage-note")).to_have_count(1)
     # Everything else works: the list, no usage columns, the panel.
     expect(page.locator(PODS)).to_have_count(1, timeout=SLOW)
-    expect(page.locator('#pods thead th[data-col="memory"]')).to_have_count(0)
+    expect(page.locator('#pods thead th[data-col="memory-usage"]')).to_have_count(0)
     page.locator(f'{PODS}[data-name="web-1"] a.object-link').click()
     expect(page.locator(".panel-usage .usage-unavailable")).to_contain_text(
         "no metrics-server", timeout=SLOW)
@@ -208,11 +212,11 @@ def test_a_workloads_list_sums_its_pods(signed_in: Page, sim: SimCluster) -> Non
     sim.create(builders.deployment("shop", "small", [_container("64Mi")], 1))
     page.goto("/agents/prod/cluster?kind=deployments.apps&namespace=shop")
     rows = "#deployments tbody.rows > tr"
-    cell = page.locator(f'{rows}[data-name="big"] td[data-col="memory"]')
+    cell = page.locator(f'{rows}[data-name="big"] td[data-col="memory-usage"]')
     expect(cell.locator("meter")).to_have_attribute("max", str(1024 * 1024 ** 2), timeout=SLOW)
     expect(cell.locator(".usage")).to_have_attribute("title", re.compile(r"over 2 pods"))
-    page.locator('#deployments thead th[data-col="memory"] button.sort').click()
-    page.locator('#deployments thead th[data-col="memory"] button.sort').click()
+    page.locator('#deployments thead th[data-col="memory-usage"] button.sort').click()
+    page.locator('#deployments thead th[data-col="memory-usage"] button.sort').click()
     page.wait_for_function("""() => Array.from(document.querySelectorAll(
         '#deployments tbody.rows > tr'), r => r.dataset.name).join() === 'big,small'""",
                            timeout=SLOW)

@@ -141,7 +141,7 @@ def test_a_view_sorted_by_memory_follows_usage(live: Live, reached: str) -> None
     live.sim.add_pod("shop", "leaky", [_container("64Mi", "480Mi")],
                      annotations={CLIMB_ANNOTATION: "climb"})
     ws = live.ws(token=live.token("alice"))
-    _view(ws, "v", 10, sort="memory", dir="desc", numeric=True,
+    _view(ws, "v", 10, sort="memory-usage", dir="desc", numeric=True,
           params={"namespace": "shop"})
     page = Page()
     firsts: list[str] = []  # the first row, each time it changed

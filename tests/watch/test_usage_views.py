@@ -89,7 +89,7 @@ def test_a_resort_leaves_every_page_with_the_list_in_its_new_order() -> None:
     for name in names:
         usage.values[("shop", name)] = str(rng.randrange(1000)) if rng.random() > 0.1 else ""
     cache = {name: _Cached("1", _row(name)) for name in names}
-    spec = ViewSpec("memory", descending=True, numeric=True, joined=usage)
+    spec = ViewSpec("memory-usage", descending=True, numeric=True, joined=usage)
     view = View(spec, [_Source(cache)])
     assert view.start()
     assert usage.attached == [view]
@@ -115,7 +115,7 @@ def test_a_read_that_moves_nothing_sends_nothing() -> None:
     usage = _Usage()
     usage.values = {("shop", "a"): "3", ("shop", "b"): "2", ("shop", "c"): "1"}
     cache = {n: _Cached("1", _row(n)) for n in "abc"}
-    view = View(ViewSpec("cpu", descending=True, numeric=True, joined=usage),
+    view = View(ViewSpec("cpu-usage", descending=True, numeric=True, joined=usage),
                 [_Source(cache)])
     assert view.start()
     sink = _Sink()

@@ -28,6 +28,7 @@ from .kube import ClusterClient, KubeError
 from .resources import Identity, WatchParams
 from .subscriptions import RenderedRow
 from .usage import (
+    COLUMNS,
     Resources,
     Sample,
     node_allocatable,
@@ -312,7 +313,7 @@ class Poll:
             sample = one[0] if (one := self.workloads.get((kind, namespace, name))) else None
         if sample is None:
             return ""
-        return str(round(sample.cpu * 1000)) if column == "cpu" else str(round(sample.memory))
+        return str(round(sample.cpu * 1000)) if column == COLUMNS[0] else str(round(sample.memory))
 
 
 class Usage:

@@ -12,7 +12,9 @@ import { cpuText, memoryText } from "../usage-format.js";
 
 const WORKLOADS = new Set(["deployments", "statefulsets", "daemonsets", "replicasets", "jobs"]);
 const USAGE_KINDS = new Set(["pods", "nodes", ...WORKLOADS]);
-const COLUMNS = [["cpu", "CPU"], ["memory", "Memory"]];
+// Not "cpu" and "memory": the Nodes list has CPU and memory columns of its own (what a node
+// offers); there the usage columns say "used".
+const COLUMNS = [["cpu-usage", "CPU"], ["memory-usage", "Memory"]];
 const RETRY = 30000;  // ms before asking again after the server could not answer
 const LIVE_WAIT = 5000;  // ms usage waits for the lists to be live before it asks anyway
 
@@ -74,7 +76,7 @@ class UsageColumns {
       const button = document.createElement("button");
       button.type = "button";
       button.className = "sort";
-      button.textContent = label;
+      button.textContent = this.kind === "nodes" ? label + " used" : label;
       button.title = label + " in use (metrics.k8s.io), against the " + (this.kind === "nodes" ? "node's allocatable"
         : this.kind === "pods" ? "pod's limit" : "limits of its running pods");
       button.addEventListener("click", () => this.list.sortBy(col));
@@ -102,7 +104,7 @@ class UsageColumns {
     for (const [col] of COLUMNS) {
       let cell;
       if (!found) cell = usageCell(col, null);
-      else if (col === "cpu") cell = usageCell(col, found.cpu, found.cpuMax, cpuText(found.cpu), found.cpuOf);
+      else if (col === "cpu-usage") cell = usageCell(col, found.cpu, found.cpuMax, cpuText(found.cpu), found.cpuOf);
       else cell = usageCell(col, found.memory, found.memoryMax, memoryText(found.memory), found.memoryOf);
       const old = row.querySelector('td[data-col="' + col + '"]');
       if (old) {

@@ -93,9 +93,9 @@ function podUsage(box, body) {
       el("td", "", c.name),
       el("td", ""), el("td", ""), el("td", ""), el("td", ""),
     ];
-    cells[1].dataset.col = "cpu";
+    cells[1].dataset.col = "cpu-usage";
     cells[1].append(amount(c.cpu, c.cpuLimit || c.cpuRequest, cpuText(c.cpu), cpuOf));
-    cells[2].dataset.col = "memory";
+    cells[2].dataset.col = "memory-usage";
     cells[2].append(amount(c.memory, c.memoryLimit || c.memoryRequest, memoryText(c.memory), memoryOf));
     cells[3].append(sparkline(cpus, c.cpuLimit, "CPU of " + c.name + ": " + cpus.map(cpuText).join(", ")));
     cells[4].append(sparkline(memories, c.memoryLimit, "Memory of " + c.name + ": " + memories.map(memoryText).join(", ")));
@@ -112,9 +112,9 @@ function nodeUsage(box, body) {
   const [cpuAlloc, memoryAlloc] = body.allocatable || [0, 0];
   const facts = el("dl", "usage-node");
   facts.append(el("dt", "", "CPU"), el("dd", ""), el("dt", "", "Memory"), el("dd", ""));
-  facts.children[1].dataset.col = "cpu";
+  facts.children[1].dataset.col = "cpu-usage";
   facts.children[1].append(amount(cpu, cpuAlloc, cpuText(cpu), cpuText(cpuAlloc) + " allocatable"));
-  facts.children[3].dataset.col = "memory";
+  facts.children[3].dataset.col = "memory-usage";
   facts.children[3].append(amount(memory, memoryAlloc, memoryText(memory), memoryText(memoryAlloc) + " allocatable"));
   const table = el("table", "grid usage-pods");
   const head = el("tr");
