@@ -41,7 +41,12 @@ class _WithoutCommit:
 
 
 def fold_key(event: events.EventLike) -> str:
-    """The same for identical events (see above); 16 hex digits."""
+    """The same for identical events (see above); 16 hex digits. A change Flux applied
+    carries its sync's key (`details.story`, webapp/changes): the sync and what it changed
+    fold into one story."""
+    story = (event.details or {}).get("story")
+    if event.type == "object_changed" and isinstance(story, str) and len(story) == 16:
+        return story
     said = events.describe(_WithoutCommit(event))
     # The project and the Flux object, which not every type's message names.
     observed = (event.details or {}).get("object")

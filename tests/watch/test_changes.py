@@ -272,3 +272,43 @@ def test_the_panel_shows_changes_and_a_failing_pod_what_changed_before(
     line = html.split('class="changed-before" role="status">')[1].split("</p>")[0]
     assert line.startswith("Changed ") and " before it failed: Deployment shop/web: " in line
     assert line.endswith("by flux")
+
+
+def test_a_flux_apply_names_its_commit_and_folds_into_the_sync_story(
+        live: Live, recording: Any) -> None:
+    from webapp import agents, folding, jobs
+    from webapp.agentconfig import service
+    live.sim.add_kustomization("flux-system", "apps")
+    live.sim.wait_for(lambda: (live.sim.get("kustomizations", "apps", "flux-system")
+                               .get("status") or {}).get("lastAppliedRevision"))
+    with live.app.app_context():
+        service.submit(agents.get("prod"), "gitops:\n  kustomizations:\n    - name: apps\n",
+                       source="cli")
+    assert jobs.run_job(live.app, "gitops") >= 2  # the sync's events, recorded
+    [sync] = [e for e in live.events("prod", "gitops_sync_succeeded")]
+    # What kustomize-controller applies carries its Kustomization's labels.
+    server_write(live, "PATCH", DEPLOYMENT, {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "shop",
+                     "labels": {"kustomize.toolkit.fluxcd.io/name": "apps",
+                                "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}},
+        "spec": {"template": {"spec": {"containers": [{"name": "web", "image": "web:3.0"}]}}}},
+        "application/apply-patch+yaml", "kustomize-controller")
+    [change] = eventually(lambda: [e for e in live.events("prod", "object_changed")
+                                   if e.details["object"] == "Deployment/shop/web"],
+                          timeout=WAIT * 2)
+    assert change.commit_sha == sync.commit_sha and change.details["manager"] == \
+        "kustomize-controller"
+    assert change.details["source"] == "Kustomization/flux-system/apps"
+    assert change.details["gitops_event"] in {e.id for e in live.events(
+        "prod", "gitops_commit_received")} | {sync.id}
+    # One story in Activity: the sync and the change it applied fold together.
+    with live.app.app_context():
+        rows = sorted([*live.events("prod", "gitops_sync_succeeded"),
+                       *live.events("prod", "gitops_commit_received"), change],
+                      key=lambda e: (e.happened_at, e.id), reverse=True)
+        folds = folding.fold(rows)  # as the feed folds (feed_rows, activity.js by its key)
+    [story] = [f for f in folds if change in f.events]
+    assert change.details["gitops_event"] in {e.id for e in story.events}
+    html = panel_part(live, live.browser("alice"), "deployments", "web", "apps")
+    assert f"commit {sync.commit_sha[:8]}" in html

@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from .. import db
+from .. import db, folding
 from ..models import Agent, Event
 from .managers import AGENTWATCH, Manager
 
@@ -32,6 +32,8 @@ class Context:
     commit: str | None = None
     gitops_event: int | None = None  # the id of the sync's event
     source: str | None = None  # the Flux object (Kind/namespace/name)
+    # The sync's fold in Activity (folding.fold_key): the change folds into its story.
+    story: str | None = None
 
 
 def context_for(agent: str, scope: str, after: Any, manager: Manager | None,
@@ -45,7 +47,9 @@ def context_for(agent: str, scope: str, after: Any, manager: Manager | None,
     if source is not None and manager.name in FLUX_MANAGERS:
         found = _sync(agent_id, source, when)
         if found is not None:
-            return Context(commit=found[0], gitops_event=found[1], source=source)
+            sync = db.session().get(Event, found[1])
+            return Context(commit=found[0], gitops_event=found[1], source=source,
+                           story=folding.fold_key(sync) if sync is not None else None)
         return Context(source=source)
     return Context()
 

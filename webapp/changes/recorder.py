@@ -388,6 +388,8 @@ class ChangeRecorder:
         if context.gitops_event is not None:
             details["gitops_event"] = context.gitops_event
             details["source"] = context.source
+        if context.story is not None:
+            details["story"] = context.story
         happened = clock.now() if pending.after_outage is not None else pending.first
         return NewEvent("object_changed", happened, commit_sha=context.commit,
                         user_name=context.person, details=details)
