@@ -4,6 +4,7 @@ metrics-server says so in words; a view sorted by memory follows usage as it mov
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -209,3 +210,25 @@ def test_only_people_who_may_view_the_cluster_read_usage(live: Live, path: str,
     assert _as(live, "/agents/nobody/cluster/usage", live.token("alice")).status_code == 404
     assert _as(live, path, live.token("alice"), **params).status_code == 200
     live.app.extensions["usage"].shutdown()
+
+
+def test_a_page_sorted_by_usage_renders_in_the_order_a_running_poll_read(
+        live: Live, reached: str) -> None:
+    live.sim.metrics.enable()
+    for name, request in (("a-small", "64Mi"), ("b-big", "256Mi"), ("c-medium", "128Mi")):
+        live.sim.add_pod("shop", name, [_container(request)])
+    browser = live.browser("alice")
+    path = "/agents/prod/cluster?kind=pods&namespace=shop&sort=memory-usage"
+
+    def names(url: str) -> list[str]:
+        html = browser.http.get(live.base_url + url, timeout=WAIT).text
+        return re.findall(r'<tr id="pods-[^"]+" data-key="[^"]+" data-name="([^"]+)"', html)
+
+    # No poll runs yet: no usage to order by (the page's view starts one and re-orders).
+    assert sorted(names(path + "&dir=desc")) == ["a-small", "b-big", "c-medium"]
+    eventually(lambda: _usage(live, namespace="shop")["pods"].get("shop/a-small"))
+    assert names(path + "&dir=desc") == ["b-big", "c-medium", "a-small"]
+    assert names(path) == ["a-small", "c-medium", "b-big"]
+    # The rows endpoint (a list paged without a live view) pages in the same order.
+    assert names("/agents/prod/cluster/rows?kind=pods&namespace=shop&sort=memory-usage"
+                 "&dir=desc") == ["b-big", "c-medium", "a-small"]

@@ -39,6 +39,7 @@ from ..watch import (
     relations,
     rows,
     table_rows,
+    usage_views,
     workload_logs,
 )
 from ..watch.cells import Column, time_cell
@@ -48,6 +49,7 @@ from ..watch.listing import ListState
 from ..watch.registry import connection_of
 from ..watch.resources import Identity, WatchParams
 from ..watch.subscriptions import RenderedRow, Snapshot
+from ..watch.view import ViewSpec
 from . import node_care_panel, shell_panel
 from .cluster_links import object_url, panel_ref, scope_url
 from .status_badge import status_key
@@ -138,20 +140,31 @@ def _merged(snaps: list[Snapshot]) -> tuple[list[RenderedRow], list[dict[str, An
 
 
 def _selected(kind: Kind, state: ListState, snaps: list[Snapshot],
+              join: Callable[[ViewSpec], ViewSpec] | None = None,
               ) -> tuple[tuple[Column, ...], list[RenderedRow], KubeError | None]:
     entries, printed, error = _merged(snaps)
     columns = table_rows.table_columns(printed, kind.namespaced)
     numeric = {column.key for column in columns if column.numeric}
-    return columns, listing.select(entries, state, numeric), error
+    return columns, listing.select(entries, state, numeric, join), error
+
+
+def _usage_join(agent: Agent, identity: Identity, watches: list[WatchParams],
+                ) -> Callable[[ViewSpec], ViewSpec]:
+    """A list sorted by usage is ordered by what a running poll last read (usage_views)."""
+    def join(spec: ViewSpec) -> ViewSpec:
+        return usage_views.known(current_app.extensions["usage"], agent.name, identity,
+                                 watches, spec)
+    return join
 
 
 def _table(kind: Kind, state: ListState, watches: list[WatchParams], snaps: list[Snapshot],
-           live: bool) -> Table:
+           live: bool, join: Callable[[ViewSpec], ViewSpec] | None = None,
+           ) -> Table:
     """While the cluster is down, the cached rows are shown as the last known state, dimmed
     and labelled (never as current): during an outage the first question is what was
     running and failing just before, and hiding it would throw that away. With no cluster
     connection at all (not `live`) the error is the table's whole answer."""
-    columns, selected, error = _selected(kind, state, snaps)
+    columns, selected, error = _selected(kind, state, snaps, join)
     page = listing.page_of(selected)
     html = [Markup(row.html) for row in page.rows]
     down = _unreachable(error) if live else None
@@ -231,7 +244,8 @@ def page(name: str) -> str:
     tables = []
     at = 0
     for kind, group in zip(shown, watches, strict=True):
-        tables.append(_table(kind, state, group, snapshots[at:at + len(group)], live))
+        tables.append(_table(kind, state, group, snapshots[at:at + len(group)], live,
+                             _usage_join(agent, identity, group)))
         at += len(group)
     summary = _summary(served, state, snapshots[at:at + len(strip_params)], strip) \
         if live else []
@@ -268,7 +282,8 @@ def list_rows(name: str) -> Response:
     kind = listing.kinds_shown(state, _served(agent))[0]
     watches = listing.watch_params(kind, state)
     snaps = _snapshots(agent, identity, watches, objects=False)
-    _, selected, error = _selected(kind, state, snaps)
+    _, selected, error = _selected(kind, state, snaps,
+                                   _usage_join(agent, identity, watches))
     if error is not None and not selected:
         return json_error(502 if _unreachable(error) else 409, "cluster_error",
                           _readable(error.message))

@@ -10,7 +10,7 @@ is sent: the first screen with the page, the next ones as the list is scrolled.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlencode
@@ -155,12 +155,14 @@ def spec_of(state: ListState, numeric: set[str]) -> ViewSpec:
                     state.attention, state.sort in numeric)
 
 
-def select(entries: Iterable[RenderedRow], state: ListState,
-           numeric: set[str]) -> list[RenderedRow]:
+def select(entries: Iterable[RenderedRow], state: ListState, numeric: set[str],
+           join: Callable[[ViewSpec], ViewSpec] | None = None) -> list[RenderedRow]:
     """Rows matching the filter (every word, anywhere in the row's text) and, if asked,
     needing attention; sorted by the state's column (unknown values last), then by
-    namespace and name as kubectl orders them: as a view (view.py) orders its windows."""
-    return ordered(entries, spec_of(state, numeric))
+    namespace and name as kubectl orders them: as a view (view.py) orders its windows.
+    `join`: the spec with the values of a column the rows do not carry (usage)."""
+    spec = spec_of(state, numeric)
+    return ordered(entries, join(spec) if join is not None else spec)
 
 
 @dataclass(frozen=True)

@@ -345,6 +345,12 @@ class Usage:
         poll.start()
         return poll
 
+    def existing(self, scope: Scope) -> Poll | None:
+        """The scope's poll if one runs (none is started)."""
+        with self._lock:
+            found = self._polls.get(scope)
+        return found if found is not None and not found.stopped else None
+
     def _forget(self, poll: Poll) -> None:
         with self._lock:
             if self._polls.get(poll.scope) is poll:
@@ -382,6 +388,12 @@ class Join:
         self._poll = poll
         self._views.add(view)
         poll.listen(view)
+
+    def peek(self) -> bool:
+        """Reads the scope's poll if one runs, without holding it (a page's first render);
+        False when none does."""
+        self._poll = self._usage.existing(self._scope)
+        return self._poll is not None
 
     def detach(self, view: Any) -> None:
         self._views.discard(view)

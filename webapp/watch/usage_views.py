@@ -21,6 +21,17 @@ def scope_of(agent: str, identity: Identity, namespaces: list[str | None]) -> Sc
     return Scope(agent, identity, shown if None not in namespaces else ())
 
 
+def known(usage: Usage, agent: str, identity: Identity, sources: list[WatchParams],
+          spec: ViewSpec) -> ViewSpec:
+    """`spec` for a page's first render and its pages of rows: its usage column's values as
+    the running poll of the list's namespaces last read them (kubectl's order if none
+    runs: the view that follows starts one)."""
+    found = joined(usage, agent, identity, sources, spec)
+    if isinstance(found.joined, Join) and found.joined.peek():
+        return found
+    return spec
+
+
 def joined(usage: Usage, agent: str, identity: Identity, sources: list[WatchParams],
            spec: ViewSpec) -> ViewSpec:
     """`spec`, with its usage column's values when it sorts by one (hub.Hub.joins)."""
