@@ -15,7 +15,7 @@ import yaml
 from simkube import builders
 from webapp.changes import job as changes_job
 
-from .conftest import WAIT, Live, eventually, restart_server
+from .conftest import WAIT, Live, events_of, eventually, restart_server
 from .test_apply import config_map, edit, edited, manifest, tunnel_agent
 
 
@@ -157,8 +157,14 @@ def test_creation_and_deletion_are_changes(live: Live, recording: Any) -> None:
         ("ConfigMap/shop/extra", "deleted")
 
 
-def test_the_recorder_shares_the_hubs_watch(live: Live, recording: Any) -> None:
+def test_the_recorder_shares_the_hubs_watch(live: Live, admin: str,
+                                            recording: Any) -> None:
     """One upstream watch per kind and agent, the hub's: a page's of the same key reads it."""
+    keys = [(w.key.agent, w.key.params.resource) for w in live.hub_watches()]
+    assert keys.count(("prod", "deployments")) == 1
+    page = live.ws(token=admin)
+    page.watch("deployments", "deployments", group="apps", version="v1")
+    assert events_of(page.synced("deployments")) == [("ADDED", "web")]
     keys = [(w.key.agent, w.key.params.resource) for w in live.hub_watches()]
     assert keys.count(("prod", "deployments")) == 1
     # Following again changes nothing: still one watch, still one follower.
