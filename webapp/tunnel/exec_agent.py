@@ -160,12 +160,31 @@ def serve(stream: Stream, cluster: ClusterClient, allow_exec: bool,
             with contextlib.suppress(Exception):
                 stream.end()
 
+    # stdin: a small message goes on from the connection's reader at once when the API
+    # server's socket takes it (no thread hand-off); the rest, in order, from here.
+    handling = threading.Lock()
+
+    def now(message: bytes) -> bool:
+        if not handling.acquire(blocking=False):
+            return False
+        try:
+            return upstream.send_now(message)
+        finally:
+            handling.release()
+
+    stream.on_data = now
     reader = threading.Thread(target=from_cluster, daemon=True, name="agent-exec")
     reader.start()
     try:
-        while (message := stream.read_message()) is not None:
-            upstream.send(message)
-    except (StreamReset, UpstreamClosed, OSError):
+        while True:
+            if not stream.wait_readable(1.0):
+                continue
+            with handling:
+                message = stream.read_message(timeout=0)
+                if message is None:
+                    break
+                upstream.send(message)
+    except (StreamReset, UpstreamClosed, OSError, TimeoutError):
         pass
     finally:
         upstream.close()

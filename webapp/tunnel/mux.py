@@ -74,11 +74,18 @@ class Stream:
         # Called once the stream is reset by the peer or its connection closes (e.g. to
         # stop the request it carries), from the connection's reader thread.
         self.on_reset: Callable[[], None] | None = None
+        # Called from the connection's reader thread with a DATA payload while nothing of
+        # this stream waits unread: True when it took the payload at once without blocking
+        # (a shell's keystroke or echo written straight on: no thread hand-off); False
+        # leaves it to read_message() as any other.
+        self.on_data: Callable[[bytes], bool] | None = None
 
     # --- receiving (called by the mux's reader thread: never blocks) ---------------------
 
     def _deliver(self, frame: Frame) -> None:
         size = len(frame.payload)
+        if frame.kind is Kind.DATA and self.on_data is not None and self._taken_now(frame):
+            return
         if frame.kind is Kind.DATA and not self._mux._room(self, size):
             return  # reset to make room: its DATA goes nowhere
         with self._cond:
@@ -104,6 +111,24 @@ class Stream:
             self._notify_reset()
         if frame.kind in (Kind.END, Kind.RESET):
             self._maybe_done()
+
+    def _taken_now(self, frame: Frame) -> bool:
+        """Whether on_data took this DATA at once (then granted back as if read)."""
+        with self._cond:
+            if self._inbound or self._reset is not None or \
+                    self._buffered + len(frame.payload) > INITIAL_WINDOW:
+                return False  # behind what waits (order), or over: the usual path decides
+        hook = self.on_data
+        if hook is None or not hook(frame.payload):
+            return False
+        with self._cond:
+            self._consumed += len(frame.payload)
+            grant = self._consumed if self._consumed >= INITIAL_WINDOW // 4 else 0
+            if grant:
+                self._consumed = 0
+        if grant:
+            self._mux.send(window_frame(self.id, grant))
+        return True
 
     def _notify_reset(self) -> None:
         callback, self.on_reset = self.on_reset, None
@@ -160,6 +185,13 @@ class Stream:
         if grant:
             self._mux.send(window_frame(self.id, grant))
         return data
+
+    def wait_readable(self, timeout: float | None = None) -> bool:
+        """Until a message waits unread, the sender ended or the stream is over (True), or
+        `timeout` passed (False); nothing is taken."""
+        with self._cond:
+            return self._cond.wait_for(lambda: bool(self._inbound) or self._received_end
+                                       or self._reset is not None, timeout)
 
     def read_message(self, timeout: float | None = None) -> bytes | None:
         """One DATA frame's payload as it was sent, for a stream whose frames are messages

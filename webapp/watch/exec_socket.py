@@ -45,7 +45,14 @@ from .exec_channels import (
     ending,
 )
 from .exec_sessions import Sessions, TooMany
-from .exec_upstream import ExecRefused, Upstream, UpstreamClosed, connect, open_stream
+from .exec_upstream import (
+    NOW_BYTES,
+    ExecRefused,
+    Upstream,
+    UpstreamClosed,
+    connect,
+    open_stream,
+)
 from .kube import KubeError
 from .recheck import Recheck
 
@@ -158,6 +165,10 @@ class _Bridge:
         WebSocket, or the tunnel stream's window), never piling up here."""
         with self.lock:
             self.page.send(data)
+        self.wait_flushed()
+
+    def wait_flushed(self) -> None:
+        """Until the page's socket took everything written to it."""
         owned = self.page.sock
         while True:
             with owned.lock:
@@ -168,20 +179,45 @@ class _Bridge:
             if self.ended.wait(SEND_POLL):
                 raise ConnectionClosed(CLOSE_NORMAL, "the session ended")
 
+    def handle(self, message: bytes) -> None:
+        """One message of the API server's, in the order they came."""
+        if not message:
+            return
+        channel = message[0]
+        if channel in (STDOUT, STDERR):
+            self.active = time.monotonic()
+            if len(message) > 1:
+                self.to_page(message)
+        elif channel == ERROR:
+            end = ending(self.upstream.protocol, message[1:])
+            self.exit_code, self.message = end.exit_code, end.message
+
+    def handle_now(self, message: bytes) -> bool:
+        """handle(), from a tunnel's reader thread: only if the page's socket takes it at
+        once (nothing of it waits unsent, no other write under way); else False."""
+        if message[:1] not in (bytes((STDOUT,)), bytes((STDERR,))) or len(message) < 2:
+            self.handle(message)
+            return True
+        if not self.lock.acquire(blocking=False):
+            return False
+        try:
+            owned = self.page.sock
+            with owned.lock:
+                if owned.pending or owned.closed or owned.broken or len(message) > NOW_BYTES:
+                    return False
+            self.active = time.monotonic()
+            self.page.send(message)  # what the kernel does not take now waits in `pending`
+            return True
+        except Exception:  # noqa: BLE001 - the page went: the reader thread finds out
+            return False
+        finally:
+            self.lock.release()
+
     def pump_upstream(self) -> None:
         try:
             while not self.ended.is_set():
-                message = self.upstream.receive(TICK)
-                if not message:
-                    continue
-                channel = message[0]
-                if channel in (STDOUT, STDERR):
-                    self.active = time.monotonic()
-                    if len(message) > 1:
-                        self.to_page(message)
-                elif channel == ERROR:
-                    end = ending(self.upstream.protocol, message[1:])
-                    self.exit_code, self.message = end.exit_code, end.message
+                self.upstream.each(self.handle, TICK)
+                self.wait_flushed()  # what handle_now left unsent, if anything
         except UpstreamClosed:
             self.closed_by_upstream = True
         except (ConnectionClosed, OSError):
@@ -229,6 +265,7 @@ def _session(page: Any, user: User, agent: Agent, wanted: exec_request.ExecReque
         _send_json(page, {"type": "started", "pod": wanted.pod,
                           "namespace": wanted.namespace, "container": wanted.container,
                           "command": list(wanted.command), "protocol": upstream.protocol})
+        upstream.listen(bridge.handle_now)
         reader.start()
         reason = _read_page(page, bridge, recheck, idle_seconds)
     except (ConnectionClosed, UpstreamClosed, OSError):

@@ -16,10 +16,15 @@ bytes from the API server, one DATA frame (60 KiB) through the tunnel.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import socket
 import ssl
+import struct
+import termios
+import threading
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
@@ -33,6 +38,7 @@ from .exec_channels import PROTOCOLS
 MAX_MESSAGE = 1024 * 1024  # one message from an API server (the kubelet sends 32 KiB)
 MAX_REFUSAL = 64 * 1024  # the body of a refused upgrade read at most
 SEND_SECONDS = 30.0  # a stdin message the API server takes nothing of for this long: gone
+NOW_BYTES = 4096  # a message this small may be written on at once by a tunnel's reader
 
 
 class ExecRefused(Exception):
@@ -55,8 +61,14 @@ class Upstream(Protocol):
 
     def send(self, message: bytes) -> None: ...
 
-    def receive(self, timeout: float) -> bytes | None:
-        """The next message; None after `timeout`; UpstreamClosed at the end."""
+    def each(self, handle: Callable[[bytes], None], timeout: float) -> None:
+        """Wait up to `timeout` for the next message and handle it, in order with what
+        `listen` handles; UpstreamClosed at the end."""
+        ...
+
+    def listen(self, now: Callable[[bytes], bool]) -> None:
+        """Let `now` take a message as it arrives, when it can without blocking (a
+        tunnel's reader thread then hands nothing off); what it leaves goes to each()."""
         ...
 
     def close(self) -> None: ...
@@ -91,12 +103,47 @@ class DirectUpstream:
         self.protocol = str(ws.getsubprotocol() or "")
         assert ws.sock is not None  # connected
         self.sock: socket.socket = ws.sock
+        self.sndbuf = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
 
     def send(self, message: bytes) -> None:
         try:
             self.ws.send_binary(message)
         except (websocket.WebSocketException, OSError) as exc:
             raise UpstreamClosed(str(exc)) from None
+
+    def send_now(self, message: bytes) -> bool:
+        """Send a small message only if it leaves at once (the socket's queue is short and
+        no other write is under way); False leaves it to send()."""
+        if len(message) > NOW_BYTES or not self.ws.lock.acquire(blocking=False):
+            return False
+        try:
+            frame = websocket.ABNF.create_frame(message, websocket.ABNF.OPCODE_BINARY).format()
+            # The kernel counts about twice the bytes queued against the buffer: a frame
+            # sent only with room to spare leaves whole, never half.
+            if 2 * (_unsent(self.sock) + len(frame)) + NOW_BYTES > self.sndbuf:
+                return False
+            try:
+                sent = self.sock.send(frame, socket.MSG_DONTWAIT)
+            except (BlockingIOError, InterruptedError):
+                return False
+            except OSError:
+                return False  # send() says it, with its error
+            if sent < len(frame):  # not expected: finish it, or give the connection up
+                try:
+                    self.sock.sendall(frame[sent:])
+                except OSError:
+                    self.close()
+            return True
+        finally:
+            self.ws.lock.release()
+
+    def each(self, handle: Callable[[bytes], None], timeout: float) -> None:
+        message = self.receive(timeout)
+        if message is not None:
+            handle(message)
+
+    def listen(self, now: Callable[[bytes], bool]) -> None:
+        pass  # read by its own thread: nothing handed off
 
     def receive(self, timeout: float) -> bytes | None:
         try:
@@ -181,6 +228,34 @@ class TunnelUpstream:
     def __init__(self, stream: Stream, protocol: str) -> None:
         self.stream = stream
         self.protocol = protocol
+        # Held while a message is handled, by each() or by the connection's reader through
+        # listen(): one at a time, in the order they came.
+        self.handling = threading.Lock()
+
+    def listen(self, now: Callable[[bytes], bool]) -> None:
+        def take(message: bytes) -> bool:
+            if not self.handling.acquire(blocking=False):
+                return False  # each() is handling one: this one waits its turn
+            try:
+                return now(message)
+            finally:
+                self.handling.release()
+
+        self.stream.on_data = take
+
+    def each(self, handle: Callable[[bytes], None], timeout: float) -> None:
+        try:
+            if not self.stream.wait_readable(timeout):
+                return
+            with self.handling:
+                data = self.stream.read_message(timeout=0)
+                if data is None:
+                    raise UpstreamClosed("closed by the API server")
+                handle(data)
+        except TimeoutError:
+            return
+        except StreamReset as exc:
+            raise UpstreamClosed(exc.message) from None
 
     def send(self, message: bytes) -> None:
         # One DATA frame is one message: a longer one goes on as messages of its channel.
@@ -244,6 +319,16 @@ def open_stream(mux: Mux, path: str, query: str, headers: list[tuple[str, str]],
         said = _status_message(body).removeprefix("refused by the agent: ")
         message = f"The agent of {agent} refused the shell: {said or 'no reason given'}"
     raise ExecRefused(code, message)
+
+
+def _unsent(sock: socket.socket) -> int:
+    """Bytes the kernel holds unsent on `sock` (TIOCOUTQ); a large number if unknown."""
+    try:
+        raw: Any = fcntl.ioctl(sock, termios.TIOCOUTQ, b"\0" * 4)
+    except (OSError, ValueError):
+        return 1 << 30
+    queued: int = struct.unpack("i", raw)[0]
+    return queued
 
 
 def _protocol_of(headers: Any) -> str:
