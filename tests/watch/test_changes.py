@@ -318,3 +318,25 @@ def test_a_flux_apply_names_its_commit_and_folds_into_the_sync_story(
     assert change.details["gitops_event"] in {e.id for e in story.events}
     html = panel_part(live, live.browser("alice"), "deployments", "web", "apps")
     assert f"commit {sync.commit_sha[:8]}" in html
+
+
+def test_secrets_an_agent_reads_by_name_only_are_let_go(live: Live) -> None:
+    """An agent installed with `--secrets names` (the default) refuses a full list of
+    Secrets: the recorder stops trying (for REFUSED_RETRY) and follows the rest."""
+    from webapp import agents
+    from webapp.changes import recorder as changes_recorder
+    live.user("alice", "admin")
+    with live.app.app_context():
+        agents.create("prod", tunnel=True)
+    with tunnel_agent(live, allow_apply=False):
+        recorder = changes_job.recorder(live.app)
+        try:
+            def settled() -> bool:
+                changes_job.run(live.app)
+                return "Secret" in {f.kind for f in recorder.refused()} and \
+                    "ConfigMap" in {f.kind for f in recorder.ready()}
+            eventually(settled, timeout=WAIT * 2, interval=0.3)
+            assert "Secret" not in {f.kind for f in recorder.followed()}
+            assert changes_recorder.REFUSED_RETRY >= 60
+        finally:
+            recorder.stop()

@@ -46,6 +46,11 @@ from .context import Context, context_for
 
 log = logging.getLogger(__name__)
 JSON = dict[str, Any]
+# A kind the cluster's RBAC or the agent refuses (an agent installed with `--secrets names`
+# lists Secrets' names only) is let go, and tried again after REFUSED_RETRY seconds: its
+# watch would otherwise retry for nothing.
+REFUSED_CODES = (401, 403)
+REFUSED_RETRY = 600.0
 _COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, sort_keys=True)
 
 
@@ -86,6 +91,7 @@ class _Follower:
         self.failed_since: datetime | None = None  # set by the watch's errors
         self.overflowed = False  # a message lost: follow again (sync does)
         self.listed = False  # its first state taken (a later list follows a fault)
+        self.refused: str | None = None  # the cluster (or the agent) will not let it be read
 
     def changed(self, source: Any, key: str, cached: Any) -> None:
         data = None if cached is None else bytes(cached.object_bytes)
@@ -101,6 +107,8 @@ class _Follower:
     def failed(self, source: Any, error: JSON) -> None:
         if self.failed_since is None:
             self.failed_since = self.recorder.now()
+        if error.get("code") in REFUSED_CODES:
+            self.refused = str(error.get("message") or "")[:300] or "refused"
 
     def recovered(self, source: Any) -> None:
         pass  # a resumed watch missed nothing; a relist says what it did
@@ -139,6 +147,7 @@ class ChangeRecorder:
         self._followers: dict[Followed, _Follower] = {}
         self._seen: dict[Followed, dict[str, _Seen]] = {}
         self._pending: dict[tuple[Followed, str], _Pending] = {}
+        self._refused: dict[Followed, float] = {}  # when each was let go as refused
         self._lock = threading.Lock()
         self._worker: threading.Thread | None = None
         self._stopping = threading.Event()
@@ -159,10 +168,20 @@ class ChangeRecorder:
                 upstream = follower.upstream
                 if followed not in wanted:
                     self._let_go(follower, forget=True)
+                elif follower.refused is not None:
+                    log.warning("changes: %s of %s cannot be read (%s); trying again in "
+                                "%d s", followed.kind, followed.agent, follower.refused,
+                                REFUSED_RETRY)
+                    self._refused[followed] = time.monotonic()
+                    self._let_go(follower, forget=True)
                 elif follower.overflowed or upstream is None or upstream.stopping:
                     # Followed again below: its new state is compared with what was seen.
                     self._let_go(follower, forget=False)
             for followed in wanted:
+                refused_at = self._refused.get(followed)
+                if refused_at is not None and time.monotonic() - refused_at < REFUSED_RETRY:
+                    continue
+                self._refused.pop(followed, None)
                 if followed not in self._followers:
                     self._follow(followed)
             return len(self._followers)
@@ -193,6 +212,11 @@ class ChangeRecorder:
     def followed(self) -> list[Followed]:
         with self._lock:
             return list(self._followers)
+
+    def refused(self) -> set[Followed]:
+        """The kinds let go because the cluster or the agent will not let them be read."""
+        with self._lock:
+            return set(self._refused)
 
     def now(self) -> datetime:
         with self.app.app_context():
