@@ -340,3 +340,31 @@ def test_secrets_an_agent_reads_by_name_only_are_let_go(live: Live) -> None:
             assert changes_recorder.REFUSED_RETRY >= 60
         finally:
             recorder.stop()
+
+
+def test_changes_reach_webhooks_and_notifications_as_other_events(
+        live: Live, recording: Any) -> None:
+    """A webhook on category `changes` gets a delivery; one on `gitops` does not; and a
+    change is a notification where the configuration calls it important."""
+    from webapp import agents, users
+    from webapp.agentconfig import service
+    from webapp.hooks import service as hooks
+    from webapp.notify import service as notify
+    live.app.config["WEBHOOK_ALLOWLIST"] = "127.0.0.0/8"
+    live.app.config["NOTIFY_RULES_CACHE_SECONDS"] = 0
+    with live.app.app_context():
+        prod = agents.get("prod")
+        service.submit(prod, "notifications:\n  important:\n    types: [object_changed]\n",
+                       source="cli")
+        on_changes, _ = hooks.create(prod, "http://127.0.0.1:9/changes", None,
+                                     hooks.Filters(["changes"], [], []), "alice")
+        on_gitops, _ = hooks.create(prod, "http://127.0.0.1:9/gitops", None,
+                                    hooks.Filters(["gitops"], [], []), "alice")
+        before = notify.unread(users.get("alice")).count
+    set_image(live, "web:1.9", "kubectl-set")
+    [event] = changes(live, 1)
+    with live.app.app_context():
+        assert hooks.waiting(on_changes) == 1  # (no sender runs here: it waits)
+        assert hooks.waiting(on_gitops) == 0 and hooks.log(on_gitops) == []
+        unread = notify.unread(users.get("alice"))
+        assert unread.count == before + 1 and unread.latest_id == event.id
