@@ -22,6 +22,7 @@ from realkube.cluster import ADMIN, RealCluster
 from simkube import SimCluster
 from webapp import agents, db
 
+from .a11y import axe_problems
 from .signin import sign_in
 
 pytestmark = pytest.mark.browser
@@ -104,6 +105,7 @@ def test_fleet_shows_three_clusters_one_cut_off(page: Page, fleet: tuple[str, Si
     expect(page.locator("table.fleet tbody tr").last).to_have_attribute("data-row", "prod")
     link = _row(page, "staging").get_by_role("link", name="1 Pod")
     expect(link).to_have_attribute("href", "/agents/staging/cluster?kind=pods&attention=1")
+    assert axe_problems(page) == []
 
     staging._servers[-1].stop()  # cut off
     row = _row(page, "staging")
@@ -130,10 +132,22 @@ def test_palette_finds_a_deployment_in_another_cluster_and_opens_its_panel(
     option = page.get_by_role("option").filter(has_text="ledger-api")
     expect(option).to_contain_text(f"Deployment · {namespace} · real", timeout=SLOW)
     expect(option).to_have_attribute("aria-selected", "true")
+    assert axe_problems(page) == []  # the palette open, with its results
     page.keyboard.press("Enter")
     expect(page).to_have_url(re.compile(r"/agents/real/cluster\?panel=deployments\.apps"
                                         rf"(/|%2F){namespace}(/|%2F)ledger-api"))
     expect(page.locator("#panel-title")).to_have_text("ledger-api", timeout=SLOW)
+
+    # The object in focus: its panel's actions are in the palette, with their confirmation.
+    page.keyboard.press("Control+k")
+    box.fill("restart")
+    action = page.get_by_role("option").filter(has_text="Restart")
+    expect(action).to_contain_text("ledger-api")
+    page.keyboard.press("Enter")
+    confirm = page.locator("#confirm-dialog")
+    expect(confirm).to_contain_text("Restart")
+    confirm.get_by_role("button", name="Cancel").click()
+    expect(confirm).to_be_hidden()
 
     # "/" where the page has no list filter opens it too; arrows move the choice.
     page.keyboard.press("Escape")
