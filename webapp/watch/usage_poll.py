@@ -4,7 +4,7 @@ identity, namespaces shown), however many pages show it, and stops once no page 
 USAGE_IDLE_SECONDS and no view sorts by it.
 
 A poll lists the PodMetrics of its namespaces (one LIST each, or one of every namespace),
-and, for every namespace, the NodeMetrics and the nodes' allocatable. Requests and limits
+and, when it is every namespace's, the NodeMetrics and the nodes' allocatable. Requests and limits
 come from the pods' specs, listed again only when a pod appears that the poll does not
 know (a pod's resources rarely change) or every `spec_every` reads. The last
 USAGE_HISTORY_SECONDS of samples are kept, in memory only, for the pods whose panel is open
