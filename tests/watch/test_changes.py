@@ -368,3 +368,33 @@ def test_changes_reach_webhooks_and_notifications_as_other_events(
         assert hooks.waiting(on_gitops) == 0 and hooks.log(on_gitops) == []
         unread = notify.unread(users.get("alice"))
         assert unread.count == before + 1 and unread.latest_id == event.id
+
+
+def test_the_activity_tab_filters_changes_and_a_huge_value_is_summarised(
+        live: Live, recording: Any) -> None:
+    """A 200 KB ConfigMap value changed in one line: stored as a summary within the bounds;
+    the Activity tab's `changes` filter lists it, and its page shows the difference."""
+    big = "\n".join(f"setting{i} = {i}" for i in range(12_000))
+    live.sim.create({"apiVersion": "v1", "kind": "ConfigMap",
+                     "metadata": {"name": "huge", "namespace": "shop"},
+                     "data": {"config.ini": big, "small": "a"}})
+    changes(live, 1)
+    server_write(live, "PATCH", "/api/v1/namespaces/shop/configmaps/huge",
+                 {"data": {"config.ini": big.replace("setting7 = 7", "setting7 = 8"),
+                           "small": "b"}}, "application/merge-patch+json", "kubectl-edit")
+    _, change = changes(live, 2)
+    stored = json.dumps(change.details)
+    assert len(stored) < live.app.config["CHANGES_MAX_DIFF_BYTES"] + 512
+    [summary, small] = change.details["diff"]
+    assert summary["path"] == 'data["config.ini"]' and summary["new"].startswith("‹")
+    assert "12,000 lines (+1 −1 against the other side)" in summary["new"]
+    assert (small["path"], small["old"], small["new"]) == ("data.small", "a", "b")
+    alice = live.browser("alice")
+    page = requests.get(live.base_url + "/agents/prod", params={"category": "changes"},
+                        headers={"Cookie": alice.cookie_header()}, timeout=WAIT)
+    assert page.status_code == 200
+    assert 'value="changes" checked' in page.text
+    assert 'shop/huge</a>: data[&#34;config.ini&#34;] ‹229,779 bytes, sha256 ' in page.text
+    detail = requests.get(live.base_url + f"/agents/prod/events/{change.id}",
+                          headers={"Cookie": alice.cookie_header()}, timeout=WAIT)
+    assert detail.status_code == 200 and "<code>data.small</code>" in detail.text

@@ -104,14 +104,16 @@ def bounded(entries: list[Entry], limits: Limits) -> tuple[list[dict[str, Any]],
 
 def summarised(value: Any, limit: int, other: Any = None) -> Any:
     """`value` itself when its JSON fits in `limit` bytes, else a line that says what it
-    was: "‹12,345 bytes, 310 lines (+3 −1), sha256 1a2b3c4d›"."""
+    was: "‹12,345 bytes, sha256 1a2b3c4d, 310 lines (+3 −1 against the other side)›"."""
     if value is None or isinstance(value, bool | int | float):
         return value
     text = value if isinstance(value, str) else _COMPACT.encode(value)
     size = len(text.encode())
     if size <= limit:
         return value
-    what = f"{size:,} bytes"
+    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+    # Size and hash first: a one-line rendering cut short still tells the two sides apart.
+    what = f"{size:,} bytes, sha256 {digest}"
     if isinstance(value, str):
         lines = value.count("\n") + 1
         what += f", {lines:,} lines"
@@ -124,5 +126,4 @@ def summarised(value: Any, limit: int, other: Any = None) -> Any:
                 elif line.startswith("-") and not line.startswith("---"):
                     removed += 1
             what += f" (+{added} −{removed} against the other side)"
-    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
-    return f"‹{what}, sha256 {digest}›"
+    return f"‹{what}›"
