@@ -106,12 +106,13 @@ def sign_in(user: User) -> None:
 
 
 def safe_next(value: str | None) -> str:
-    """Where to go after signing in: only same-site paths, never another host."""
+    """Where to go after signing in: only same-site paths, never another host; else the
+    fleet home (every cluster at a glance, what needs attention first)."""
     if not value:
-        return url_for("agents.index")
+        return url_for("fleet.page")
     parsed = urlparse(value)
     if parsed.scheme or parsed.netloc or not value.startswith("/") or value.startswith("//"):
-        return url_for("agents.index")
+        return url_for("fleet.page")
     return value
 
 

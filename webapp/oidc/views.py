@@ -58,7 +58,7 @@ def start(name: str) -> Response:
 def callback(name: str) -> Response:
     provider = clients.provider(name)
     client = clients.client(name)
-    target = session.get(_NEXT) or url_for("agents.index")
+    target = session.get(_NEXT) or url_for("fleet.page")
     try:
         token: dict[str, Any] = dict(client.authorize_access_token())
         claims = recheck.with_userinfo(provider, dict(token.get("userinfo") or {}), token)
