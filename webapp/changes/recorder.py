@@ -94,14 +94,15 @@ class _Follower:
         self.refused: str | None = None  # the cluster (or the agent) will not let it be read
 
     def changed(self, source: Any, key: str, cached: Any) -> None:
-        data = None if cached is None else bytes(cached.object_bytes)
+        data = None if cached is None else cached.object_bytes
         self.recorder.offer(self, ("changed", key, data))
 
     def relisted(self, source: Any, cache: Mapping[str, Any]) -> None:
         # A watch lists again only after a fault (cut, expired, unreachable): what it
         # finds changed happened while nobody could see it.
-        self.recorder.offer(self, ("relisted", {k: bytes(c.object_bytes)
-                                                for k, c in cache.items()}, self.listed))
+        # The cached bytes themselves (immutable), not copies: this runs under the lock.
+        self.recorder.offer(self, ("relisted", {k: c.object_bytes for k, c in cache.items()},
+                                   self.listed))
         self.listed = True
 
     def failed(self, source: Any, error: JSON) -> None:
@@ -198,7 +199,7 @@ class ChangeRecorder:
         self._followers[followed] = follower
         if cache is not None:  # listed already: the state now (a baseline, or a catch-up)
             follower.listed = True
-            self.offer(follower, ("relisted", {k: bytes(getattr(c, "object_bytes", b""))
+            self.offer(follower, ("relisted", {k: getattr(c, "object_bytes", b"")
                                                for k, c in cache.items()}, False))
 
     def _let_go(self, follower: _Follower, forget: bool) -> None:
