@@ -62,6 +62,7 @@ SUBPROTOCOL = "agentwatch.exec.v1"
 CLOSE_NORMAL = 1000
 TICK = 0.5  # how often the page's reader looks at the clock (idle, re-check)
 SEND_POLL = 0.05  # while a page does not read, how often its socket is tried again
+FLUSH_SECONDS = 2.0  # what a slow page is given to take the end of its session
 
 
 def init_app(app: Flask) -> None:
@@ -220,6 +221,8 @@ class _Bridge:
                 self.wait_flushed()  # what handle_now left unsent, if anything
         except UpstreamClosed:
             self.closed_by_upstream = True
+            with contextlib.suppress(ConnectionClosed, OSError):
+                self.wait_flushed()  # the last output reaches the page before its end
         except (ConnectionClosed, OSError):
             pass
         finally:
@@ -296,6 +299,7 @@ def _session(page: Any, user: User, agent: Agent, wanted: exec_request.ExecReque
         _send_json(page, {"type": "exit", "exitCode": exit_code, "reason": reason,
                           "message": message})
         _quiet_close(page, CLOSE_NORMAL, "")
+        _flush_briefly(page.sock)
     exec_record.record(user, agent, wanted, started, result, reason, exit_code,
                        bridge.message)
     current_app.extensions["db_session"].remove()
@@ -317,6 +321,17 @@ def _read_page(page: Any, bridge: _Bridge, recheck: Recheck, idle_seconds: float
             continue
         if not bridge.from_page(data):
             return "bad message"
+
+
+def _flush_briefly(owned: Any) -> None:
+    """Give a slow page up to FLUSH_SECONDS to take the end of its session (the exit
+    message, the close) before its socket is closed."""
+    deadline = time.monotonic() + FLUSH_SECONDS
+    while time.monotonic() < deadline:
+        with owned.lock:
+            if owned.closed or owned.broken or owned.flush_locked():
+                return
+        time.sleep(SEND_POLL)
 
 
 def _send_json(page: Any, message: dict[str, Any]) -> None:

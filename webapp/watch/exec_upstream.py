@@ -267,17 +267,6 @@ class TunnelUpstream:
         except (StreamReset, TimeoutError) as exc:
             raise UpstreamClosed(str(exc)) from None
 
-    def receive(self, timeout: float) -> bytes | None:
-        try:
-            data = self.stream.read_message(timeout=timeout)
-        except TimeoutError:
-            return None
-        except StreamReset as exc:
-            raise UpstreamClosed(exc.message) from None
-        if data is None:
-            raise UpstreamClosed("closed by the API server")
-        return data
-
     def close(self) -> None:
         self.stream.reset(499, "the shell was closed")
 
