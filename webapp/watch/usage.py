@@ -15,7 +15,7 @@ from .node_columns import quantity as _quantity
 
 JSON = dict[str, Any]
 
-# The list columns usage adds, and what a view sorts them by (usage_poll.Join).
+# The list columns usage adds, and what a view sorts them by (usage_views.Join).
 COLUMNS = ("cpu-usage", "memory-usage")  # not "cpu": the Nodes list has an allocatable CPU
 # A pod whose memory is at least this share of its limit is "near its limit".
 NEAR_LIMIT = 0.9

@@ -22,7 +22,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from .kube import ClusterClient, KubeError
 from .resources import Identity, WatchParams
@@ -363,39 +363,3 @@ class Usage:
     def shutdown(self) -> None:
         for poll in self.polls():
             poll.stop()
-
-
-class Join:
-    """A view's usage column (view.ViewSpec.joined): the values its rows sort by, from
-    the scope's poll, which it holds while the view lives; each read re-sorts the view."""
-
-    def __init__(self, usage: Usage, scope: Scope, kind: str) -> None:
-        self._usage = usage
-        self._scope = scope
-        self._kind = kind  # pods, nodes, or a workload's resource
-        self._poll: Poll | None = None
-        self._views: set[Any] = set()
-
-    def value(self, row: RenderedRow, column: str) -> str:
-        poll = self._poll
-        return poll.value(row, column, self._kind) if poll is not None else ""
-
-    def attach(self, view: Any) -> None:
-        try:
-            poll = self._usage.poll(self._scope)
-        except (TooManyPolls, KubeError):
-            return  # the list stays in its order: unknown usage sorts last
-        self._poll = poll
-        self._views.add(view)
-        poll.listen(view)
-
-    def peek(self) -> bool:
-        """Reads the scope's poll if one runs, without holding it (a page's first render);
-        False when none does."""
-        self._poll = self._usage.existing(self._scope)
-        return self._poll is not None
-
-    def detach(self, view: Any) -> None:
-        self._views.discard(view)
-        if self._poll is not None:
-            self._poll.unlisten(view)

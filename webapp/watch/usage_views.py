@@ -1,14 +1,17 @@
 """Lists sorted by usage: a view of Pods, Nodes or a workload's list whose sort is a usage
-column reads its values from the poll of the list's namespaces (usage_poll.Join), so the
+column reads its values from the poll of the list's namespaces (Join, below), so the
 server orders the whole list by them and a new read re-orders it, as any change would."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
+from .kube import KubeError
 from .resources import Identity, WatchParams
+from .subscriptions import RenderedRow
 from .usage import COLUMNS, WORKLOADS
-from .usage_poll import Join, Scope, Usage
+from .usage_poll import Poll, Scope, TooManyPolls, Usage
 from .view import ViewSpec
 
 # The workloads' lists, whose rows sum their pods' usage.
@@ -19,6 +22,42 @@ def scope_of(agent: str, identity: Identity, namespaces: list[str | None]) -> Sc
     """The poll a list of these namespaces shares with its page (none: every one)."""
     shown = tuple(sorted({one for one in namespaces if one}))
     return Scope(agent, identity, shown if None not in namespaces else ())
+
+
+class Join:
+    """A view's usage column (view.ViewSpec.joined): the values its rows sort by, from
+    the scope's poll, which it holds while the view lives; each read re-sorts the view."""
+
+    def __init__(self, usage: Usage, scope: Scope, kind: str) -> None:
+        self._usage = usage
+        self._scope = scope
+        self._kind = kind  # pods, nodes, or a workload's resource
+        self._poll: Poll | None = None
+        self._views: set[Any] = set()
+
+    def value(self, row: RenderedRow, column: str) -> str:
+        poll = self._poll
+        return poll.value(row, column, self._kind) if poll is not None else ""
+
+    def attach(self, view: Any) -> None:
+        try:
+            poll = self._usage.poll(self._scope)
+        except (TooManyPolls, KubeError):
+            return  # the list stays in its order: unknown usage sorts last
+        self._poll = poll
+        self._views.add(view)
+        poll.listen(view)
+
+    def peek(self) -> bool:
+        """Reads the scope's poll if one runs, without holding it (a page's first render);
+        False when none does."""
+        self._poll = self._usage.existing(self._scope)
+        return self._poll is not None
+
+    def detach(self, view: Any) -> None:
+        self._views.discard(view)
+        if self._poll is not None:
+            self._poll.unlisten(view)
 
 
 def known(usage: Usage, agent: str, identity: Identity, sources: list[WatchParams],
