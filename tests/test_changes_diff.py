@@ -82,3 +82,17 @@ def test_a_change_reads_in_one_line() -> None:
                                       "manager": "agentwatch", "change": "created",
                                       "diff": []})
     assert wording.sentence(person) == "ConfigMap shop/settings created by alice (agentwatch)"
+
+
+def test_the_configuration_names_the_kinds_or_turns_recording_off() -> None:
+    from webapp.agentconfig.validate import check
+    from webapp.changes import kinds
+    assert kinds.named(None) == (*kinds.DEFAULT_KINDS, kinds.FLUX)
+    good = check("changes:\n  kinds: [Deployment, ConfigMap, flux]\n")
+    assert not good.problems and kinds.named(good.document) == ("Deployment", "ConfigMap",
+                                                                "flux")
+    off = check("changes:\n  enabled: false\n")
+    assert not off.problems and kinds.named(off.document) is None
+    for bad in ("changes:\n  kinds: [deployments/../secrets]\n",
+                "changes:\n  kinds: Deployment\n", "changes:\n  every: true\n"):
+        assert check(bad).problems, bad
