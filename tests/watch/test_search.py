@@ -153,3 +153,25 @@ def test_bad_input_is_a_clear_4xx(live: Live) -> None:
     missing = browser.http.get(f"{live.base_url}/search/open", params={
         "agent": "nobody", "ref": "pods", "name": "a"}, allow_redirects=False, timeout=30)
     assert missing.status_code == 404
+
+
+def test_what_needs_attention_comes_first_among_equals(live: Live) -> None:
+    live.user("alice", "admin")
+    live.agent("prod")
+    live.sim.add_pod("default", "api-1", state="Running")
+    live.sim.add_pod("default", "api-2", state="CrashLoopBackOff", restarts=5)
+    browser = live.browser("alice")
+    _until_found(live, browser, "api", ("prod", "Pod", "default", "api-2"))
+    # Nobody watches pods yet: nothing is known to need attention, so by name.
+    assert [o["name"] for o in _search(live, browser, "api")["objects"]] == ["api-1", "api-2"]
+    # The fleet home's counts watch every pod: the crashing one now comes first.
+    browser.http.get(f"{live.base_url}/fleet", timeout=30)
+
+    def crashing_first() -> list[dict[str, Any]] | None:
+        objects: list[dict[str, Any]] = _search(live, browser, "api")["objects"]
+        return objects if objects and objects[0]["name"] == "api-2" else None
+
+    objects = eventually(crashing_first, timeout=30)
+    assert objects is not None
+    assert [(o["name"], o["attention"]) for o in objects] == [("api-2", True),
+                                                              ("api-1", False)]

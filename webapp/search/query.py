@@ -1,7 +1,7 @@
 """A palette query over the indexes a person may search: every word must be found in an
 entry's name, kind, namespace or labels; results ranked as a person looks for them —
 the exact name, then names starting with the query, then the rest — and within each, the
-objects they opened recently and those that need attention first.
+objects they opened recently and those that need attention (attention.py) first.
 
 The exact name is looked for first, then names that start with the query (index.named:
 they rank first), then the rest as `str.find` meets them (index.containing), up to
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .index import Entry, Index
 
@@ -27,6 +27,15 @@ class Hit:
     entry: Entry
     recent: bool
     attention: bool
+    rank: int = 4  # 0 the exact name ... 4 found in kind, namespace or labels only
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.agent, self.entry.ref, self.entry.namespace, self.entry.name)
+
+    def order(self) -> tuple[int, int, int, int, str, str]:
+        return (self.rank, 0 if self.recent else 1, 0 if self.attention else 1,
+                len(self.entry.name), self.entry.name, self.agent)
 
 
 def words_of(text: str) -> list[str]:
@@ -77,9 +86,16 @@ def search(indexes: Iterable[tuple[str, Index]], text: str, limit: int,
                     continue
                 budget -= 1
                 key = (agent, e.ref, e.namespace, e.name)
-                is_recent, needs = key in recent, key in attention
-                order = (_rank(e, words, whole), 0 if is_recent else 1, 0 if needs else 1,
-                         len(e.name), e.name, agent)
+                hit = Hit(agent, e, key in recent, key in attention, _rank(e, words, whole))
                 serial += 1
-                found.append((order, serial, Hit(agent, e, is_recent, needs)))
+                found.append((hit.order(), serial, hit))
     return [hit for _, _, hit in heapq.nsmallest(limit, found)]
+
+
+def with_attention(hits: Iterable[Hit], attention: frozenset[tuple[str, str, str, str]],
+                   limit: int) -> list[Hit]:
+    """`hits` marked with what needs attention (known only once they are found: see
+    attention.py), ranked again, the best `limit`."""
+    marked = [replace(hit, attention=hit.key in attention) for hit in hits]
+    marked.sort(key=Hit.order)
+    return marked[:limit]

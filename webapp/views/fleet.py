@@ -16,9 +16,10 @@ from ..fleet import labels as agent_labels
 from ..fleet.counts import FleetCounts
 from ..fleet.home import Fleet
 from ..models import Agent
+from ..search.attention import needing
 from ..search.index import Index
 from ..search.keeper import Indexes, Settings
-from ..search.query import search
+from ..search.query import search, with_attention
 from ..watch import access, names
 from ..watch.kube import KubeError
 from .charts import sparkline
@@ -140,9 +141,13 @@ def search_json() -> Response:
         if problem:
             missing.append({"agent": agent.name, "problem": problem})
     limit = int(current_app.config["SEARCH_MAX_RESULTS"])
-    hits = search(indexes, text, limit, recent=_indexes().recent(g.user.name),
+    # Twice the results asked for, then those needing attention first among equals.
+    hits = search(indexes, text, 2 * limit, recent=_indexes().recent(g.user.name),
                   candidates=int(current_app.config["SEARCH_MAX_CANDIDATES"])) \
         if words else []
+    identities = {a.name: access.identity(g.user, a) for a in visible}
+    hits = with_attention(hits, needing(current_app.extensions["watch_hub"], hits, identities),
+                          limit)
     objects = [{
         "agent": hit.agent, "kind": hit.entry.kind, "ref": hit.entry.ref,
         "namespace": hit.entry.namespace, "name": hit.entry.name,
