@@ -218,8 +218,16 @@ class Fleet:
                     state: ClusterState) -> ClusterState:
         if self.usage is None:
             return state
+        scope = Scope(agent.name, identity, ())
+        running = self.usage.polls()
+        # The fleet starts polls only while they fill at most half of USAGE_MAX_POLLS: the
+        # rest stay for the Cluster tabs' lists (a poll already running is read either way).
+        if all(p.scope != scope for p in running) and \
+                len(running) >= self.usage.settings.max_polls // 2:
+            return replace(state, usage_problem="The server already reads usage for many "
+                           "lists: this cluster's is not read for the fleet now")
         try:
-            poll = self.usage.poll(Scope(agent.name, identity, ()))
+            poll = self.usage.poll(scope)
         except (TooManyPolls, KubeError) as exc:
             return replace(state, usage_problem=str(exc))
         if not poll.available:
