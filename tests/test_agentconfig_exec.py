@@ -53,3 +53,11 @@ def test_an_agent_token_cannot_grant_exec(client, h, app):
     assert response.get_json()["error"]["code"] == "access_change_forbidden"
     with app.app_context():
         assert not access.for_agent(agents.get("prod")).exec.grants
+
+
+def test_an_agent_may_send_back_the_exec_grant_in_force_in_another_order(client, h, app):
+    token = h.agent_with_token()
+    configure(app, "user_access:\n  exec: {role: null, users: [ann, bob], groups: [sre, ops]}\n")
+    same = "user_access:\n  exec: {role: null, users: [bob, ann], groups: [ops, sre]}\n"
+    response = client.put(URL, json={"config": same}, headers=bearer(token))
+    assert response.status_code == 200, response.get_json()

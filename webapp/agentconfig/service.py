@@ -236,6 +236,9 @@ def _same_access(written: ClusterAccess | None, in_force: ClusterAccess) -> bool
         out = access.to_json()
         for part in ("view", "act"):
             out[part]["users"] = sorted(out[part]["users"])
+        if "exec" in out:  # order aside, as the others
+            out["exec"] = {**out["exec"], "users": sorted(out["exec"]["users"]),
+                           "groups": sorted(out["exec"]["groups"])}
         return out
     return normal(written or ClusterAccess()) == normal(in_force)
 
