@@ -89,7 +89,7 @@ def test_unknown_key_suggests_the_closest_one():
         "field gitops.kustomization is unknown, did you mean gitops.kustomizations? "
         "(line 2 column 3)"]
     assert messages("colour: red\n") == [
-        "field colour is unknown; allowed: gitops, notifications, user_access "
+        "field colour is unknown; allowed: changes, gitops, notifications, user_access "
         "(line 1 column 1)"]
 
 
