@@ -162,6 +162,8 @@ class ChangeRecorder:
     def sync(self, wanted: set[Followed]) -> int:
         """Follow what the configurations name now; let go of the rest; follow again what
         stopped or lost a message."""
+        if not wanted and not self._followers:
+            return 0  # nothing to follow: no thread either
         self._stopping.clear()
         self._ensure_worker()
         with self._lock:
