@@ -110,3 +110,27 @@ def test_admins_label_agents_and_the_fleet_filters_by_label(live: Live) -> None:
                                    timeout=30)
     assert refused.status_code == 403
     assert _rows(_page(live, admin, "?label=x=y")) == []
+
+
+def test_nodes_ready_and_the_clusters_cpu_and_memory_when_metrics_are_served(
+        live: Live) -> None:
+    from simkube.builders import node
+    live.user("alice", "admin")
+    live.agent("prod")
+    live.sim.create(node("node-a"))
+    live.sim.create(node("node-b", ready=False))
+    live.sim.metrics.enable()
+    live.sim.add_pod("default", "web-1", state="Running", node="node-a")
+    browser = live.browser("alice")
+
+    def measured() -> str | None:
+        text = _page(live, browser)
+        row = re.search(r'<tr data-row="prod".*?</tr>', text)
+        return row.group(0) if row and "m of 16000m" in row.group(0) else None
+
+    row = eventually(measured, timeout=30)
+    assert row is not None
+    assert re.search(r">\s*1 / 2\s*</a>", row), row  # node-b is not ready
+    # What the nodes use of what they can give (both nodes': 8 cores and 15.5 GiB each).
+    assert re.search(r"\d+% · \d+m of 16000m", row), row
+    assert re.search(r"\d+% · \d+Mi of 31671Mi", row), row

@@ -66,11 +66,16 @@ class ClusterState:
         return sum(a.count for a in self.attention)
 
     def cpu_text(self) -> str:
-        return "" if self.cpu is None else f"{cpu_text(self.cpu[0])} of {cpu_text(self.cpu[1])}"
+        return "" if self.cpu is None else \
+            f"{_percent(*self.cpu)} · {cpu_text(self.cpu[0])} of {cpu_text(self.cpu[1])}"
 
     def memory_text(self) -> str:
-        return "" if self.memory is None else \
+        return "" if self.memory is None else f"{_percent(*self.memory)} · " \
             f"{memory_text(self.memory[0])} of {memory_text(self.memory[1])}"
+
+
+def _percent(used: float, of: float) -> str:
+    return f"{round(100 * used / of)}%" if of else "—"
 
 
 @dataclass
