@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import requests
+
 from simkube import SimCluster
 
 from .conftest import Live, eventually
@@ -134,3 +136,17 @@ def test_nodes_ready_and_the_clusters_cpu_and_memory_when_metrics_are_served(
     # What the nodes use of what they can give (both nodes': 8 cores and 15.5 GiB each).
     assert re.search(r"\d+% · \d+m of 16000m", row), row
     assert re.search(r"\d+% · \d+Mi of 31671Mi", row), row
+
+
+def test_a_connected_agent_says_since_when(live: Live) -> None:
+    from webapp import agents, tokens
+    live.user("alice", "admin")
+    live.agent("prod")
+    with live.app.app_context():
+        _, raw = tokens.create(agents.get("prod"), "main", None)
+    beat = requests.post(f"{live.base_url}/api/v1/agent/heartbeat",
+                         headers={"Authorization": f"Bearer {raw}"}, timeout=30)
+    assert beat.status_code == 204
+    row = re.search(r'<tr data-row="prod".*?</tr>', _page(live, live.browser("alice")))
+    assert row is not None
+    assert "Connected" in row.group(0) and re.search(r"since <time datetime=", row.group(0))

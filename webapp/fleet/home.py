@@ -33,6 +33,7 @@ from . import labels as agent_labels
 from .counts import Counts, FleetCounts
 
 SYNC_TYPES = ("gitops_sync_succeeded", "gitops_sync_failed", "gitops_manifest_invalid")
+CONNECTION_TYPES = ("agent_connected", "agent_disconnected")
 VERSION_SECONDS = 600.0  # a cluster's version is read again after this long
 
 
@@ -90,6 +91,7 @@ class Row:
     as_of: datetime | None = None  # when `state` was last true, shown with a problem
     last_sync: Event | None = None
     failures: int = 0  # error events in the last hour
+    since: datetime | None = None  # of the last connection event: connected or not since
 
     @property
     def urgency(self) -> tuple[int, int, str]:
@@ -150,7 +152,11 @@ class Fleet:
         days = histogram.last_day(now)
         failures = _failures_since(now - timedelta(hours=1))
         rows = [Row(a, agents.status(a), found[a.id], days.get(a.id, histogram.Day()),
-                    last_sync=_last_sync(a), failures=failures.get(a.id, 0)) for a in visible]
+                    last_sync=_last_of(a, SYNC_TYPES), failures=failures.get(a.id, 0))
+                for a in visible]
+        for row in rows:
+            changed = _last_of(row.agent, CONNECTION_TYPES)
+            row.since = changed.happened_at if changed is not None else None
         identities = [access.identity(user, row.agent) for row in rows]
         app = current_app._get_current_object()  # type: ignore[attr-defined]
 
@@ -261,7 +267,7 @@ def _failures_since(since: datetime) -> dict[int, int]:
     return {agent_id: int(n) for agent_id, n in rows}
 
 
-def _last_sync(agent: Agent) -> Event | None:
+def _last_of(agent: Agent, types: tuple[str, ...]) -> Event | None:
     return db.session().scalars(
-        select(Event).where(Event.agent_id == agent.id, Event.type.in_(SYNC_TYPES))
+        select(Event).where(Event.agent_id == agent.id, Event.type.in_(types))
         .order_by(Event.happened_at.desc(), Event.id.desc()).limit(1)).first()
