@@ -4,7 +4,9 @@ hub's shared watch used, and after an outage the difference recorded once."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,9 +16,13 @@ import yaml
 
 from simkube import builders
 from webapp.changes import job as changes_job
+from webapp.tunnel.agent import Agent as TunnelAgent
+from webapp.tunnel.agent import Settings
+from webapp.watch.kube import Connection
 
 from .conftest import WAIT, Live, events_of, eventually, restart_server
 from .test_apply import config_map, edit, edited, manifest, tunnel_agent
+from .test_tunnel import agent_token
 
 
 @pytest.fixture
@@ -401,3 +407,52 @@ def test_the_activity_tab_filters_changes_and_a_huge_value_is_summarised(
     detail = requests.get(live.base_url + f"/agents/prod/events/{change.id}",
                           headers={"Cookie": alice.cookie_header()}, timeout=WAIT)
     assert detail.status_code == 200 and "<code>data.small</code>" in detail.text
+
+
+@contextlib.contextmanager
+def connected_agent(live: Live, token: str) -> Iterator[None]:
+    """`agentwatch agent` for agent `prod` with `token`, connected, in a thread."""
+    agent = TunnelAgent(Settings(live.base_url, token,
+                                 Connection(kubeconfig=str(live.kubeconfig), context="sim"),
+                                 backoff_initial=0.05, backoff_max=0.5))
+    thread = threading.Thread(target=agent.run, daemon=True)
+    thread.start()
+    try:
+        assert agent.connected.wait(WAIT)
+        eventually(lambda: live.app.extensions["tunnels"].count("prod") == 1)
+        yield
+    finally:
+        agent.stop()
+        thread.join(WAIT)
+        eventually(lambda: live.app.extensions["tunnels"].count("prod") == 0)
+
+
+def test_after_the_tunnel_was_down_the_difference_is_recorded_once(live: Live) -> None:
+    """The agent's connection drops; changes happen and the API server's watch history
+    forgets them; the agent comes back: the relist records each difference once, marked."""
+    from webapp import agents
+    live.user("alice", "admin")
+    live.sim.create({"apiVersion": "v1", "kind": "ConfigMap",
+                     "metadata": {"name": "settings", "namespace": "shop"},
+                     "data": {"mode": "fast"}})
+    with live.app.app_context():
+        agents.create("prod", tunnel=True)
+    recorder = changes_job.recorder(live.app)
+    token = agent_token(live)
+    try:
+        with connected_agent(live, token):
+            changes_job.run(live.app)
+            eventually(lambda: "ConfigMap" in {f.kind for f in recorder.ready()},
+                       timeout=WAIT * 2)
+        # Disconnected: what happens now is not seen live.
+        live.sim.patch("configmaps", "settings", {"data": {"mode": "slow"}}, namespace="shop")
+        live.sim.expire_history()
+        with connected_agent(live, token):
+            [event] = changes(live, 1)
+            assert about(event)[:2] == ("ConfigMap/shop/settings",
+                                        [("data.mode", "fast", "slow")])
+            assert event.details["after_outage"] is True
+            eventually(lambda: recorder.wait_idle(0.1))
+            assert len(live.events("prod", "object_changed")) == 1
+    finally:
+        recorder.stop()
