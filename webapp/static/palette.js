@@ -91,7 +91,6 @@ function render() {
     where.className = "where";
     where.textContent = item.where || "";
     li.append(label, where);
-    if (item.attention) li.classList.add("count-error");
     list.append(li);
   });
   select(items.length ? 0 : -1);
@@ -154,7 +153,9 @@ async function query() {
   items = actions.concat(
     found.objects.map((o) => ({
       label: o.name, group: "Objects", attention: o.attention,
-      where: `${o.kind} · ${o.namespace ? o.namespace + " · " : ""}${o.agent}`, run: go(o.url),
+      where: `${o.kind} · ${o.namespace ? o.namespace + " · " : ""}${o.agent}`
+        + (o.attention ? " · needs attention" : ""),
+      run: go(o.url),
     })),
     found.pages.map((p) => ({ label: p.title, where: "", group: "Pages", run: go(p.url) })));
   render();
