@@ -94,6 +94,14 @@ def test_a_patch_is_recorded_with_its_difference_and_manager(live: Live,
                             [("spec.template.spec.containers[web].image", "web:1.8",
                               "web:1.9")], "kubectl-patch")
     assert event.category == "changes" and event.details["change"] == "updated"
+    # The Cluster tab's overview lists what changed in the last hour.
+    overview = requests.get(live.base_url + "/agents/prod/cluster",
+                            headers={"Cookie": live.browser("alice").cookie_header()},
+                            timeout=WAIT)
+    assert overview.status_code == 200
+    section = overview.text.split('class="recent-changes"')[1].split("</section>")[0]
+    assert "Changed in the last hour" in section
+    assert "panel=deployments.apps/shop/web" in section and "by kubectl-patch" in section
 
 
 def test_two_managers_and_a_server_side_apply_by_flux(live: Live, recording: Any) -> None:

@@ -40,3 +40,16 @@ def since(agent_id: int, start: datetime, limit: int = 200) -> list[Event]:
         select(Event).where(Event.agent_id == agent_id, Event.type == TYPE,
                             Event.happened_at >= start)
         .order_by(Event.happened_at.desc(), Event.id.desc()).limit(limit)))
+
+
+def changed_objects(agent_id: int, start: datetime, limit: int = 20) -> list[Event]:
+    """Each object changed from `start` on, once (its newest change), newest first: "changed
+    in the last hour". At most `limit` objects, from the newest 200 changes."""
+    newest: dict[str, Event] = {}
+    for event in since(agent_id, start):
+        scope = (event.details or {}).get("object")
+        if isinstance(scope, str) and scope not in newest:
+            newest[scope] = event
+            if len(newest) >= limit:
+                break
+    return list(newest.values())

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -26,6 +26,8 @@ from .. import agents, clock, users
 from ..api.errors import json_error
 from ..auth import login_required
 from ..changes import panel as changes_panel
+from ..changes import queries as changes_queries
+from ..changes import wording as changes_wording
 from ..errors import Invalid
 from ..models import Agent
 from ..watch import (
@@ -257,8 +259,13 @@ def page(name: str) -> str:
                         for o in namespace_snap.objects)
     namespaces = sorted({*namespaces, *state.namespaces})
     no_connection = None if live else (snapshots[0].error if snapshots else None)
+    # The overview lists what changed in the last hour (webapp/changes).
+    recent_changes = [] if state.kind else changes_queries.changed_objects(
+        agent.id, clock.now() - RECENT_CHANGES)
     return render_template(
-        "cluster/page.html", state=state, namespace=state.namespace, namespaces=namespaces,
+        "cluster/page.html", state=state, recent_changes=recent_changes,
+        change_subject=changes_wording.subject, namespace=state.namespace,
+        namespaces=namespaces,
         namespaces_error=_readable(namespace_snap.error.message) if namespace_snap.error
         else None, tables=tables, live=live, outage=outage, no_connection=no_connection,
         served=served, summary=summary, page_size=listing.PAGE_SIZE,
@@ -298,6 +305,7 @@ def list_rows(name: str) -> Response:
 
 # --- the side panel ---------------------------------------------------------------------
 
+RECENT_CHANGES = timedelta(hours=1)  # the overview's "changed in the last hour"
 PANEL_TABS = ("overview", "yaml", "events", "logs", "changes", "activity")
 RELATION_WATCHES = 4  # followed live by the page; more kinds are refreshed by polling
 RELATIONS_POLL_SECONDS = 10
