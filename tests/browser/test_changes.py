@@ -63,5 +63,12 @@ def test_the_changes_tab_shows_what_changed(cluster_page: Page, sim: SimCluster,
         expect(row.locator("ins")).to_have_text("web:1.9")
         expect(tab.locator(".change-head")).to_contain_text("updated")
         assert axe_problems(page) == []
+        # The overview lists it among what changed in the last hour; its link opens it.
+        open_cluster(page, "?namespace=shop")
+        recent = page.locator(".recent-changes")
+        expect(recent).to_contain_text("Deployment shop/web")
+        assert axe_problems(page) == []
+        recent.get_by_role("link", name="Deployment shop/web").click()
+        expect(page.locator(f"{PANEL} h2")).to_have_text("web", timeout=SLOW)
     finally:
         recorder.stop()
