@@ -174,6 +174,8 @@ DEFAULTS: dict[str, Any] = {
     "SEARCH_MAX_INDEXES": 64,
     "SEARCH_MAX_RESULTS": 30,
     "SEARCH_MAX_CANDIDATES": 5000,
+    # A search waits at most this long for an agent's first listing (later ones never wait).
+    "SEARCH_FIRST_WAIT_SECONDS": 1,
     # An agent's open tunnels per server process (its replicas each hold one or two).
     "MAX_TUNNELS_PER_AGENT": 8,
     # Long-lived connections (WebSockets, tunnels, streams) of all users and agents per
@@ -300,7 +302,7 @@ _INT_KEYS = {
     "WATCH_VIEW_MAX_ROWS", "SUMMARY_KEEP_SECONDS",
     "FLEET_REFRESH_SECONDS", "FLEET_WAIT_SECONDS", "FLEET_MAX_LABELS", "FLEET_THREADS",
     "SEARCH_REFRESH_SECONDS", "SEARCH_KEEP_SECONDS", "SEARCH_MAX_OBJECTS", "SEARCH_MAX_INDEXES",
-    "SEARCH_MAX_RESULTS", "SEARCH_MAX_CANDIDATES",
+    "SEARCH_MAX_RESULTS", "SEARCH_MAX_CANDIDATES", "SEARCH_FIRST_WAIT_SECONDS",
     "MAX_LOG_PODS",
     "EXEC_IDLE_SECONDS", "EXEC_MAX_PER_USER", "EXEC_MAX_SESSIONS", "EXEC_CONNECT_SECONDS",
     "EXEC_MAX_COMMAND_BYTES",

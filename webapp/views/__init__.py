@@ -18,6 +18,7 @@ from . import (
     feed_rows,
     filters,
     fleet,
+    search,
     settings,
     tokens,
     users,
@@ -29,7 +30,7 @@ def init_app(app: Flask) -> None:
     feed_rows.init_app(app)  # built on the filters: registered here, not by them
     errors.init_app(app)
     for module in (auth, agents, activity, cluster, tokens, settings, agentconfig, users,
-                   account, fleet):
+                   account, fleet, search):
         app.register_blueprint(module.bp)
     app.register_blueprint(notify.bp)
     app.register_blueprint(hooks.bp)
