@@ -92,18 +92,41 @@ class _Follower:
         self.overflowed = False  # a message lost: follow again (sync does)
         self.listed = False  # its first state taken (a later list follows a fault)
         self.refused: str | None = None  # the cluster (or the agent) will not let it be read
+        self._order = threading.Lock()
+        self._early: list[tuple[Any, ...]] = []
+        self.primed = False
 
     def changed(self, source: Any, key: str, cached: Any) -> None:
         data = None if cached is None else cached.object_bytes
-        self.recorder.offer(self, ("changed", key, data))
+        self._offer(("changed", key, data))
 
     def relisted(self, source: Any, cache: Mapping[str, Any]) -> None:
         # A watch lists again only after a fault (cut, expired, unreachable): what it
         # finds changed happened while nobody could see it.
         # The cached bytes themselves (immutable), not copies: this runs under the lock.
-        self.recorder.offer(self, ("relisted", {k: c.object_bytes for k, c in cache.items()},
-                                   self.listed))
+        self._offer(("relisted", {k: c.object_bytes for k, c in cache.items()},
+                     self.listed))
         self.listed = True
+
+    def _offer(self, item: tuple[Any, ...]) -> None:
+        """Queued in order: what the watch tells before the state it was attached with is
+        queued (prime) waits behind it, or those changes would precede their baseline."""
+        with self._order:
+            if not self.primed:
+                self._early.append(item)
+                return
+        self.recorder.offer(self, item)
+
+    def prime(self, state: tuple[Any, ...] | None) -> None:
+        """The state the watch had when followed (None: not listed yet), then what came
+        meanwhile. Never under the watch's lock: the watch may be telling us something."""
+        with self._order:
+            if state is not None:
+                self.recorder.offer(self, state)
+            for item in self._early:
+                self.recorder.offer(self, item)
+            self._early.clear()
+            self.primed = True
 
     def failed(self, source: Any, error: JSON) -> None:
         if self.failed_since is None:
@@ -199,10 +222,12 @@ class ChangeRecorder:
             return
         follower.upstream = upstream
         self._followers[followed] = follower
+        state = None
         if cache is not None:  # listed already: the state now (a baseline, or a catch-up)
             follower.listed = True
-            self.offer(follower, ("relisted", {k: getattr(c, "object_bytes", b"")
-                                               for k, c in cache.items()}, False))
+            state = ("relisted", {k: getattr(c, "object_bytes", b"")
+                                  for k, c in cache.items()}, False)
+        follower.prime(state)
 
     def _let_go(self, follower: _Follower, forget: bool) -> None:
         follower.active = False
