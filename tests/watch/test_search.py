@@ -175,3 +175,24 @@ def test_what_needs_attention_comes_first_among_equals(live: Live) -> None:
     assert objects is not None
     assert [(o["name"], o["attention"]) for o in objects] == [("api-2", True),
                                                               ("api-1", False)]
+
+
+def test_a_cluster_that_cannot_be_reached_is_named_with_why_in_words(
+        live: Live, tmp_path: Path) -> None:
+    live.user("alice", "admin")
+    gone = SimCluster()
+    gone.serve()
+    kubeconfig = gone.write_kubeconfig(tmp_path / "gone.kubeconfig")
+    gone.close()
+    live.agent("gone", kubeconfig=kubeconfig)
+    browser = live.browser("alice")
+
+    def named() -> list[dict[str, str]] | None:
+        missing: list[dict[str, str]] = _search(live, browser, "web")["unavailable"]
+        return missing or None
+
+    missing = eventually(named, timeout=30)
+    assert missing is not None and missing[0]["agent"] == "gone"
+    problem = missing[0]["problem"]
+    assert problem.startswith("Cannot reach the cluster") and "connection refused" in problem
+    assert not any(text in problem for text in ("HTTPConnectionPool", "urllib3", "[Errno"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 
+from ..watch import faults
 from ..watch.discovery import Kind, Served
 from ..watch.kube import ClusterClient, KubeError, read_whole
 from ..watch.resources import Identity
@@ -73,8 +74,9 @@ def list_all(client: ClusterClient, identity: Identity, served: Served, bound: i
             if exc.code:
                 continue  # refused (not this identity's to list, the agent's limits) or gone
             old = before.entries if before is not None else ()
+            # In words, as the Cluster tab's banner says it (never a library's text).
             return Index(old, before.truncated if before else False,
-                         before.listed_at if before else 0.0, exc.message)
+                         before.listed_at if before else 0.0, faults.sentence(exc, client.where))
         entries.extend(found)
         truncated = truncated or more
     return Index(tuple(entries), truncated, time.time())
