@@ -146,6 +146,8 @@ def test_bad_input_is_a_clear_4xx(live: Live) -> None:
     assert _search(live, browser, "x" * 5000)["objects"] == []  # cut, not refused
     for params in ({"agent": "prod", "ref": "deployments.apps", "name": "Not_A_Name"},
                    {"agent": "prod", "ref": "../x", "name": "a"},
+                   {"agent": "prod", "ref": "deployments.apps/x", "name": "a"},
+                   {"agent": "prod", "ref": "Pods", "name": "a"},
                    {"agent": "prod", "ref": "pods", "namespace": "bad ns", "name": "a"}):
         response = browser.http.get(f"{live.base_url}/search/open", params=params,
                                     allow_redirects=False, timeout=30)

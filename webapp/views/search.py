@@ -3,6 +3,7 @@ person may view, the app's pages; and a result's address, which opens its side p
 
 from __future__ import annotations
 
+import re
 import threading
 from urllib.parse import urlencode
 
@@ -22,6 +23,8 @@ from ..watch.kube import KubeError
 from .cluster_links import object_url
 
 bp = Blueprint("search", __name__)
+# A kind as kubectl names it: `pods`, `deployments.apps` (a plural, then an API group).
+_KIND_REF = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _lock = threading.Lock()
 
 
@@ -107,7 +110,7 @@ def open_object() -> Response:
     access.require_view(g.user, agent)
     ref = request.args.get("ref", "")
     resource, _, group = ref.partition(".")
-    if not resource or not resource.replace("-", "").isalnum():
+    if not _KIND_REF.match(ref):
         raise Invalid(f"{ref[:80]!r} is not a kind", code="invalid_kind")
     namespace = request.args.get("namespace", "")
     if namespace:
