@@ -290,6 +290,15 @@ def test_the_panel_shows_changes_and_a_failing_pod_what_changed_before(
         return None
 
     pod = eventually(crashing, timeout=WAIT * 3)
+    # The pod's panel says it on its Overview, and leads its Changes tab with it.
+    whole = requests.get(live.base_url + "/agents/prod/cluster/object",
+                         params={"group": "", "version": "v1", "resource": "pods",
+                                 "namespace": "shop", "name": pod},
+                         headers={"Cookie": alice.cookie_header(), "HX-Request": "true"},
+                         timeout=WAIT)
+    overview = whole.text.split('id="tabpanel-overview"')[1].split("</section>")[0]
+    assert 'class="changed-before"' in overview and "before it failed: Deployment shop/web" \
+        in overview
     html = panel_part(live, alice, "pods", pod)
     assert 'class="changed-before"' in html
     line = html.split('class="changed-before" role="status">')[1].split("</p>")[0]

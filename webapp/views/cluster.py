@@ -559,8 +559,11 @@ def object_panel(name: str) -> tuple[str, int] | Response:
     shell = shell_panel.panel(g.user, agent, params, obj)
     if shell:  # a shell in one of the pod's containers (docs/operate.md)
         tabs.insert(tabs.index("activity"), "shell")
+    # A failing pod says at once what it runs from changed just before (webapp/changes).
+    changed_before = changes_panel.failing_pod_line(agent.id, obj, clock.now()) \
+        if params.resource == "pods" and not params.group else None
     return render_template(
-        "cluster/_panel.html", params=params, kind=kind,
+        "cluster/_panel.html", params=params, kind=kind, changed_before=changed_before,
         tabs=tabs, panel_tab=tab if tab in tabs else "overview",
         ref=panel_ref(params.resource, meta["namespace"], meta["name"], params.group),
         summary_columns=summary_columns, summary_row=summary_row,
