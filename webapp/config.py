@@ -163,6 +163,8 @@ DEFAULTS: dict[str, Any] = {
     "FLEET_WAIT_SECONDS": 2,
     "FLEET_MAX_LABELS": 10,
     "FLEET_THREADS": 8,
+    # A cluster's version (/version) is read again after this long.
+    "FLEET_VERSION_SECONDS": 600,
     # The search palette's index (search/): names, kinds, namespaces and labels per agent,
     # listed again every SEARCH_REFRESH_SECONDS while searched, dropped SEARCH_KEEP_SECONDS
     # after the last search; at most SEARCH_MAX_OBJECTS per agent and SEARCH_MAX_INDEXES
@@ -176,6 +178,10 @@ DEFAULTS: dict[str, Any] = {
     "SEARCH_MAX_CANDIDATES": 5000,
     # A search waits at most this long for an agent's first listing (later ones never wait).
     "SEARCH_FIRST_WAIT_SECONDS": 1,
+    # Queries are cut at SEARCH_MAX_QUERY_CHARS; SEARCH_RECENT objects opened from the palette
+    # are remembered per person (in memory) and ranked first among equals.
+    "SEARCH_MAX_QUERY_CHARS": 200,
+    "SEARCH_RECENT": 20,
     # An agent's open tunnels per server process (its replicas each hold one or two).
     "MAX_TUNNELS_PER_AGENT": 8,
     # Long-lived connections (WebSockets, tunnels, streams) of all users and agents per
@@ -303,6 +309,7 @@ _INT_KEYS = {
     "FLEET_REFRESH_SECONDS", "FLEET_WAIT_SECONDS", "FLEET_MAX_LABELS", "FLEET_THREADS",
     "SEARCH_REFRESH_SECONDS", "SEARCH_KEEP_SECONDS", "SEARCH_MAX_OBJECTS", "SEARCH_MAX_INDEXES",
     "SEARCH_MAX_RESULTS", "SEARCH_MAX_CANDIDATES", "SEARCH_FIRST_WAIT_SECONDS",
+    "SEARCH_MAX_QUERY_CHARS", "SEARCH_RECENT", "FLEET_VERSION_SECONDS",
     "MAX_LOG_PODS",
     "EXEC_IDLE_SECONDS", "EXEC_MAX_PER_USER", "EXEC_MAX_SESSIONS", "EXEC_CONNECT_SECONDS",
     "EXEC_MAX_COMMAND_BYTES",

@@ -34,7 +34,6 @@ from .counts import Counts, FleetCounts
 
 SYNC_TYPES = ("gitops_sync_succeeded", "gitops_sync_failed", "gitops_manifest_invalid")
 CONNECTION_TYPES = ("agent_connected", "agent_disconnected")
-VERSION_SECONDS = 600.0  # a cluster's version is read again after this long
 
 
 @dataclass(frozen=True)
@@ -116,11 +115,12 @@ class Remembered:
     lock: threading.Lock = field(default_factory=threading.Lock)
     states: dict[tuple[str, Identity], _Kept] = field(default_factory=dict)
     versions: dict[str, tuple[float, str]] = field(default_factory=dict)
+    version_seconds: float = 600.0  # a cluster's version is read again after this long
 
     def version(self, agent: str, client: ClusterClient, identity: Identity) -> str | None:
         with self.lock:
             found = self.versions.get(agent)
-        if found is not None and time.monotonic() - found[0] < VERSION_SECONDS:
+        if found is not None and time.monotonic() - found[0] < self.version_seconds:
             return found[1]
         try:
             doc = client.request_json("GET", "/version", identity, timeout=5)
@@ -136,11 +136,12 @@ class Remembered:
 class Fleet:
     """The fleet home's rows for one person (see the module)."""
 
-    def __init__(self, counts: FleetCounts, usage: Usage | None, threads: int = 8) -> None:
+    def __init__(self, counts: FleetCounts, usage: Usage | None, threads: int = 8,
+                 version_seconds: float = 600.0) -> None:
         self.counts = counts
         self.usage = usage
         self.threads = threads
-        self.remembered = Remembered()
+        self.remembered = Remembered(version_seconds=version_seconds)
 
     def rows(self, user: User, wanted: agent_labels.Labels | None = None,
              wait: float = 2.0) -> list[Row]:

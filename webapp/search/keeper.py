@@ -24,7 +24,6 @@ from .listing import list_all
 
 log = logging.getLogger(__name__)
 
-RECENT = 20  # objects remembered per person as recently opened from the palette
 Key = tuple[str, str, str, str]  # (agent, ref, namespace, name)
 
 
@@ -34,6 +33,7 @@ class Settings:
     keep: float = 600.0
     max_objects: int = 100_000
     max_indexes: int = 64
+    recent: int = 20  # objects remembered per person as opened from the palette
 
 
 class _Kept:
@@ -108,7 +108,7 @@ class Indexes:
 
     def remember(self, user: str, key: Key) -> None:
         with self._lock:
-            recent = self._recent.setdefault(user, deque(maxlen=RECENT))
+            recent = self._recent.setdefault(user, deque(maxlen=self.settings.recent))
             if key in recent:
                 recent.remove(key)
             recent.appendleft(key)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 from .index import Entry, Index
 
-MAX_QUERY_CHARS = 200  # a name is at most 253: longer asks are cut, not refused
+MAX_QUERY_CHARS = 200  # the default of SEARCH_MAX_QUERY_CHARS: longer asks are cut
 CANDIDATES = 5000  # entries ranked per query at most, beyond those named with its start
 
 
@@ -38,8 +38,8 @@ class Hit:
                 len(self.entry.name), self.entry.name, self.agent)
 
 
-def words_of(text: str) -> list[str]:
-    return text[:MAX_QUERY_CHARS].lower().split()
+def words_of(text: str, max_chars: int = MAX_QUERY_CHARS) -> list[str]:
+    return text[:max_chars].lower().split()
 
 
 def _rank(entry: Entry, words: Sequence[str], whole: str) -> int:
@@ -58,10 +58,10 @@ def _rank(entry: Entry, words: Sequence[str], whole: str) -> int:
 def search(indexes: Iterable[tuple[str, Index]], text: str, limit: int,
            recent: frozenset[tuple[str, str, str, str]] = frozenset(),
            attention: frozenset[tuple[str, str, str, str]] = frozenset(),
-           candidates: int = CANDIDATES) -> list[Hit]:
+           candidates: int = CANDIDATES, max_chars: int = MAX_QUERY_CHARS) -> list[Hit]:
     """The best `limit` entries matching `text`. `recent` and `attention` hold
     (agent, ref, namespace, name)."""
-    words = words_of(text)
+    words = words_of(text, max_chars)
     if not words:
         return []
     whole = " ".join(words)

@@ -29,7 +29,8 @@ def _fleet() -> Fleet:
                                  float(current_app.config["SUMMARY_KEEP_SECONDS"]))
             found = current_app.extensions["fleet"] = Fleet(
                 counts, current_app.extensions.get("usage"),
-                int(current_app.config["FLEET_THREADS"]))
+                int(current_app.config["FLEET_THREADS"]),
+                float(current_app.config["FLEET_VERSION_SECONDS"]))
         return found
 
 

@@ -17,7 +17,7 @@ from ..models import Agent
 from ..search.attention import needing
 from ..search.index import Index
 from ..search.keeper import Indexes, Settings
-from ..search.query import search, with_attention
+from ..search.query import search, with_attention, words_of
 from ..watch import access, names
 from ..watch.kube import KubeError
 from .cluster_links import object_url
@@ -37,7 +37,8 @@ def _indexes() -> Indexes:
                 refresh=float(config["SEARCH_REFRESH_SECONDS"]),
                 keep=float(config["SEARCH_KEEP_SECONDS"]),
                 max_objects=int(config["SEARCH_MAX_OBJECTS"]),
-                max_indexes=int(config["SEARCH_MAX_INDEXES"])))
+                max_indexes=int(config["SEARCH_MAX_INDEXES"]),
+                recent=int(config["SEARCH_RECENT"])))
         return found
 
 
@@ -55,14 +56,14 @@ def _agent_index(agent: Agent, wait: float) -> tuple[Index | None, str | None]:
     return found, found.problem
 
 
-def _pages(visible: list[Agent], words: list[str]) -> list[dict[str, str]]:
+def _pages(visible: list[Agent], words: list[str], limit: int) -> list[dict[str, str]]:
     """The app's pages whose title holds every word."""
     pages = [("Fleet", url_for("fleet.page")), ("Agents", url_for("agents.index"))]
     for agent in visible:
         pages += [(f"{agent.name} · Cluster", url_for("cluster.page", name=agent.name)),
                   (f"{agent.name} · Activity", url_for("activity.page", name=agent.name))]
     return [{"title": title, "url": url} for title, url in pages
-            if all(w in title.lower() for w in words)][:8]
+            if all(w in title.lower() for w in words)][:limit]
 
 
 @bp.get("/search")
@@ -71,7 +72,8 @@ def search_json() -> Response:
     """Objects (names, kinds, namespaces, labels) in the clusters this person may view,
     and the app's pages, for `q`. Each object links to its side panel."""
     text = request.args.get("q", "")
-    words = text[:200].lower().split()
+    max_chars = int(current_app.config["SEARCH_MAX_QUERY_CHARS"])
+    words = words_of(text, max_chars)
     visible = [a for a in agents.all_agents() if access.can_view(g.user, a)]
     indexes: list[tuple[str, Index]] = []
     missing: list[dict[str, str]] = []
@@ -85,7 +87,8 @@ def search_json() -> Response:
     limit = int(current_app.config["SEARCH_MAX_RESULTS"])
     # Twice the results asked for, then those needing attention first among equals.
     hits = search(indexes, text, 2 * limit, recent=_indexes().recent(g.user.name),
-                  candidates=int(current_app.config["SEARCH_MAX_CANDIDATES"])) \
+                  candidates=int(current_app.config["SEARCH_MAX_CANDIDATES"]),
+                  max_chars=max_chars) \
         if words else []
     identities = {a.name: access.identity(g.user, a) for a in visible}
     hits = with_attention(hits, needing(current_app.extensions["watch_hub"], hits, identities),
@@ -97,7 +100,7 @@ def search_json() -> Response:
         "url": url_for("search.open_object", agent=hit.agent, ref=hit.entry.ref,
                        namespace=hit.entry.namespace, name=hit.entry.name),
     } for hit in hits]
-    return jsonify({"query": text, "objects": objects, "pages": _pages(visible, words),
+    return jsonify({"query": text, "objects": objects, "pages": _pages(visible, words, limit),
                     "indexed": {name: len(index.entries) for name, index in indexes},
                     "unavailable": missing})
 
