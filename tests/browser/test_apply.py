@@ -69,20 +69,27 @@ def page(browser: Browser, live_server: str) -> Iterator[Page]:
     assert not errors, "\n".join(errors)
 
 
-@pytest.fixture(params=["direct", "tunnel"])
-def reach(request: pytest.FixtureRequest, app: Flask, sim: SimCluster, h: Any,
-          live_server: str, tmp_path: Path) -> Iterator[str]:
-    """alice (admin), bob (a viewer the agent lets act), agent `prod`, reached directly or
-    through its agent's tunnel."""
+def _people_and_agent(app: Flask, sim: SimCluster, h: Any, tmp_path: Path,
+                      tunnel: bool) -> tuple[Path, str]:
+    """alice (admin), bob (a viewer the agent lets act), agent `prod`: its kubeconfig and an
+    agent token."""
     h.user("alice", "admin")
     h.user("bob", "viewer")
     kubeconfig = sim.write_kubeconfig(tmp_path / "prod.kubeconfig", context="sim")
     with app.app_context():
-        agent = agents.create("prod", tunnel=True) if request.param == "tunnel" else \
+        agent = agents.create("prod", tunnel=True) if tunnel else \
             agents.create("prod", kubeconfig_path=str(kubeconfig), kube_context="sim")
         agent.cluster_access = ACT_TOO
         db.session().commit()
         _, token = tokens.create(agent, "in-cluster", "alice")
+    return kubeconfig, token
+
+
+@pytest.fixture(params=["direct", "tunnel"])
+def reach(request: pytest.FixtureRequest, app: Flask, sim: SimCluster, h: Any,
+          live_server: str, tmp_path: Path) -> Iterator[str]:
+    """The people and agent above, reached directly or through its agent's tunnel."""
+    kubeconfig, token = _people_and_agent(app, sim, h, tmp_path, request.param == "tunnel")
     if request.param == "direct":
         yield "direct"
         return
@@ -95,6 +102,13 @@ def reach(request: pytest.FixtureRequest, app: Flask, sim: SimCluster, h: Any,
     yield "tunnel"
     running.stop()
     thread.join(15)
+
+
+@pytest.fixture
+def direct(app: Flask, sim: SimCluster, h: Any, tmp_path: Path) -> None:
+    """The people and agent above, reached directly (what a page does is the same either
+    way; the tunnel's case is the edit's test)."""
+    _people_and_agent(app, sim, h, tmp_path, tunnel=False)
 
 
 def applied_by(sim: SimCluster, manager: str, obj: dict[str, Any]) -> None:
@@ -195,10 +209,8 @@ def test_edit_dry_run_conflict_only_a_maintainer_forces(page: Page, sim: SimClus
     assert sim.get("kustomizations", "apps", "flux-system")["spec"]["suspend"] is True
 
 
-def test_create_from_yaml_and_clear_errors(page: Page, sim: SimCluster, h: Any,
-                                           reach: str) -> None:
-    if reach == "tunnel":
-        pytest.skip("the tunnel's case is the edit's (above); this one is the page's")
+@pytest.mark.usefixtures("direct")
+def test_create_from_yaml_and_clear_errors(page: Page, sim: SimCluster, h: Any) -> None:
     sim.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}})
     sign_in(page, "alice")
     open_cluster(page, "?namespace=shop")
