@@ -182,6 +182,9 @@ DEFAULTS: dict[str, Any] = {
     # are remembered per person (in memory) and ranked first among equals.
     "SEARCH_MAX_QUERY_CHARS": 200,
     "SEARCH_RECENT": 20,
+    # A kind someone may not list cluster-wide (granted some namespaces) is listed namespace
+    # by namespace: at most this many such LISTs per listing of their index.
+    "SEARCH_MAX_NAMESPACED_LISTS": 2000,
     # An agent's open tunnels per server process (its replicas each hold one or two).
     "MAX_TUNNELS_PER_AGENT": 8,
     # Long-lived connections (WebSockets, tunnels, streams) of all users and agents per
@@ -269,6 +272,11 @@ DEFAULTS: dict[str, Any] = {
     "CHANGES_MAX_DIFF_BYTES": 8192,
     "CHANGES_QUEUE_LIMIT": 20000,
     "CHANGES_MAX_OBJECTS": 20000,
+    # A changed Deployment, StatefulSet or DaemonSet's pods are looked at (each run of the
+    # `changes` job) for CHANGES_FAILURE_WINDOW_SECONDS after its change, at most
+    # CHANGES_FAILURE_MAX_WORKLOADS per run and agent: a failing one ends the change's story.
+    "CHANGES_FAILURE_WINDOW_SECONDS": 600,
+    "CHANGES_FAILURE_MAX_WORKLOADS": 20,
     # Sign-in (docs/identity.md). LOCAL_LOGIN false: no user name and password sign-in
     # (providers only). OIDC_* of the providers are read by webapp/oidc/settings.py. A
     # session signed in through a provider is checked with it again this often (its role
@@ -310,6 +318,7 @@ _INT_KEYS = {
     "SEARCH_REFRESH_SECONDS", "SEARCH_KEEP_SECONDS", "SEARCH_MAX_OBJECTS", "SEARCH_MAX_INDEXES",
     "SEARCH_MAX_RESULTS", "SEARCH_MAX_CANDIDATES", "SEARCH_FIRST_WAIT_SECONDS",
     "SEARCH_MAX_QUERY_CHARS", "SEARCH_RECENT", "FLEET_VERSION_SECONDS",
+    "SEARCH_MAX_NAMESPACED_LISTS",
     "MAX_LOG_PODS",
     "EXEC_IDLE_SECONDS", "EXEC_MAX_PER_USER", "EXEC_MAX_SESSIONS", "EXEC_CONNECT_SECONDS",
     "EXEC_MAX_COMMAND_BYTES",
@@ -332,7 +341,7 @@ _INT_KEYS = {
     "DRAIN_TIMEOUT_SECONDS", "DRAIN_RETRY_SECONDS", "DRAIN_MAX_PODS", "MAX_DRAINS",
     "CHANGES_SETTLE_SECONDS", "CHANGES_SETTLE_MAX_SECONDS", "CHANGES_MAX_VALUE_BYTES",
     "CHANGES_MAX_DIFF_ENTRIES", "CHANGES_MAX_DIFF_BYTES", "CHANGES_QUEUE_LIMIT",
-    "CHANGES_MAX_OBJECTS",
+    "CHANGES_MAX_OBJECTS", "CHANGES_FAILURE_WINDOW_SECONDS", "CHANGES_FAILURE_MAX_WORKLOADS",
 }
 # Environment variables that take one of a few words.
 _CHOICE_KEYS = {"SMTP_SECURITY": ("none", "starttls", "ssl"),

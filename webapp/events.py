@@ -118,6 +118,8 @@ _TYPES = [
               lambda e: _with_message(
                   f"Webhook to {(e.details or {}).get('target') or 'a receiver'} disabled", e)),
     EventType("object_changed", "changes", "info", False, False, _object_changed),
+    EventType("workload_failed", "changes", "error", False, False,
+              changes_wording.failure),
 ]
 
 CATALOG: dict[str, EventType] = {t.name: t for t in _TYPES}

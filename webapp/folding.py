@@ -42,10 +42,11 @@ class _WithoutCommit:
 
 def fold_key(event: events.EventLike) -> str:
     """The same for identical events (see above); 16 hex digits. A change Flux applied
-    carries its sync's key (`details.story`, webapp/changes): the sync and what it changed
-    fold into one story."""
+    carries its sync's key (`details.story`, webapp/changes), and a workload failing after
+    its change the change's: the sync, what it changed and what failed fold into one story."""
     story = (event.details or {}).get("story")
-    if event.type == "object_changed" and isinstance(story, str) and len(story) == 16:
+    if event.type in ("object_changed", "workload_failed") and isinstance(story, str) \
+            and len(story) == 16:
         return story
     said = events.describe(_WithoutCommit(event))
     # The project and the Flux object, which not every type's message names.

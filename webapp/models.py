@@ -22,6 +22,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 # Feature tables live beside their features; importing them here registers them on Base, so
 # that whoever reads Base.metadata from here (the app, migrations, tests) sees every table.
 from .agentconfig import models as _agentconfig_models  # noqa: F401
+from .changes import models as _changes_models  # noqa: F401
 from .fleet import models as _fleet_models  # noqa: F401
 from .hooks import models as _hooks_models  # noqa: F401
 from .model_base import Base, BigId

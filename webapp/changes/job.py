@@ -1,20 +1,29 @@
 """The `changes` job: keep this process's recorder in step with the agents' configurations.
 
 Like the `gitops` job it runs in the lease holder only (one process records changes); a
-process that loses the lease stops following, and starts again from a fresh baseline when
-it holds the lease again (what changed in between is not recorded).
+process that loses the lease stops following. The baseline is kept in the database
+(baselines.py): whichever process holds the lease next compares its first lists with it,
+so what changed in between is recorded once, as after an outage. Each run marks what is
+followed as followed now, and drops baselines nobody followed for RETENTION_DAYS.
 """
 
 from __future__ import annotations
 
+import logging
+from datetime import timedelta
+
 from flask import Flask
 from sqlalchemy import or_, select
 
-from .. import agents, db
+from .. import agents, clock, db
 from ..models import Agent
 from ..watch.kube import ClusterClient
+from ..watch.resources import WatchParams
+from . import baselines, failures
 from .kinds import followed_for
 from .recorder import ChangeRecorder, Followed, Settings
+
+log = logging.getLogger(__name__)
 
 
 def recorder(app: Flask) -> ChangeRecorder:
@@ -37,7 +46,33 @@ def run(app: Flask) -> int:
         wanted: set[Followed] = set()
         for agent in _with_clusters():
             wanted |= followed_for(agent, discovery)
-        return recorder(app).sync(wanted)  # the hub looks agents up: in the app
+        found = recorder(app)
+        count = found.sync(wanted)  # the hub looks agents up: in the app
+        followed: dict[str, set[str]] = {}
+        for one in found.ready():
+            followed.setdefault(one.agent, set()).add(baselines.resource_of(one.params))
+        baselines.touch(followed)
+        baselines.prune(clock.now() - timedelta(days=app.config["RETENTION_DAYS"]))
+        _look_for_failures(app, found)
+        return count
+
+
+def _look_for_failures(app: Flask, found: ChangeRecorder) -> None:
+    """The workloads changed lately: does one fail since (failures.py)?"""
+    watching = failures.Watching(
+        timedelta(seconds=float(app.config["CHANGES_FAILURE_WINDOW_SECONDS"])),
+        timedelta(seconds=found.settings.settle_max),
+        int(app.config["CHANGES_FAILURE_MAX_WORKLOADS"]))
+    workloads: dict[str, dict[str, WatchParams]] = {}
+    for one in found.ready():
+        if one.kind in failures.WORKLOADS:
+            workloads.setdefault(one.agent, {})[one.kind] = one.params
+    for agent, params_of in workloads.items():
+        try:
+            failures.check(agent, params_of, found.client, watching)
+        except Exception:  # one agent's trouble is not the others'
+            log.warning("changes: the workloads of %s could not be looked at", agent,
+                        exc_info=True)
 
 
 def run_once(app: Flask, timeout: float = 30.0) -> int:

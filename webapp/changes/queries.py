@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from .. import db
 from ..models import Event
@@ -53,3 +53,12 @@ def changed_objects(agent_id: int, start: datetime, limit: int = 20) -> list[Eve
             if len(newest) >= limit:
                 break
     return list(newest.values())
+
+
+def changed_counts(start: datetime) -> dict[int, int]:
+    """Objects changed from `start` on, per agent (the fleet home's "N changed in the last
+    hour"): one query over the events' time index."""
+    rows = db.session().execute(
+        select(Event.agent_id, func.count(func.distinct(Event.details["object"].as_string())))
+        .where(Event.happened_at >= start, Event.type == TYPE).group_by(Event.agent_id))
+    return {agent_id: int(n) for agent_id, n in rows}

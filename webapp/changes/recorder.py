@@ -7,7 +7,10 @@ one worker thread does the rest:
 
 - keeps, per object, the encoded desired state (tracked.py) last seen: a first list is the
   baseline (nothing recorded), every later version is compared with it — status-only
-  updates compare equal and cost nothing more;
+  updates compare equal and cost nothing more. The baseline is kept in the database too
+  (baselines.py), each object's state written with the change recorded: a process that
+  starts (a restart, a new lease holder) compares its first list with what was recorded,
+  and records each difference once, as after an outage;
 - folds a burst: changes of one object within `settle` seconds of each other (at most
   `settle_max` in all) are one change, from the first old to the last new state (a burst
   that ends where it began records nothing);
@@ -41,7 +44,8 @@ from ..watch.hub import Hub
 from ..watch.kube import ClusterClient, KubeError
 from ..watch.resources import AGENT, WatchParams
 from ..watch.upstream import UpstreamWatch
-from . import diff, managers, tracked
+from . import baselines, diff, managers, tracked
+from .baselines import Seen as _Seen
 from .context import Context, context_for
 
 log = logging.getLogger(__name__)
@@ -139,13 +143,6 @@ class _Follower:
 
 
 @dataclass
-class _Seen:
-    namespace: str
-    name: str
-    state: bytes  # the encoded desired state
-
-
-@dataclass
 class _Pending:
     followed: Followed
     key: str
@@ -157,6 +154,10 @@ class _Pending:
     first_mono: float
     last_mono: float
     after_outage: tuple[datetime | None] | None = None  # (when the watch began failing)
+
+
+# (agent, resource, key, its state now or None: gone): kept with the changes recorded
+_State = tuple[str, str, str, _Seen | None]
 
 
 class ChangeRecorder:
@@ -194,6 +195,7 @@ class ChangeRecorder:
                 upstream = follower.upstream
                 if followed not in wanted:
                     self._let_go(follower, forget=True)
+                    self._unstore(followed)
                 elif follower.refused is not None:
                     log.warning("changes: %s of %s cannot be read (%s); trying again in "
                                 "%d s", followed.kind, followed.agent, follower.refused,
@@ -237,6 +239,19 @@ class ChangeRecorder:
         if forget:  # no longer followed (the worker may still be reading it: a new dict)
             self._seen = {k: v for k, v in self._seen.items() if k != follower.followed}
 
+    def _unstore(self, followed: Followed) -> None:
+        """No longer named by the configuration: its kept baseline goes too (named again
+        later, it starts afresh rather than report a long-gone difference)."""
+        try:
+            baselines.forget(followed.agent, baselines.resource_of(followed.params))
+        except Exception:
+            log.warning("changes: the baseline of %s of %s could not be dropped",
+                        followed.kind, followed.agent, exc_info=True)
+
+    def client(self, agent: str) -> ClusterClient:
+        """The agent's cluster, as the recorder reads it (direct or through the tunnel)."""
+        return self._client_for(agent)
+
     def followed(self) -> list[Followed]:
         with self._lock:
             return list(self._followers)
@@ -252,7 +267,7 @@ class ChangeRecorder:
 
     def ready(self) -> set[Followed]:
         """The followed kinds whose baseline is taken: changes from now on are recorded."""
-        return set(self._seen)
+        return set(self._seen.copy())  # a copy at once: the worker may be adding one
 
     def offer(self, follower: _Follower, item: tuple[Any, ...]) -> None:
         try:
@@ -324,16 +339,42 @@ class ChangeRecorder:
             return
         fresh: dict[str, bytes] = item[1]
         seen = self._seen.get(followed)
+        outage: tuple[datetime | None] | None
         if seen is None:
-            self._seen[followed] = self._baseline(followed, fresh)
-            return
-        # After a fault: (when the watch was first seen failing, if it was)
-        outage = (follower.failed_since,) if item[2] else None
+            stored = self._stored(followed)
+            if stored is None:  # never followed: this list is the baseline
+                taken = self._baseline(followed, fresh)
+                self._store(followed, taken)
+                self._seen[followed] = taken
+                return
+            # Followed before (this process restarted, or another held the lease): what
+            # differs from what was recorded changed while nobody watched.
+            seen = self._seen[followed] = stored.seen
+            outage = (stored.seen_at,)
+        else:
+            # After a fault: (when the watch was first seen failing, if it was)
+            outage = (follower.failed_since,) if item[2] else None
         follower.failed_since = None
         for key in [k for k in seen if k not in fresh]:
             self._compare(followed, seen, key, None, outage)
         for key, data in fresh.items():
             self._compare(followed, seen, key, data, outage)
+
+    def _stored(self, followed: Followed) -> baselines.Stored | None:
+        try:
+            return baselines.load(followed.agent, baselines.resource_of(followed.params))
+        except Exception:  # the database is out of reach: a fresh baseline, as in memory
+            log.warning("changes: the baseline of %s of %s could not be read", followed.kind,
+                        followed.agent, exc_info=True)
+            return None
+
+    def _store(self, followed: Followed, taken: dict[str, _Seen]) -> None:
+        try:
+            baselines.save(followed.agent, baselines.resource_of(followed.params),
+                           followed.kind, taken)
+        except Exception:  # still recorded while this process runs
+            log.warning("changes: the baseline of %s of %s could not be kept",
+                        followed.kind, followed.agent, exc_info=True)
 
     def _baseline(self, followed: Followed, fresh: dict[str, bytes]) -> dict[str, _Seen]:
         out: dict[str, _Seen] = {}
@@ -399,6 +440,11 @@ class ChangeRecorder:
         for pending in due:
             del self._pending[(pending.followed, pending.key)]
         found: list[tuple[str, NewEvent]] = []
+        # What each object is now, kept with the changes (a burst that ended where it
+        # began, or one that could not be recorded, is kept too: it is what was seen).
+        states = [(p.followed.agent, baselines.resource_of(p.followed.params), p.key,
+                   None if p.after is None else _Seen(p.namespace, p.name, p.after))
+                  for p in due]
         for pending in due:
             try:
                 event = self._event(pending)
@@ -410,8 +456,7 @@ class ChangeRecorder:
                 continue
             if event is not None:
                 found.append((pending.followed.agent, event))
-        if found:
-            self._record(found)
+        self._record(found, states)
 
     def _event(self, pending: _Pending) -> NewEvent | None:
         followed = pending.followed
@@ -463,23 +508,34 @@ class ChangeRecorder:
         paths = [e.path for e in entries] or [("spec",), ("data",), ("metadata",)]
         return managers.who(fields, paths)
 
-    def _record(self, found: list[tuple[str, NewEvent]]) -> None:
+    def _record(self, found: list[tuple[str, NewEvent]], states: list[_State]) -> None:
         try:
-            self._record_batch(found)
+            self._record_batch(found, states)
         except Exception:
             log.warning("changes: a batch of %d could not be recorded; one by one",
                         len(found), exc_info=True)
             for one in found:
                 try:
-                    self._record_batch([one])
+                    self._record_batch([one], [])
                 except Exception:
                     self.skipped += 1
                     log.exception("changes: a change could not be recorded")
+            try:
+                self._record_batch([], states)
+            except Exception:  # the next start compares with the older state: once more
+                log.exception("changes: the state of %d objects could not be kept",
+                              len(states))
 
-    def _record_batch(self, found: list[tuple[str, NewEvent]]) -> None:
+    def _record_batch(self, found: list[tuple[str, NewEvent]], states: list[_State]) -> None:
         now = clock.now()
         with db.write_transaction() as session:
             ids: dict[str, int | None] = {}
+            for agent, resource, key, state in states:
+                if agent not in ids:
+                    ids[agent] = session.scalar(select(Agent.id).where(Agent.name == agent))
+                owner = ids[agent]
+                if owner is not None:
+                    baselines.write(session, owner, resource, key, state)
             by_agent: dict[str, list[NewEvent]] = {}
             for agent, event in found:
                 by_agent.setdefault(agent, []).append(event)

@@ -35,6 +35,17 @@ def sentence(event: Any) -> str:
     return text
 
 
+def failure(event: Any) -> str:
+    """"Deployment shop/web failing after its change: pod web-7d9f CrashLoopBackOff"."""
+    details = event.details if isinstance(event.details, dict) else {}
+    text = f"{subject(details.get('object'))} failing after its change: pod " \
+        f"{details.get('pod') or '?'} {details.get('reason') or 'failed'}"
+    sha = event.commit_sha or ""
+    if sha:
+        text += f" (commit {sha[:8] if len(sha) >= 40 else sha})"
+    return text
+
+
 def subject(scope: Any) -> str:
     """"Deployment shop/web" from "Deployment/shop/web"."""
     if isinstance(scope, str) and scope.count("/") == 2:

@@ -2,8 +2,9 @@
 
 Per agent: its connection, the cluster's version, nodes ready of all, the workloads that
 need attention by kind (counts.py: the hub's shared watches, never a page's), the last
-GitOps sync and failures in the last hour (Activity), CPU and memory in use (the usage
-poll's last read, when the cluster serves metrics), and the Activity sparkline.
+GitOps sync, failures and objects changed in the last hour (Activity), CPU and memory in
+use (the usage poll's last read, when the cluster serves metrics), and the Activity
+sparkline.
 
 A cluster that stops answering keeps its last known state, shown greyed with when it was
 true and why it is not now: `Remembered` holds it (in memory, per agent and identity).
@@ -22,60 +23,20 @@ from flask import current_app
 from sqlalchemy import func, select
 
 from .. import agents, clock, db, histogram
+from ..changes import queries as changes_queries
 from ..models import Agent, Event, User
 from ..watch import access
 from ..watch.kube import ClusterClient, KubeError
 from ..watch.registry import connection_of
 from ..watch.resources import Identity
-from ..watch.usage import Sample, cpu_text, memory_text
+from ..watch.usage import Sample
 from ..watch.usage_poll import Scope, TooManyPolls, Usage
 from . import labels as agent_labels
 from .counts import Counts, FleetCounts
+from .state import Attention, ClusterState
 
 SYNC_TYPES = ("gitops_sync_succeeded", "gitops_sync_failed", "gitops_manifest_invalid")
 CONNECTION_TYPES = ("agent_connected", "agent_disconnected")
-
-
-@dataclass(frozen=True)
-class Attention:
-    ref: str  # the kind as a Cluster tab URL names it: deployments.apps
-    title: str  # Deployments
-    kind: str  # Deployment
-    count: int
-
-    @property
-    def text(self) -> str:
-        return f"{self.count} {self.kind if self.count == 1 else self.title}"
-
-
-@dataclass(frozen=True)
-class ClusterState:
-    """What was read from the cluster (kept as the last known state)."""
-
-    version: str | None = None
-    nodes_ready: int | None = None
-    nodes_total: int | None = None
-    pods: int = 0
-    attention: tuple[Attention, ...] = ()
-    cpu: tuple[float, float] | None = None  # cores used, allocatable
-    memory: tuple[float, float] | None = None  # bytes used, allocatable
-    usage_problem: str | None = None
-
-    @property
-    def needing(self) -> int:
-        return sum(a.count for a in self.attention)
-
-    def cpu_text(self) -> str:
-        return "" if self.cpu is None else \
-            f"{_percent(*self.cpu)} · {cpu_text(self.cpu[0])} of {cpu_text(self.cpu[1])}"
-
-    def memory_text(self) -> str:
-        return "" if self.memory is None else f"{_percent(*self.memory)} · " \
-            f"{memory_text(self.memory[0])} of {memory_text(self.memory[1])}"
-
-
-def _percent(used: float, of: float) -> str:
-    return f"{round(100 * used / of)}%" if of else "—"
 
 
 @dataclass
@@ -90,6 +51,7 @@ class Row:
     as_of: datetime | None = None  # when `state` was last true, shown with a problem
     last_sync: Event | None = None
     failures: int = 0  # error events in the last hour
+    changed: int = 0  # objects changed in the last hour (webapp/changes)
     since: datetime | None = None  # of the last connection event: connected or not since
 
     @property
@@ -152,8 +114,10 @@ class Fleet:
         now = clock.now()
         days = histogram.last_day(now)
         failures = _failures_since(now - timedelta(hours=1))
+        changed_objects = changes_queries.changed_counts(now - timedelta(hours=1))
         rows = [Row(a, agents.status(a), found[a.id], days.get(a.id, histogram.Day()),
-                    last_sync=_last_of(a, SYNC_TYPES), failures=failures.get(a.id, 0))
+                    last_sync=_last_of(a, SYNC_TYPES), failures=failures.get(a.id, 0),
+                    changed=changed_objects.get(a.id, 0))
                 for a in visible]
         for row in rows:
             changed = _last_of(row.agent, CONNECTION_TYPES)
