@@ -102,6 +102,14 @@ def test_a_patch_is_recorded_with_its_difference_and_manager(live: Live,
     section = overview.text.split('class="recent-changes"')[1].split("</section>")[0]
     assert "Changed in the last hour" in section
     assert "panel=deployments.apps/shop/web" in section and "by kubectl-patch" in section
+    # So does the fleet home, per agent, linking to its Activity's changes.
+    fleet = requests.get(live.base_url + "/fleet",
+                         headers={"Cookie": live.browser("alice").cookie_header()},
+                         timeout=WAIT)
+    assert fleet.status_code == 200
+    row = fleet.text.split('<tr data-row="prod"')[1].split("</tr>")[0]
+    assert "1 changed in the last hour" in row
+    assert "/agents/prod?category=changes" in row
 
 
 def test_two_managers_and_a_server_side_apply_by_flux(live: Live, recording: Any) -> None:
@@ -211,6 +219,58 @@ def test_after_an_outage_the_difference_is_recorded_once(live: Live,
     live.sim.patch("configmaps", "settings", {"data": {"mode": "last"}}, namespace="shop")
     found = changes(live, 3)
     assert len(found) == 3 and "after_outage" not in found[2].details
+
+
+def restarted(live: Live) -> Any:
+    """A recorder as a restarted process (or the next holder of the scheduler lease) has:
+    nothing in memory, what was recorded in the database."""
+    live.app.extensions.pop("changes_recorder").stop()
+    recorder = changes_job.recorder(live.app)
+    return recorder
+
+
+def test_after_a_restart_changes_made_meanwhile_are_recorded_once(live: Live,
+                                                                  recording: Any) -> None:
+    set_image(live, "web:1.9", "kubectl-patch")
+    changes(live, 1)  # recorded while running: not again after the restart
+    recording.stop()
+    # While no recorder runs: an update, a creation and a deletion.
+    live.sim.patch("configmaps", "settings", {"data": {"mode": "slow"}}, namespace="shop")
+    live.sim.create({"apiVersion": "v1", "kind": "ConfigMap",
+                     "metadata": {"name": "extra", "namespace": "shop"}, "data": {"a": "1"}})
+    live.sim.delete("secrets", "db", namespace="shop")
+    recorder = restarted(live)
+    try:
+        changes_job.run(live.app)
+        found = changes(live, 4)
+        eventually(lambda: recorder.wait_idle(0.1), timeout=WAIT)
+        later = found[1:]
+        assert sorted((e.details["object"], e.details["change"],
+                       [(d["path"], d["old"], d["new"]) for d in e.details["diff"]])
+                      for e in later) == [
+            ("ConfigMap/shop/extra", "created", []),
+            ("ConfigMap/shop/settings", "updated", [("data.mode", "fast", "slow")]),
+            ("Secret/shop/db", "deleted", [])]
+        assert all(e.details["after_outage"] is True and e.details["down_since"]
+                   for e in later)
+        # Once: a second restart with nothing changed records nothing; the next change is
+        # recorded as usual.
+        recorder = restarted(live)
+        changes_job.run(live.app)
+        eventually(lambda: {"Deployment", "Secret", "ConfigMap"}
+                   <= {f.kind for f in recorder.ready()}, timeout=WAIT * 2)
+        eventually(lambda: recorder.wait_idle(0.1), timeout=WAIT)
+        set_image(live, "web:2.0", "kubectl-patch")
+        found = changes(live, 5)
+        eventually(lambda: recorder.wait_idle(0.1), timeout=WAIT)
+        found = live.events("prod", "object_changed")
+        assert len(found) == 5
+        assert about(found[4]) == ("Deployment/shop/web",
+                                   [("spec.template.spec.containers[web].image", "web:1.9",
+                                     "web:2.0")], "kubectl-patch")
+        assert "after_outage" not in found[4].details
+    finally:
+        recorder.stop()
 
 
 @pytest.fixture(params=["direct", "tunnel"])
@@ -344,6 +404,58 @@ def test_a_flux_apply_names_its_commit_and_folds_into_the_sync_story(
     assert change.details["gitops_event"] in {e.id for e in story.events}
     html = panel_part(live, live.browser("alice"), "deployments", "web", "apps")
     assert f"commit {sync.commit_sha[:8]}" in html
+
+
+def test_a_workload_failing_after_a_flux_apply_ends_the_syncs_story(
+        live: Live, recording: Any) -> None:
+    from webapp import agents, folding, jobs
+    from webapp.agentconfig import service
+    live.sim.add_kustomization("flux-system", "apps")
+    live.sim.wait_for(lambda: (live.sim.get("kustomizations", "apps", "flux-system")
+                               .get("status") or {}).get("lastAppliedRevision"))
+    with live.app.app_context():
+        service.submit(agents.get("prod"), "gitops:\n  kustomizations:\n    - name: apps\n",
+                       source="cli")
+    assert jobs.run_job(live.app, "gitops") >= 2
+    [sync] = live.events("prod", "gitops_sync_succeeded")
+    # kustomize-controller applies an image that crashes.
+    server_write(live, "PATCH", DEPLOYMENT, {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "shop",
+                     "labels": {"kustomize.toolkit.fluxcd.io/name": "apps",
+                                "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}},
+        "spec": {"template": {
+            "metadata": {"annotations": {
+                "simcluster.agentwatch.dev/state": "CrashLoopBackOff"}},
+            "spec": {"containers": [{"name": "web", "image": "web:3.1"}]}}}},
+        "application/apply-patch+yaml", "kustomize-controller")
+    [change] = eventually(lambda: [e for e in live.events("prod", "object_changed")
+                                   if e.details["object"] == "Deployment/shop/web"],
+                          timeout=WAIT * 2)
+
+    def failed() -> list[Any]:
+        changes_job.run(live.app)  # as the job does every 15 s
+        return live.events("prod", "workload_failed")
+
+    [failure] = eventually(failed, timeout=WAIT * 3)
+    assert failure.details["object"] == "Deployment/shop/web"
+    assert failure.details["reason"] == "CrashLoopBackOff"
+    assert failure.details["change_event"] == change.id
+    assert failure.commit_sha == sync.commit_sha and failure.level == "error"
+    assert failure.category == "changes"
+    # Once per change: the next runs find it failing still, and record nothing more.
+    changes_job.run(live.app)
+    changes_job.run(live.app)
+    assert len(live.events("prod", "workload_failed")) == 1
+    # One story in Activity: the sync, the change it applied, and the failure after it.
+    with live.app.app_context():
+        rows = sorted([*live.events("prod", "gitops_sync_succeeded"),
+                       *live.events("prod", "gitops_commit_received"), change, failure],
+                      key=lambda e: (e.happened_at, e.id), reverse=True)
+        folds = folding.fold(rows)
+    [story] = [f for f in folds if failure in f.events]
+    assert change in story.events
+    assert change.details["gitops_event"] in {e.id for e in story.events}
 
 
 def test_secrets_an_agent_reads_by_name_only_are_let_go(live: Live) -> None:
