@@ -46,6 +46,9 @@ class Index:
     _hay_at: list[int] = field(init=False, repr=False, compare=False)
     _names: str = field(init=False, repr=False, compare=False)
     _names_at: list[int] = field(init=False, repr=False, compare=False)
+    # ref -> (namespace, name) of its entries, made on first use (live.py)
+    _by_ref: dict[str, frozenset[tuple[str, str]]] | None = field(
+        init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
         # "\n" never occurs in a name, kind, namespace or label (all DNS-1123 or label
@@ -81,6 +84,17 @@ class Index:
             i = bisect_right(starts, pos) - 1
             yield i
             pos = names.find(needle, pos + 1)
+
+    def names_of(self, ref: str) -> frozenset[tuple[str, str]]:
+        """(namespace, name) of the kind's entries."""
+        by_ref = self._by_ref
+        if by_ref is None:
+            built: dict[str, set[tuple[str, str]]] = {}
+            for e in self.entries:
+                built.setdefault(e.ref, set()).add((e.namespace, e.name))
+            by_ref = {r: frozenset(names) for r, names in built.items()}
+            object.__setattr__(self, "_by_ref", by_ref)  # the same whoever makes it first
+        return by_ref.get(ref, frozenset())
 
     def size_bytes(self) -> int:
         """About what the entries hold in memory (bench/search_palette.py measures)."""

@@ -34,6 +34,7 @@ class Settings:
     max_objects: int = 100_000
     max_indexes: int = 64
     recent: int = 20  # objects remembered per person as opened from the palette
+    namespaced_lists: int = 2000  # LISTs namespace by namespace per listing (listing.py)
 
 
 class _Kept:
@@ -55,7 +56,8 @@ class _Kept:
             while not self.stopped and time.monotonic() - self.used < self.settings.keep:
                 try:
                     self.index = list_all(self.client, self.identity, self.served,
-                                          self.settings.max_objects, self.index)
+                                          self.settings.max_objects, self.index,
+                                          self.settings.namespaced_lists)
                 except Exception:  # one cluster's odd answer never stops the others
                     log.exception("listing %s for search failed", self.agent)
                 self.listed.set()

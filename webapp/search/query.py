@@ -58,9 +58,10 @@ def _rank(entry: Entry, words: Sequence[str], whole: str) -> int:
 def search(indexes: Iterable[tuple[str, Index]], text: str, limit: int,
            recent: frozenset[tuple[str, str, str, str]] = frozenset(),
            attention: frozenset[tuple[str, str, str, str]] = frozenset(),
-           candidates: int = CANDIDATES, max_chars: int = MAX_QUERY_CHARS) -> list[Hit]:
-    """The best `limit` entries matching `text`. `recent` and `attention` hold
-    (agent, ref, namespace, name)."""
+           candidates: int = CANDIDATES, max_chars: int = MAX_QUERY_CHARS,
+           gone: frozenset[tuple[str, str, str, str]] = frozenset()) -> list[Hit]:
+    """The best `limit` entries matching `text`. `recent`, `attention` and `gone` (known
+    deleted since the listing: live.py) hold (agent, ref, namespace, name)."""
     words = words_of(text, max_chars)
     if not words:
         return []
@@ -84,8 +85,10 @@ def search(indexes: Iterable[tuple[str, Index]], text: str, limit: int,
                 hay = e.hay
                 if not all(w in hay for w in words):
                     continue
-                budget -= 1
                 key = (agent, e.ref, e.namespace, e.name)
+                if gone and key in gone:
+                    continue
+                budget -= 1
                 hit = Hit(agent, e, key in recent, key in attention, _rank(e, words, whole))
                 serial += 1
                 found.append((hit.order(), serial, hit))

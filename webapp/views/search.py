@@ -17,9 +17,11 @@ from ..models import Agent
 from ..search.attention import needing
 from ..search.index import Index
 from ..search.keeper import Indexes, Settings
+from ..search.live import NOTHING, Live, live
 from ..search.query import search, with_attention, words_of
 from ..watch import access, names
 from ..watch.kube import KubeError
+from ..watch.upstream import UpstreamWatch
 from .cluster_links import object_url
 
 bp = Blueprint("search", __name__)
@@ -38,7 +40,8 @@ def _indexes() -> Indexes:
                 keep=float(config["SEARCH_KEEP_SECONDS"]),
                 max_objects=int(config["SEARCH_MAX_OBJECTS"]),
                 max_indexes=int(config["SEARCH_MAX_INDEXES"]),
-                recent=int(config["SEARCH_RECENT"])))
+                recent=int(config["SEARCH_RECENT"]),
+                namespaced_lists=int(config["SEARCH_MAX_NAMESPACED_LISTS"])))
         return found
 
 
@@ -54,6 +57,23 @@ def _agent_index(agent: Agent, wait: float) -> tuple[Index | None, str | None]:
     if found is None:
         return None, "the server indexes as many clusters as it may; try again later"
     return found, found.problem
+
+
+def _live(agent: Agent, index: Index, watches: list[UpstreamWatch]) -> Live:
+    try:
+        served = current_app.extensions["discovery"].served(agent.name)
+    except KubeError:
+        return NOTHING
+    return live([w for w in watches if w.key.agent == agent.name],
+                access.identity(g.user, agent), served, index,
+                int(current_app.config["SEARCH_MAX_OBJECTS"]))
+
+
+def _counted(indexes: list[tuple[str, Index]]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for name, index in indexes:
+        counts[name] = counts.get(name, 0) + len(index.entries)
+    return counts
 
 
 def _pages(visible: list[Agent], words: list[str], limit: int) -> list[dict[str, str]]:
@@ -78,17 +98,24 @@ def search_json() -> Response:
     indexes: list[tuple[str, Index]] = []
     missing: list[dict[str, str]] = []
     first_wait = float(current_app.config["SEARCH_FIRST_WAIT_SECONDS"])
+    gone: set[tuple[str, str, str, str]] = set()
+    watches = current_app.extensions["watch_hub"].watches() if words else []
     for agent in visible:
         found, problem = _agent_index(agent, first_wait)
         if found is not None:
             indexes.append((agent.name, found))
+            if words:  # what the hub's watches know since the listing (search/live.py)
+                now = _live(agent, found, watches)
+                if now.added.entries:
+                    indexes.append((agent.name, now.added))
+                gone.update((agent.name, *g) for g in now.gone)
         if problem:
             missing.append({"agent": agent.name, "problem": problem})
     limit = int(current_app.config["SEARCH_MAX_RESULTS"])
     # Twice the results asked for, then those needing attention first among equals.
     hits = search(indexes, text, 2 * limit, recent=_indexes().recent(g.user.name),
                   candidates=int(current_app.config["SEARCH_MAX_CANDIDATES"]),
-                  max_chars=max_chars) \
+                  max_chars=max_chars, gone=frozenset(gone)) \
         if words else []
     identities = {a.name: access.identity(g.user, a) for a in visible}
     hits = with_attention(hits, needing(current_app.extensions["watch_hub"], hits, identities),
@@ -101,7 +128,7 @@ def search_json() -> Response:
                        namespace=hit.entry.namespace, name=hit.entry.name),
     } for hit in hits]
     return jsonify({"query": text, "objects": objects, "pages": _pages(visible, words, limit),
-                    "indexed": {name: len(index.entries) for name, index in indexes},
+                    "indexed": _counted(indexes),
                     "unavailable": missing})
 
 

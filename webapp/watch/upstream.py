@@ -487,6 +487,15 @@ class UpstreamWatch:
                          key=_object_order) if objects else []
         return Snapshot(decoded, error, entries, columns)
 
+    def live_objects(self) -> list[tuple[RenderedRow | None, JSONText]] | None:
+        """Each cached object's row and JSON text while this watch is live (synced, not in
+        error), else None: what the search's index is told between listings
+        (search/live.py), read without holding the watch."""
+        with self._lock:
+            if not self._synced or self._error is not None:
+                return None
+            return [(c.row, c.object_bytes) for c in self._cache.values()]
+
     def _relist(self) -> None:
         fresh: dict[str, _Cached] = {}
         resource_version = ""
