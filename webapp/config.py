@@ -165,6 +165,9 @@ DEFAULTS: dict[str, Any] = {
     "FLEET_THREADS": 8,
     # A cluster's version (/version) is read again after this long.
     "FLEET_VERSION_SECONDS": 600,
+    # Each cluster's last known state (per identity) is written to the database at most this
+    # often, so that a restart keeps it (fleet/last_known.py).
+    "FLEET_SAVE_SECONDS": 60,
     # The search palette's index (search/): names, kinds, namespaces and labels per agent,
     # listed again every SEARCH_REFRESH_SECONDS while searched, dropped SEARCH_KEEP_SECONDS
     # after the last search; at most SEARCH_MAX_OBJECTS per agent and SEARCH_MAX_INDEXES
@@ -318,7 +321,7 @@ _INT_KEYS = {
     "SEARCH_REFRESH_SECONDS", "SEARCH_KEEP_SECONDS", "SEARCH_MAX_OBJECTS", "SEARCH_MAX_INDEXES",
     "SEARCH_MAX_RESULTS", "SEARCH_MAX_CANDIDATES", "SEARCH_FIRST_WAIT_SECONDS",
     "SEARCH_MAX_QUERY_CHARS", "SEARCH_RECENT", "FLEET_VERSION_SECONDS",
-    "SEARCH_MAX_NAMESPACED_LISTS",
+    "SEARCH_MAX_NAMESPACED_LISTS", "FLEET_SAVE_SECONDS",
     "MAX_LOG_PODS",
     "EXEC_IDLE_SECONDS", "EXEC_MAX_PER_USER", "EXEC_MAX_SESSIONS", "EXEC_CONNECT_SECONDS",
     "EXEC_MAX_COMMAND_BYTES",

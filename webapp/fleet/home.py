@@ -7,7 +7,11 @@ use (the usage poll's last read, when the cluster serves metrics), and the Activ
 sparkline.
 
 A cluster that stops answering keeps its last known state, shown greyed with when it was
-true and why it is not now: `Remembered` holds it (in memory, per agent and identity).
+true and why it is not now: `Remembered` holds it (in memory, per agent and identity), and
+last_known.py in the database, for the next process.
+
+The page answers after FLEET_WAIT_SECONDS at most with what it has: a cluster still being
+read says so, and its reading goes on for the next refresh.
 """
 
 from __future__ import annotations
@@ -15,11 +19,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent import futures
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from flask import current_app
+from flask import Flask, current_app
 from sqlalchemy import func, select
 
 from .. import agents, clock, db, histogram
@@ -33,6 +38,7 @@ from ..watch.usage import Sample
 from ..watch.usage_poll import Scope, TooManyPolls, Usage
 from . import labels as agent_labels
 from .counts import Counts, FleetCounts
+from .last_known import LastKnown
 from .state import Attention, ClusterState
 
 SYNC_TYPES = ("gitops_sync_succeeded", "gitops_sync_failed", "gitops_manifest_invalid")
@@ -99,11 +105,17 @@ class Fleet:
     """The fleet home's rows for one person (see the module)."""
 
     def __init__(self, counts: FleetCounts, usage: Usage | None, threads: int = 8,
-                 version_seconds: float = 600.0) -> None:
+                 version_seconds: float = 600.0, save_seconds: float = 60.0) -> None:
         self.counts = counts
         self.usage = usage
         self.threads = threads
         self.remembered = Remembered(version_seconds=version_seconds)
+        self.last_known = LastKnown(save_seconds)  # across restarts (last_known.py)
+        # Kept between pages: a cluster still being read when a page answers goes on being
+        # read, once per agent and identity however many pages ask meanwhile.
+        self.pool = ThreadPoolExecutor(threads, thread_name_prefix="fleet")
+        self._lock = threading.Lock()
+        self._reading: dict[tuple[str, Identity], Future[Row]] = {}
 
     def rows(self, user: User, wanted: agent_labels.Labels | None = None,
              wait: float = 2.0) -> list[Row]:
@@ -124,26 +136,81 @@ class Fleet:
             row.since = changed.happened_at if changed is not None else None
         identities = [access.identity(user, row.agent) for row in rows]
         app = current_app._get_current_object()  # type: ignore[attr-defined]
+        # The page answers after `wait` at most, with what it has: a cluster not read by
+        # then (a fresh server's first look at fifty) shows its last known state and says
+        # it is being checked; its reading goes on, and the next refresh shows it.
+        deadline = time.monotonic() + wait
+        readings = [self._read_later(app, row, identity, now, deadline)
+                    for row, identity in zip(rows, identities, strict=True)]
+        futures.wait(readings, timeout=max(0.0, deadline - time.monotonic()))
+        for row, identity, reading in zip(rows, identities, readings, strict=True):
+            if reading.done() and reading.exception() is None:
+                read = reading.result()
+                row.state, row.checking, row.problem, row.as_of = \
+                    read.state, read.checking, read.problem, read.as_of
+            else:
+                self._still_reading(row, identity)
+        self.last_known.flush()
+        rows.sort(key=lambda r: r.urgency)
+        return rows
 
-        def start(row: Row, identity: Identity) -> Counts | None:
+    def _read_later(self, app: Flask, row: Row, identity: Identity, now: datetime,
+                    deadline: float) -> Future[Row]:
+        """The agent's cluster read on the pool, into a copy of `row` (a reading that ends
+        after the page answered changes nothing shown): discovery and counts started
+        first for every agent, then each one's counts waited for until `deadline`, its
+        version and usage read. One reading per agent and identity at a time."""
+        key = (row.agent.name, identity)
+        with self._lock:
+            running = self._reading.get(key)
+            if running is not None:
+                return running
+            mine = replace(row)
+            result: Future[Row] = Future()
+            self._reading[key] = result
+
+        def done(_: Future[Row]) -> None:
+            with self._lock:
+                if self._reading.get(key) is result:
+                    del self._reading[key]
+
+        def start() -> Counts | None:
             with app.app_context():
-                return self._start(row, identity)
+                return self._start(mine, identity)
 
-        def read(row: Row, identity: Identity, counts: Counts | None) -> None:
+        def read(counts: Counts | None) -> None:
             if counts is not None:
                 counts.wait(deadline)
             with app.app_context():
-                self._read(row, identity, counts, now)
+                self._read(mine, identity, counts, now)
 
-        # Each agent's discovery, counts, version and usage ask its cluster: side by side,
-        # so fifty clusters cost about what the slowest few do. Every count starts before
-        # any is waited for.
-        with ThreadPoolExecutor(self.threads, thread_name_prefix="fleet") as pool:
-            started = list(pool.map(start, rows, identities))
-            deadline = time.monotonic() + wait
-            list(pool.map(read, rows, identities, started))
-        rows.sort(key=lambda r: r.urgency)
-        return rows
+        def then(started: Future[Counts | None]) -> None:
+            def run() -> None:
+                try:
+                    read(started.result())
+                    result.set_result(mine)
+                except BaseException as exc:  # the page shows the row as still checked
+                    result.set_exception(exc)
+            try:
+                self.pool.submit(run)
+            except RuntimeError as exc:  # the process is ending
+                result.set_exception(exc)
+
+        result.add_done_callback(done)
+        # Every start is queued before any read (which waits for its counts).
+        self.pool.submit(start).add_done_callback(then)
+        return result
+
+    def _still_reading(self, row: Row, identity: Identity) -> None:
+        row.checking = True
+        with self.remembered.lock:
+            kept = self.remembered.states.get((row.agent.name, identity))
+        if kept is not None:
+            row.state, row.as_of = kept.state, kept.at
+        else:
+            stored = self.last_known.get(row.agent.id, identity)
+            if stored is not None:
+                row.state, row.as_of = stored
 
     def _start(self, row: Row, identity: Identity) -> Counts | None:
         try:
@@ -164,12 +231,17 @@ class Fleet:
             state = self._state(row.agent, identity, counts)
             with self.remembered.lock:
                 self.remembered.states[key] = _Kept(state, now)
+            self.last_known.note(row.agent.id, identity, state, now)
             row.state = state
             return
         with self.remembered.lock:
             kept = self.remembered.states.get(key)
         if kept is not None:
             row.state, row.as_of = kept.state, kept.at
+        else:  # not read since this process started: as last known before
+            stored = self.last_known.get(row.agent.id, identity)
+            if stored is not None:
+                row.state, row.as_of = stored
         if row.problem is None and row.status.state != "connected" and row.agent.tunnel:
             row.problem = "The agent is not connected"
 

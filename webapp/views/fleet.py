@@ -30,7 +30,8 @@ def _fleet() -> Fleet:
             found = current_app.extensions["fleet"] = Fleet(
                 counts, current_app.extensions.get("usage"),
                 int(current_app.config["FLEET_THREADS"]),
-                float(current_app.config["FLEET_VERSION_SECONDS"]))
+                float(current_app.config["FLEET_VERSION_SECONDS"]),
+                float(current_app.config["FLEET_SAVE_SECONDS"]))
         return found
 
 
