@@ -1,19 +1,26 @@
 """What changed, against kube-apiserver: the recorder follows the real watches and names who
 made each change from the real managedFields — an update, patches by two managers, a
 server-side apply by "flux" —, keeps a Secret's keys only, and records nothing for a
-status-only update."""
+status-only update; and when agentwatch could not see the cluster (its agent's tunnel down, the
+API server's history compacted meanwhile) the difference is recorded once after, marked."""
 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import kubernetes
 import pytest
 from watch.conftest import WAIT, Live, eventually
 
+from webapp import agents, tokens
 from webapp.changes import job as changes_job
+from webapp.tunnel.agent import Agent, Settings
+from webapp.tunnel.secret_reads import SecretReads
+from webapp.watch.kube import Connection
 
 from .cluster import ADMIN, RealCluster
 
@@ -125,3 +132,54 @@ def test_a_secret_keeps_its_keys_only_and_status_is_no_change(
                                    "kubectl-edit")
     stored = json.dumps([e.details for e in found])
     assert "hunter2" not in stored and "c2VjcmV0LXRva2Vu" not in stored
+
+
+@contextmanager
+def agent_running(live: Live, realkube: RealCluster, token: str) -> Iterator[Agent]:
+    """The agent of `prod` beside the cluster (as its administrator), connected."""
+    agent = Agent(Settings(live.base_url, token,
+                           Connection(kubeconfig=str(realkube.kubeconfig_path(ADMIN))),
+                           backoff_initial=0.05, backoff_max=0.5, secrets=SecretReads.KEYS))
+    thread = threading.Thread(target=agent.run, daemon=True)
+    thread.start()
+    try:
+        assert agent.connected.wait(10)
+        eventually(lambda: live.app.extensions["tunnels"].count("prod") == 1)
+        yield agent
+    finally:
+        agent.stop()
+        thread.join(10)
+
+
+def test_after_the_tunnel_was_down_the_difference_is_recorded_once(
+        live: Live, realkube: RealCluster, admin_api: kubernetes.client.ApiClient,
+        v1: kubernetes.client.CoreV1Api, namespace: str) -> None:
+    """The agent stops; a ConfigMap changes and etcd compacts past it (ConfigMaps bypass the
+    watch cache here: cluster.py), so the watch cannot resume; the agent comes back: the
+    relist records the difference once, marked as seen after the outage."""
+    live.user("alice", "admin")
+    v1.create_namespaced_config_map(namespace, {"metadata": {"name": "settings"},
+                                                "data": {"mode": "fast"}},
+                                    field_manager="kubectl-create")
+    with live.app.app_context():
+        _, token = tokens.create(agents.create("prod", tunnel=True), "in-cluster", "alice")
+    recorder = changes_job.recorder(live.app)
+    try:
+        with agent_running(live, realkube, token):
+            changes_job.run(live.app)
+            eventually(lambda: "ConfigMap" in {f.kind for f in recorder.ready()},
+                       timeout=WAIT * 3)
+        # No agent: nothing agentwatch watches sees this.
+        write(admin_api, "PATCH", f"/api/v1/namespaces/{namespace}/configmaps/settings",
+              {"data": {"mode": "slow"}}, MERGE, "kubectl-edit")
+        realkube.compact()
+        with agent_running(live, realkube, token):
+            [event] = changes(live, namespace, 1)
+            assert about(event) == ("ConfigMap/settings", "updated",
+                                    [("data.mode", "fast", "slow")], "kubectl-edit")
+            assert event.details["after_outage"] is True
+            eventually(lambda: recorder.wait_idle(0.1), timeout=WAIT)
+            assert len([e for e in live.events("prod", "object_changed")
+                        if e.details["object"].split("/")[1] == namespace]) == 1
+    finally:
+        recorder.stop()
