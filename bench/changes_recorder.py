@@ -19,7 +19,9 @@ Measured, over the rounds once the baseline is taken:
       decodes every event for pages anyway), by each thread's own CPU clock;
   bytes per change: the events table's growth (SQLite's dbstat: its pages and its
       indexes') per change, and the stored row's details JSON alone;
-  a day: x 720,000 changes; the week kept: x 7 (the same pruning as all Activity).
+  a day: x 720,000 changes; the week kept: x 7 (the same pruning as all Activity);
+  the kept baseline: its tables' bytes (one row per object followed; the worker's CPU
+  includes writing each object's state with its change).
 """
 
 from __future__ import annotations
@@ -62,6 +64,16 @@ def events_bytes(db: Path) -> tuple[int, int]:
         details = conn.execute("SELECT coalesce(sum(length(details)), 0) FROM events WHERE "
                                "type = 'object_changed'").fetchone()[0]
     return int(pages), int(details)
+
+
+def baseline_bytes(db: Path) -> int:
+    """Bytes of the kept baseline (change_baselines, change_states and their indexes): as
+    many rows as objects followed, not growing with changes."""
+    with sqlite3.connect(db) as conn:
+        return int(conn.execute(
+            "SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name IN (SELECT name FROM "
+            "sqlite_master WHERE tbl_name IN ('change_baselines', 'change_states'))")
+            .fetchone()[0])
 
 
 def main() -> None:
@@ -137,6 +149,7 @@ def main() -> None:
         "per_day_db_mb": round(per_change_bytes * PER_DAY / 1e6, 1),
         "week_db_mb": round(per_change_bytes * PER_DAY * 7 / 1e6, 1),
         "per_day_cpu_s": round((cpu_worker + cpu_watch) / max(1, changes) * PER_DAY, 1),
+        "baseline_bytes": baseline_bytes(db),
     }
     result["per_day_cpu_core_percent"] = round(result["per_day_cpu_s"] / 86400 * 100, 2)
     print(json.dumps(result, indent=2))
