@@ -458,6 +458,33 @@ def test_a_workload_failing_after_a_flux_apply_ends_the_syncs_story(
     assert change.details["gitops_event"] in {e.id for e in story.events}
 
 
+def test_a_crash_after_a_change_joins_its_story_directly_and_through_the_tunnel(
+        live: Live, reach: str) -> None:
+    from webapp import folding
+    live.sim.create(builders.deployment("shop", "web", [builders.container("web", "web:1.8")]))
+    recorder = changes_job.recorder(live.app)
+    try:
+        changes_job.run(live.app)
+        eventually(lambda: "Deployment" in {f.kind for f in recorder.ready()},
+                   timeout=WAIT * 2)
+        server_write(live, "PATCH", DEPLOYMENT, {"spec": {"template": {
+            "metadata": {"annotations": {"simcluster.agentwatch.dev/state": "CrashLoopBackOff"}},
+            "spec": {"containers": [{"name": "web", "image": "web:1.9"}]}}}},
+            "application/strategic-merge-patch+json", "kubectl-edit")
+        [change] = changes(live, 1)
+
+        def failed() -> list[Any]:
+            changes_job.run(live.app)
+            return live.events("prod", "workload_failed")
+
+        [failure] = eventually(failed, timeout=WAIT * 3)
+        assert failure.details["change_event"] == change.id
+        assert failure.details["story"] == folding.fold_key(change)
+        assert failure.details["pod"].startswith("web-")
+    finally:
+        recorder.stop()
+
+
 def test_secrets_an_agent_reads_by_name_only_are_let_go(live: Live) -> None:
     """An agent installed with `--secrets names` (the default) refuses a full list of
     Secrets: the recorder stops trying (for REFUSED_RETRY) and follows the rest."""
