@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -456,6 +457,15 @@ def test_a_workload_failing_after_a_flux_apply_ends_the_syncs_story(
     [story] = [f for f in folds if failure in f.events]
     assert change in story.events
     assert change.details["gitops_event"] in {e.id for e in story.events}
+    # The Activity tab shows it as one folded row, the failure on top, expandable.
+    page = requests.get(live.base_url + "/agents/prod",
+                        headers={"Cookie": live.browser("alice").cookie_header()},
+                        timeout=WAIT)
+    assert page.status_code == 200
+    folded = re.search(r'<li class="event fold level-error"[^>]*data-fold="'
+                       + failure.details["story"] + r'" data-count="(\d+)"', page.text)
+    assert folded is not None and int(folded.group(1)) >= 3
+    assert "failing after its change: pod web-" in page.text  # the object is a link
 
 
 def test_a_crash_after_a_change_joins_its_story_directly_and_through_the_tunnel(
