@@ -119,6 +119,7 @@ class Fleet:
 
     def rows(self, user: User, wanted: agent_labels.Labels | None = None,
              wait: float = 2.0) -> list[Row]:
+        deadline = time.monotonic() + wait  # the page's, its own queries included
         visible = [a for a in agents.all_agents() if access.can_view(user, a)]
         found = agent_labels.of_agents(a.id for a in visible)
         if wanted:
@@ -139,7 +140,6 @@ class Fleet:
         # The page answers after `wait` at most, with what it has: a cluster not read by
         # then (a fresh server's first look at fifty) shows its last known state and says
         # it is being checked; its reading goes on, and the next refresh shows it.
-        deadline = time.monotonic() + wait
         readings = [self._read_later(app, row, identity, now, deadline)
                     for row, identity in zip(rows, identities, strict=True)]
         futures.wait(readings, timeout=max(0.0, deadline - time.monotonic()))
