@@ -116,7 +116,7 @@ def test_an_agents_configuration_overrides_the_defaults(signed_in, h, app, clock
     with app.app_context():
         agentconfig.submit(agents.get("staging"), STAGING_CONFIG, source="cli", by="alice")
         assert important.load_rules().types_for(agents.get("staging").id) == {
-            "config_commit_received", "gitops_sync_failed"}
+            "config_commit_received", "gitops_sync_failed", "workload_failed"}
     as_user(app, "alice", service.mark_all_read)  # the submission's own event
     prod = add(app, clock, "prod", ("config_invalid", {"commit_sha": SHA}),
                ("config_commit_received", {"commit_sha": SHA}))
