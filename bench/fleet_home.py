@@ -11,9 +11,10 @@ cluster with its `--pods` pods over 20 namespaces: the server keeps one set of c
 agent (a view of no rows over a shared watch per kind: fleet/counts.py), exactly as for as
 many clusters; only the simulator's side is shared.
 
-  cold:    a fresh server; GET /fleet as a signed-in admin, again every second (as the
-           page's refresh would) until every agent's row has its counts (no "Checking…"):
-           the time, the requests, the worker's CPU, and its VmRSS before and after.
+  cold:    a fresh server; GET /fleet as a signed-in admin: when the first answer came and
+           how many rows it had counted; again every second (as the page's refresh would)
+           until every agent's row has its counts (no "Checking…"): the time, the
+           requests, the worker's CPU, and its VmRSS before and after.
   refresh: `--rounds` (20) GETs of the table (HX-Request, as the page's every-15 s
            refresh asks): each one's time and the worker's CPU per refresh, and the
            simulator's CPU meanwhile (it is asked nothing: the counts come from watches).
@@ -55,11 +56,18 @@ def main() -> None:
         rss0, cpu0 = rss_kib(worker), proc_cpu(worker)
         t0 = time.perf_counter()
         requests = 0
+        first: float | None = None
+        first_counted = 0
         while True:
             requests += 1
             status, body, _ = client.get("/fleet")
             text = body.decode()
             assert status == 200, (status, text[:300])
+            if first is None:
+                first = time.perf_counter() - t0
+                first_counted = text.count(f"{args.pods} pods")
+                log(f"first answer after {first:.1f} s: {first_counted} of {args.agents} "
+                    "rows counted, the others checking")
             complete = "Checking" not in text and text.count(f"{args.pods} pods") == args.agents
             if complete or time.perf_counter() - t0 > 600:
                 break
@@ -85,6 +93,7 @@ def main() -> None:
             f"table {len(body) / 1024:.0f} KiB")
         write_result("fleet_home", {
             "machine": machine_info(), "agents": args.agents, "pods": args.pods,
+            "first_answer_seconds": first, "first_answer_counted": first_counted,
             "cold_seconds": cold, "cold_requests": requests, "cold_cpu_seconds": cold_cpu,
             "rss_kib_before": rss0, "rss_kib_after": rss1, "complete": complete,
             "refresh_ms": times, "refresh_cpu_ms": per, "simulator_cpu_seconds": sim_cpu},
