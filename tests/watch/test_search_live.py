@@ -11,6 +11,9 @@ import pytest
 from .conftest import Live, eventually
 from .test_fleet import _deployment
 from .test_search import _found, _until_found
+from .test_tunnel import RunningAgent, tunneled
+
+__all__ = ["tunneled"]  # fixture, by import
 
 
 @pytest.fixture
@@ -23,9 +26,7 @@ def _deployment_watches(live: Live) -> list[Any]:
     return [w for w in live.hub_watches() if w.key.params.resource == "deployments"]
 
 
-def test_objects_added_and_deleted_in_a_watched_kind_show_at_once(live: Live) -> None:
-    live.user("alice", "admin")
-    live.agent("prod")
+def _added_and_deleted_show_at_once(live: Live) -> None:
     live.sim.create(_deployment("default", "old-api"))
     browser = live.browser("alice")
     _until_found(live, browser, "api", ("prod", "Deployment", "default", "old-api"))
@@ -44,3 +45,13 @@ def test_objects_added_and_deleted_in_a_watched_kind_show_at_once(live: Live) ->
                not in _found(live, browser, "api"), timeout=30,
                message="a deleted Deployment is still found")
     assert len(_deployment_watches(live)) == 1  # the fleet's, none added for the search
+
+
+def test_objects_added_and_deleted_in_a_watched_kind_show_at_once(live: Live) -> None:
+    live.user("alice", "admin")
+    live.agent("prod")
+    _added_and_deleted_show_at_once(live)
+
+
+def test_the_same_through_the_agents_tunnel(live: Live, tunneled: RunningAgent) -> None:
+    _added_and_deleted_show_at_once(live)
