@@ -7,7 +7,6 @@ asked for, its watches with it.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from ..watch.discovery import Served
 from ..watch.hub import Hub
 from ..watch.kube import KubeError
 from ..watch.resources import Identity
+from ..watch.summaries import CountSink
 from ..watch.view import ViewSpec, Window
 
 # What the fleet counts, the most urgent first: (group, resource).
@@ -25,30 +25,12 @@ COUNTED = (("", "nodes"), ("apps", "deployments"), ("apps", "statefulsets"),
            ("helm.toolkit.fluxcd.io", "helmreleases"))
 
 
-class Count:
-    """One kind's totals, as its view sends them (a view window's sink)."""
+class Count(CountSink):
+    """One kind's totals, as its view sends them, and how the page names the kind."""
 
     def __init__(self, ref: str, title: str, kind: str, resource: str) -> None:
-        self.ref, self.title, self.kind, self.resource = ref, title, kind, resource
-        self.total = 0
-        self.attention = 0
-        self.error: str | None = None
-        self.heard = threading.Event()
-
-    def send(self, message: bytes, position: str | None = None) -> bool:
-        data = json.loads(message)
-        if "total" in data:
-            self.total, self.attention = int(data["total"]), int(data["attention"])
-        if data.get("type") == "synced":
-            self.error = None
-            self.heard.set()
-        elif data.get("type") == "error":
-            self.error = str((data.get("error") or {}).get("message") or "unavailable")
-            self.heard.set()
-        return True
-
-    def room(self) -> int:
-        return 1 << 30
+        super().__init__(ref, resource)
+        self.title, self.kind, self.resource = title, kind, resource
 
 
 @dataclass

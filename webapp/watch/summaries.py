@@ -47,8 +47,9 @@ class Health:
             not self.failed_flux
 
 
-class _Counts:
-    """A view's sink that keeps only its latest counts (view.Window's `sink`)."""
+class CountSink:
+    """A view's sink that keeps only its latest counts (view.Window's `sink`): what the
+    Agents list's health and the fleet home (fleet/counts.py) read."""
 
     def __init__(self, ref: str, what: str) -> None:
         self.ref = ref  # the kind as kubectl names it
@@ -76,7 +77,7 @@ class _Counts:
 
 @dataclass
 class _Summary:
-    counts: list[_Counts]
+    counts: list[CountSink]
     windows: list[Window]
     used: float = field(default_factory=time.monotonic)
 
@@ -126,7 +127,7 @@ class Summaries:
                 kind = served.by_resource(group, resource)
                 if kind is None:
                     continue
-                counts = _Counts(kind.ref, what)
+                counts = CountSink(kind.ref, what)
                 window = Window(f"summary-{resource}", counts, 0)
                 params: WatchParams = kind.params()
                 self._hub.subscribe_view(agent, identity, [params], ViewSpec(), window)
