@@ -16,14 +16,11 @@ from pathlib import Path
 
 import requests
 from loopback import serve_wsgi
-from playwright.sync_api import sync_playwright
 
 from simkube import SimCluster, seed_demo
 from webapp import create_app, db, demo
 
-from .conftest import CHROMIUM, CHROMIUM_ARGS
-from .screenshots import DESKTOP, PASSWORD
-from .signin import sign_in
+from .screenshots import PASSWORD, themed_pages
 
 EDITED = "server { listen 8080; }"
 
@@ -60,15 +57,8 @@ def main() -> None:
             demo.seed(echo=lambda _: None, kubeconfig=str(kubeconfig), context="sim")
             db.session().commit()
         try:
-            with serve_wsgi(app, quiet=True) as base_url, sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                                     args=CHROMIUM_ARGS)
-                for scheme in ("light", "dark"):
-                    context = browser.new_context(base_url=base_url, viewport=DESKTOP,
-                                                  color_scheme=scheme, timezone_id="UTC",
-                                                  locale="en-GB", reduced_motion="reduce")
-                    page = context.new_page()
-                    sign_in(page, "admin", PASSWORD)
+            with serve_wsgi(app, quiet=True) as base_url:
+                for scheme, page in themed_pages(base_url):
                     page.goto(f"/agents/{demo.DEMO_AGENT}/cluster?namespace=shop"
                               "&panel=configmaps/shop/web-config")
                     page.locator("#object-panel").get_by_role("button", name="Edit").click()
@@ -84,8 +74,6 @@ def main() -> None:
                     target = out / f"edit-apply-{scheme}.png"
                     page.screenshot(path=str(target))
                     print(target)
-                    context.close()
-                browser.close()
         finally:
             app.extensions["watch_hub"].shutdown()
             app.extensions["clusters"].close()

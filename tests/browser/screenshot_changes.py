@@ -15,15 +15,12 @@ from pathlib import Path
 
 import requests
 from loopback import serve_wsgi
-from playwright.sync_api import sync_playwright
 
 from simkube import SimCluster, seed_demo
 from webapp import create_app, db, demo
 from webapp.changes import job as changes_job
 
-from .conftest import CHROMIUM, CHROMIUM_ARGS
-from .screenshots import AGENT, DESKTOP, PASSWORD
-from .signin import sign_in
+from .screenshots import AGENT, PASSWORD, themed_pages
 
 
 def change(cluster: SimCluster, body: dict, content_type: str, manager: str) -> None:
@@ -40,25 +37,15 @@ def change(cluster: SimCluster, body: dict, content_type: str, manager: str) -> 
 def shoot(base_url: str, out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                             args=CHROMIUM_ARGS)
-        for scheme in ("light", "dark"):
-            context = browser.new_context(base_url=base_url, viewport=DESKTOP,
-                                          color_scheme=scheme, timezone_id="UTC",
-                                          locale="en-GB", reduced_motion="reduce")
-            page = context.new_page()
-            sign_in(page, "admin", PASSWORD)
-            page.goto(f"/agents/{AGENT}/cluster?namespace=shop"
-                      "&panel=deployments/shop/web&tab=changes")
-            page.locator("#tabpanel-changes table.change-diff").nth(1).wait_for(
-                timeout=15_000)
-            time.sleep(0.5)
-            target = out / f"changes-{scheme}.png"
-            page.screenshot(path=str(target))
-            written.append(target)
-            context.close()
-        browser.close()
+    for scheme, page in themed_pages(base_url):
+        page.goto(f"/agents/{AGENT}/cluster?namespace=shop"
+                  "&panel=deployments/shop/web&tab=changes")
+        page.locator("#tabpanel-changes table.change-diff").nth(1).wait_for(
+            timeout=15_000)
+        time.sleep(0.5)
+        target = out / f"changes-{scheme}.png"
+        page.screenshot(path=str(target))
+        written.append(target)
     return written
 
 

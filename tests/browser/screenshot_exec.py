@@ -18,14 +18,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from loopback import serve_wsgi
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Page
 
 from simkube import SimCluster, seed_demo
 from webapp import agents, create_app, db, demo
 
-from .conftest import CHROMIUM, CHROMIUM_ARGS
-from .screenshots import AGENT, DESKTOP, PASSWORD
-from .signin import sign_in
+from .screenshots import AGENT, PASSWORD, themed_pages
 
 COMMANDS = ["hostname", "ls /etc", "cat /etc/os-release", "echo $HOME", "stty size"]
 
@@ -83,21 +81,12 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("docs/screenshots"))
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    with demo_with_shells() as base_url, sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                             args=CHROMIUM_ARGS)
-        for scheme in ("light", "dark"):
-            context = browser.new_context(base_url=base_url, viewport=DESKTOP,
-                                          color_scheme=scheme, timezone_id="UTC",
-                                          locale="en-GB", reduced_motion="reduce")
-            page = context.new_page()
-            sign_in(page, "admin", PASSWORD)
+    with demo_with_shells() as base_url:
+        for scheme, page in themed_pages(base_url):
             run(page)
             target = args.out / f"shell-{scheme}.png"
             page.screenshot(path=str(target))
             print(target)
-            context.close()
-        browser.close()
 
 if __name__ == "__main__":
     main()

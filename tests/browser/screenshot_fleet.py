@@ -14,15 +14,12 @@ import time
 from pathlib import Path
 
 from loopback import serve_wsgi
-from playwright.sync_api import sync_playwright
 
 from simkube import SimCluster, seed_demo
 from webapp import agents, create_app, db, demo
 from webapp.fleet import labels
 
-from .conftest import CHROMIUM, CHROMIUM_ARGS
-from .screenshots import DESKTOP, PASSWORD
-from .signin import sign_in
+from .screenshots import PASSWORD, themed_pages
 
 
 def main() -> None:
@@ -56,15 +53,8 @@ def main() -> None:
                                ("edge-us", "environment=prod, region=us")):
                 labels.replace(agents.get(name), labels.parse(text))
         try:
-            with serve_wsgi(app, quiet=True) as base_url, sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                                     args=CHROMIUM_ARGS)
-                for scheme in ("light", "dark"):
-                    context = browser.new_context(base_url=base_url, viewport=DESKTOP,
-                                                  color_scheme=scheme, timezone_id="UTC",
-                                                  locale="en-GB", reduced_motion="reduce")
-                    page = context.new_page()
-                    sign_in(page, "admin", PASSWORD)
+            with serve_wsgi(app, quiet=True) as base_url:
+                for scheme, page in themed_pages(base_url):
                     page.goto("/fleet")
                     page.wait_for_selector("table.fleet", timeout=30_000)
                     deadline = time.monotonic() + 30
@@ -77,8 +67,6 @@ def main() -> None:
                     page.wait_for_selector("#palette-results li[role=option]", timeout=30_000)
                     time.sleep(1)
                     page.screenshot(path=str(out / f"palette-{scheme}.png"))
-                    context.close()
-                browser.close()
         finally:
             app.extensions["watch_hub"].shutdown()
             app.extensions["clusters"].close()

@@ -12,51 +12,37 @@ import re
 import time
 from pathlib import Path
 
-from playwright.sync_api import sync_playwright
-
-from .conftest import CHROMIUM, CHROMIUM_ARGS
-from .screenshots import AGENT, DESKTOP, PASSWORD, demo_server
-from .signin import sign_in
+from .screenshots import AGENT, demo_server, themed_pages
 
 
 def shoot(base_url: str, out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                             args=CHROMIUM_ARGS)
-        for scheme in ("light", "dark"):
-            context = browser.new_context(base_url=base_url, viewport=DESKTOP,
-                                          color_scheme=scheme, timezone_id="UTC",
-                                          locale="en-GB", reduced_motion="reduce")
-            page = context.new_page()
-            sign_in(page, "admin", PASSWORD)
-            # The node running postgres-0, whose budget allows no disruption.
-            page.goto(f"/agents/{AGENT}/cluster?namespace=payments"
-                      "&panel=pods/payments/postgres-0&tab=yaml")
-            manifest = page.locator("#panel-manifest", has_text="nodeName:")
-            found = re.search(r"nodeName: (\S+)", manifest.inner_text(timeout=15_000))
-            assert found is not None
-            node = found[1]
-            page.goto(f"/agents/{AGENT}/cluster?kind=nodes")
-            page.locator(f"#nodes-table tbody.rows tr[data-name='{node}']").click()
-            care = page.locator("#object-panel .node-care")
-            care.get_by_text("Drain…").click()
-            care.get_by_role("button", name="Drain node").click()
-            page.locator("#confirm-dialog").get_by_role("button", name="Drain node").click()
-            care.locator(".drain-progress li[data-type='blocked']").first.wait_for(
-                timeout=30_000)
-            time.sleep(0.5)
-            target = out / f"node-care-{scheme}.png"
-            page.screenshot(path=str(target))
-            written.append(target)
-            # The drain ends (its timeout, below); the node is uncordoned for the next run.
-            care.locator(".node-care-result", has_text="left cordoned").wait_for(timeout=60_000)
-            care.get_by_role("button", name="Uncordon").click()
-            page.locator("#confirm-dialog").get_by_role("button", name="Uncordon").click()
-            care.get_by_role("button", name="Cordon").wait_for(timeout=15_000)
-            context.close()
-        browser.close()
+    for scheme, page in themed_pages(base_url):
+        # The node running postgres-0, whose budget allows no disruption.
+        page.goto(f"/agents/{AGENT}/cluster?namespace=payments"
+                  "&panel=pods/payments/postgres-0&tab=yaml")
+        manifest = page.locator("#panel-manifest", has_text="nodeName:")
+        found = re.search(r"nodeName: (\S+)", manifest.inner_text(timeout=15_000))
+        assert found is not None
+        node = found[1]
+        page.goto(f"/agents/{AGENT}/cluster?kind=nodes")
+        page.locator(f"#nodes-table tbody.rows tr[data-name='{node}']").click()
+        care = page.locator("#object-panel .node-care")
+        care.get_by_text("Drain…").click()
+        care.get_by_role("button", name="Drain node").click()
+        page.locator("#confirm-dialog").get_by_role("button", name="Drain node").click()
+        care.locator(".drain-progress li[data-type='blocked']").first.wait_for(
+            timeout=30_000)
+        time.sleep(0.5)
+        target = out / f"node-care-{scheme}.png"
+        page.screenshot(path=str(target))
+        written.append(target)
+        # The drain ends (its timeout, below); the node is uncordoned for the next run.
+        care.locator(".node-care-result", has_text="left cordoned").wait_for(timeout=60_000)
+        care.get_by_role("button", name="Uncordon").click()
+        page.locator("#confirm-dialog").get_by_role("button", name="Uncordon").click()
+        care.get_by_role("button", name="Cordon").wait_for(timeout=15_000)
     return written
 
 

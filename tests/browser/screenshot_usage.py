@@ -12,11 +12,7 @@ import os
 import time
 from pathlib import Path
 
-from playwright.sync_api import sync_playwright
-
-from .conftest import CHROMIUM, CHROMIUM_ARGS
-from .screenshots import AGENT, DESKTOP, PASSWORD, demo_server
-from .signin import sign_in
+from .screenshots import AGENT, demo_server, themed_pages
 
 POINTS = 8  # samples on the sparklines before the picture
 
@@ -24,33 +20,23 @@ POINTS = 8  # samples on the sparklines before the picture
 def shoot(base_url: str, out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                             args=CHROMIUM_ARGS)
-        for scheme in ("light", "dark"):
-            context = browser.new_context(base_url=base_url, viewport=DESKTOP,
-                                          color_scheme=scheme, timezone_id="UTC",
-                                          locale="en-GB", reduced_motion="reduce")
-            page = context.new_page()
-            sign_in(page, "admin", PASSWORD)
-            page.goto(f"/agents/{AGENT}/cluster?kind=pods&namespace=shop"
-                      "&sort=memory-usage&dir=desc")
-            page.locator("#pods tbody.rows tr td[data-col='memory-usage'] .usage").first.wait_for(
-                timeout=30_000)
-            time.sleep(0.5)
-            target = out / f"usage-{scheme}.png"
-            page.screenshot(path=str(target))
-            written.append(target)
-            page.locator("#pods tbody.rows tr a.object-link").first.click()
-            page.wait_for_function(
-                """n => Number((document.querySelector('.panel-usage svg.usage-spark') ||
-                    {dataset: {}}).dataset.points || 0) >= n""", arg=POINTS, timeout=60_000)
-            time.sleep(0.5)
-            target = out / f"usage-panel-{scheme}.png"
-            page.screenshot(path=str(target))
-            written.append(target)
-            context.close()
-        browser.close()
+    for scheme, page in themed_pages(base_url):
+        page.goto(f"/agents/{AGENT}/cluster?kind=pods&namespace=shop"
+                  "&sort=memory-usage&dir=desc")
+        page.locator("#pods tbody.rows tr td[data-col='memory-usage'] .usage").first.wait_for(
+            timeout=30_000)
+        time.sleep(0.5)
+        target = out / f"usage-{scheme}.png"
+        page.screenshot(path=str(target))
+        written.append(target)
+        page.locator("#pods tbody.rows tr a.object-link").first.click()
+        page.wait_for_function(
+            """n => Number((document.querySelector('.panel-usage svg.usage-spark') ||
+                {dataset: {}}).dataset.points || 0) >= n""", arg=POINTS, timeout=60_000)
+        time.sleep(0.5)
+        target = out / f"usage-panel-{scheme}.png"
+        page.screenshot(path=str(target))
+        written.append(target)
     return written
 
 

@@ -71,20 +71,36 @@ def demo_server() -> Iterator[str]:
             cluster.close()
 
 
-def shoot(base_url: str, out: Path) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
+def themed_pages(base_url: str, viewport: dict = DESKTOP) -> Iterator[tuple[str, Page]]:
+    """Each theme in turn, light then dark: (scheme, a page signed in as admin).
+
+    One browser for both; each theme has its own context (closed after its turn), so the
+    pictures are alike but for the colours and no sign-in or state carries between them.
+    """
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
                                              args=CHROMIUM_ARGS)
-        runs = [(scheme, DESKTOP, PAGES, "") for scheme in ("light", "dark")]
-        runs += [(scheme, PHONE, PHONE_PAGES, "-phone") for scheme in ("light", "dark")]
-        for scheme, viewport, pages, suffix in runs:
-            context = browser.new_context(base_url=base_url, viewport=viewport,
-                                          color_scheme=scheme, timezone_id="UTC",
-                                          locale="en-GB", reduced_motion="reduce")
-            page = context.new_page()
-            sign_in(page, "admin", PASSWORD)
+        try:
+            for scheme in ("light", "dark"):
+                # Fixed clock zone, locale and no animation: the same pictures on every run.
+                context = browser.new_context(base_url=base_url, viewport=viewport,
+                                              color_scheme=scheme, timezone_id="UTC",
+                                              locale="en-GB", reduced_motion="reduce")
+                try:
+                    page = context.new_page()
+                    sign_in(page, "admin", PASSWORD)
+                    yield scheme, page
+                finally:
+                    context.close()
+        finally:
+            browser.close()
+
+
+def shoot(base_url: str, out: Path) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for viewport, pages, suffix in ((DESKTOP, PAGES, ""), (PHONE, PHONE_PAGES, "-phone")):
+        for scheme, page in themed_pages(base_url, viewport):
             for name, path, ready in pages:
                 page.goto(path)
                 page.wait_for_selector(ready, timeout=15_000)
@@ -94,8 +110,6 @@ def shoot(base_url: str, out: Path) -> list[Path]:
                 written.append(target)
                 if name == "cluster" and not suffix:
                     written.append(_panel(page, out / f"cluster-panel-{scheme}.png"))
-            context.close()
-        browser.close()
     return written
 
 
