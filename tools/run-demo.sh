@@ -45,8 +45,11 @@ while [ ! -s "$kubeconfig" ]; do sleep 0.2; done
 pids+=($!)
 wait_for "$url/login" "agentwatch" || exit 1
 
+# Shells and applies are off unless an agent is started with them; the demo's cluster is
+# the simulator, so its agent allows both and a new team can try every operation.
 AGENTWATCH_AGENT_TOKEN=$(cat "$token_file") AGENTWATCH_AGENT_HEALTH_PORT=$health_port \
-  "$bin/agentwatch" agent --url "$url" --kubeconfig "$kubeconfig" --context sim &
+  "$bin/agentwatch" agent --url "$url" --kubeconfig "$kubeconfig" --context sim \
+  --allow-exec --allow-apply &
 pids+=($!)
 wait_for "http://127.0.0.1:$health_port/readyz" "the agent" || exit 1
 

@@ -27,6 +27,7 @@ user_access:
   access_as: agent
   view: {role: viewer}
   act: {role: maintainer}
+  exec: {role: maintainer}  # the demo's agent runs with --allow-exec (tools/run-demo.sh)
 notifications:
   important:
     levels: [error, warning]
