@@ -157,33 +157,50 @@ class Stream:
                 self._cond.wait(left)
             return self.head
 
+    def _wait_for_data(self, timeout: float | None) -> bool:
+        """(The lock held) until DATA waits unread: True; False once the sender ended.
+        Raises StreamReset, or TimeoutError after `timeout` seconds without anything."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._inbound:
+            if self._reset is not None:
+                raise self._reset
+            if self._received_end:
+                return False
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise TimeoutError(f"nothing on stream {self.id} in {timeout} s")
+            self._cond.wait(left)
+        return True
+
+    def _consume(self, size: int) -> int:
+        """(The lock held) `size` bytes read: the window to grant the sender back, or 0
+        until a quarter of the initial window was read."""
+        self._consumed += size
+        if self._consumed < INITIAL_WINDOW // 4:
+            return 0
+        grant, self._consumed = self._consumed, 0
+        return grant
+
+    def _handed_over(self, taken: int, grant: int) -> None:
+        """After a read: the connection's buffer budget back, and the sender's window."""
+        self._mux._release(taken)
+        if grant:
+            self._mux.send(window_frame(self.id, grant))
+
     def read(self, timeout: float | None = None) -> bytes | None:
         """All the bytes received and not read yet (at least one DATA frame's: a reader
         that fell behind catches up in one write); None once the sender ended. Raises
         StreamReset, or TimeoutError after `timeout` seconds without anything."""
-        deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
-            while not self._inbound:
-                if self._reset is not None:
-                    raise self._reset
-                if self._received_end:
-                    return None
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    raise TimeoutError(f"nothing on stream {self.id} in {timeout} s")
-                self._cond.wait(left)
+            if not self._wait_for_data(timeout):
+                return None
             inbound = self._inbound
             data = inbound.popleft() if len(inbound) == 1 else b"".join(inbound)
             inbound.clear()
             taken = self._buffered if self._counted else 0
             self._buffered = 0
-            self._consumed += len(data)
-            grant = self._consumed if self._consumed >= INITIAL_WINDOW // 4 else 0
-            if grant:
-                self._consumed = 0
-        self._mux._release(taken)
-        if grant:
-            self._mux.send(window_frame(self.id, grant))
+            grant = self._consume(len(data))
+        self._handed_over(taken, grant)
         return data
 
     def wait_readable(self, timeout: float | None = None) -> bool:
@@ -196,27 +213,14 @@ class Stream:
     def read_message(self, timeout: float | None = None) -> bytes | None:
         """One DATA frame's payload as it was sent, for a stream whose frames are messages
         (an exec's WebSocket); None once the sender ended. As read() otherwise."""
-        deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
-            while not self._inbound:
-                if self._reset is not None:
-                    raise self._reset
-                if self._received_end:
-                    return None
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    raise TimeoutError(f"nothing on stream {self.id} in {timeout} s")
-                self._cond.wait(left)
+            if not self._wait_for_data(timeout):
+                return None
             data = self._inbound.popleft()
             taken = len(data) if self._counted else 0
             self._buffered = max(self._buffered - len(data), 0)
-            self._consumed += len(data)
-            grant = self._consumed if self._consumed >= INITIAL_WINDOW // 4 else 0
-            if grant:
-                self._consumed = 0
-        self._mux._release(taken)
-        if grant:
-            self._mux.send(window_frame(self.id, grant))
+            grant = self._consume(len(data))
+        self._handed_over(taken, grant)
         return data
 
     # --- the writer's side ---------------------------------------------------------------
