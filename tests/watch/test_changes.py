@@ -226,6 +226,10 @@ def restarted(live: Live) -> Any:
     """A recorder as a restarted process (or the next holder of the scheduler lease) has:
     nothing in memory, what was recorded in the database."""
     live.app.extensions.pop("changes_recorder").stop()
+    # A new process has no shared watches either: one still in its grace would hand the
+    # new recorder a cache that may not hold the last writes yet, and those would then
+    # arrive as live changes, not as what changed meanwhile.
+    eventually(lambda: not live.hub_watches(), timeout=WAIT)
     recorder = changes_job.recorder(live.app)
     return recorder
 
