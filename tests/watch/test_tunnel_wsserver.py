@@ -23,7 +23,8 @@ from simple_websocket import ConnectionClosed
 from webapp import agents, tokens
 from webapp.tunnel.frames import MAX_MESSAGE, SUBPROTOCOL
 from webapp.tunnel.wsclient import frame as agent_frame
-from webapp.tunnel.wsserver import PATH, NotStarted, ServerSocket, unmask
+from webapp.tunnel.wsframes import unmask
+from webapp.tunnel.wsserver import PATH, NotStarted, ServerSocket
 from webapp.watch.owned import OwnedSocket
 
 from .conftest import WAIT, Closed, Live, ServerFrames, eventually

@@ -12,35 +12,32 @@ request here.
 from __future__ import annotations
 
 import contextlib
-import gc
 import json
 import logging
 import random
-import socket
 import ssl
 import threading
-import warnings
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-import simple_websocket
 import urllib3
 from urllib3 import HTTPHeaderDict
 
 from ..watch import redact
 from ..watch.cronjobs import manual_job
 from ..watch.kube import ClusterClient, Connection
-from . import apply_bodies, bodies, boundary, exec_agent
+from . import apply_bodies, bodies, boundary, exec_agent, wsclient
 from .allowlist import Action
 from .boundary import Upstream
-from .frames import MAX_DATA, RECEIVE_BYTES, SUBPROTOCOL
+from .frames import MAX_DATA
 from .impersonation import Impersonation
 from .mux import Mux, Stream, StreamReset
 from .secret_reads import SecretReads
 from .wsclient import ClientSocket
 
 log = logging.getLogger("agentwatch.agent")
+MAX_MESSAGE = 128 * 1024  # one WebSocket message the agent takes from the server
 
 
 @dataclass(frozen=True)
@@ -94,12 +91,7 @@ class Agent:
                 self.stopping.wait(delay)
                 backoff = min(backoff * 2, self.settings.backoff_max)
                 continue
-            if ws.subprotocol != SUBPROTOCOL:
-                ws.close()
-                log.error("%s does not speak %s", url, SUBPROTOCOL)
-                self.stopping.wait(self.settings.backoff_max)
-                continue
-            mux = Mux(ClientSocket(ws), on_open=self._serve, name="agent")
+            mux = Mux(ws, on_open=self._serve, name="agent")
             with self._lock:
                 self._mux = mux
             log.info("connected to %s", url)
@@ -107,7 +99,8 @@ class Agent:
             mux.run()
             self.connected.clear()
             reason = ws.close_message or mux.close_reason or "closed"
-            code = ws.close_reason
+            code = ws.close_code
+            ws.close()  # said by either side, or silent too long: the socket goes too
             log.warning("disconnected from %s: %s%s", url, reason,
                         f" (code {code})" if code else "")
             if code in (4401, 4403, 4429):
@@ -119,26 +112,15 @@ class Agent:
             delay = min(backoff * random.uniform(0.5, 1.5), self.settings.backoff_max)
             self.stopping.wait(delay)
 
-    def _connect(self, url: str) -> tuple[Any, str]:
+    def _connect(self, url: str) -> tuple[ClientSocket | None, str]:
         """(the WebSocket, "") or (None, why not)."""
-        # simple_websocket leaves the socket of a failed attempt to the garbage collector
-        # (it closes it; Python warns): said here, not once per retry in the log.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ResourceWarning)
-            try:
-                websocket = simple_websocket.Client.connect(
-                    url, subprotocols=[SUBPROTOCOL],
-                    headers={"Authorization": f"Bearer {self.settings.token}"},
-                    ssl_context=self._ssl_context(), max_message_size=128 * 1024,
-                    receive_bytes=RECEIVE_BYTES)
-                # Frames are small and latency-bound (a watch event, a WINDOW grant):
-                # Nagle's algorithm held each behind the previous one's ACK (tens of ms).
-                websocket.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                return websocket, ""
-            except Exception as exc:
-                reason = str(exc) or type(exc).__name__
-            gc.collect()
-        return None, reason
+        try:
+            websocket = wsclient.connect(
+                url, {"Authorization": f"Bearer {self.settings.token}"},
+                self._ssl_context(), max_message=MAX_MESSAGE)
+            return websocket, ""
+        except (OSError, ssl.SSLError) as exc:
+            return None, str(exc) or type(exc).__name__
 
     def stop(self) -> None:
         """Close the connection (in-flight streams end) and stop reconnecting."""
