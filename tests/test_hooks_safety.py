@@ -4,13 +4,12 @@ checked, and redirects are never followed."""
 
 from __future__ import annotations
 
-import ssl
-import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import tls
 from test_hooks_common import (
     LOOPBACK,
     SECRET,
@@ -193,27 +192,14 @@ def test_redirects_are_not_followed_and_one_into_a_refused_range_says_so(app, h,
 
 @pytest.fixture(scope="module")
 def certificates(tmp_path_factory) -> dict[str, Path]:
-    folder = tmp_path_factory.mktemp("tls")
-
-    def openssl(*args: str) -> None:
-        subprocess.run(["openssl", *args], cwd=folder, check=True, capture_output=True)
-
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key",
-            "-out", "ca.pem", "-days", "2", "-subj", "/CN=agentwatch test CA")
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out",
-            "server.csr", "-subj", "/CN=receiver.test")
-    (folder / "san.ext").write_text("subjectAltName=DNS:receiver.test\n")
-    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-            "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "san.ext")
-    return {"ca": folder / "ca.pem", "cert": folder / "server.pem", "key": folder / "server.key"}
+    return tls.certificates(tmp_path_factory.mktemp("tls"), "DNS:receiver.test")
 
 
 class _TLSReceiver:
     def __init__(self, certificates: dict[str, Path]) -> None:
         self.server_names: list[str | None] = []
         self.hosts: list[str] = []
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(certificates["cert"], certificates["key"])
+        context = tls.server_context(certificates)
         context.sni_callback = lambda sock, name, ctx: self.server_names.append(name)
         outer = self
 

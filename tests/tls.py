@@ -1,4 +1,4 @@
-"""Certificates of a private CA for 127.0.0.1 (openssl, as an in-house PKI makes them), and a
+"""Certificates of a private CA (openssl, as an in-house PKI makes them), and a
 TLS front that terminates TLS and relays each connection to a plain port (as an ingress
 before agentwatch does)."""
 
@@ -12,8 +12,9 @@ import threading
 from pathlib import Path
 
 
-def certificates(folder: Path) -> dict[str, Path]:
-    """A CA (`ca`) and a server certificate (`cert`, `key`) it signed for IP 127.0.0.1."""
+def certificates(folder: Path, name: str = "IP:127.0.0.1") -> dict[str, Path]:
+    """A CA (`ca`) and a server certificate (`cert`, `key`) it signed for `name` (its
+    subjectAltName: `IP:127.0.0.1`, `DNS:receiver.test`)."""
 
     def openssl(*args: str) -> None:
         subprocess.run(["openssl", *args], cwd=folder, check=True, capture_output=True)
@@ -21,8 +22,8 @@ def certificates(folder: Path) -> dict[str, Path]:
     openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key",
             "-out", "ca.pem", "-days", "2", "-subj", "/CN=agentwatch test CA")
     openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out",
-            "server.csr", "-subj", "/CN=127.0.0.1")
-    (folder / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+            "server.csr", "-subj", f"/CN={name.split(':', 1)[1]}")
+    (folder / "san.ext").write_text(f"subjectAltName={name}\n")
     openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
             "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "san.ext")
     return {"ca": folder / "ca.pem", "cert": folder / "server.pem", "key": folder / "server.key"}
