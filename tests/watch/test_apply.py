@@ -1,4 +1,4 @@
-"""Edit and apply, and create from YAML (webapp/watch/apply.py): a server-side dry run's
+"""Edit and apply, and create from YAML (webapp/apply/server_side.py): a server-side dry run's
 diff, the apply as field manager `agentwatch`, conflicts with another manager's fields
 that only a maintainer may force, the Activity event; on the simulator directly and
 through the agent's tunnel. Bad manifests are clear 4xx errors that change nothing."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from webapp.watch.drain import Options, plan
+from webapp.nodes.drain import Options, plan
 
 
 def pod(name: str, owner: str | None = "ReplicaSet", phase: str = "Running",

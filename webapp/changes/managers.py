@@ -15,7 +15,7 @@ from typing import Any
 
 from .diff import Path
 
-# What a person applying from the Cluster tab is written as (watch/apply.py).
+# What a person applying from the Cluster tab is written as (apply/server_side.py).
 AGENTWATCH = "agentwatch"
 
 

@@ -30,12 +30,12 @@ from sqlalchemy import func, select
 from .. import agents, clock, db, histogram
 from ..changes import queries as changes_queries
 from ..models import Agent, Event, User
+from ..usage.poll import Scope, TooManyPolls, Usage
+from ..usage.samples import Sample
 from ..watch import access
 from ..watch.kube import ClusterClient, KubeError
 from ..watch.registry import connection_of
 from ..watch.resources import Identity
-from ..watch.usage import Sample
-from ..watch.usage_poll import Scope, TooManyPolls, Usage
 from . import labels as agent_labels
 from .counts import Counts, FleetCounts
 from .last_known import LastKnown

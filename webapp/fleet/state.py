@@ -7,7 +7,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..watch.usage import cpu_text, memory_text
+from ..usage.samples import cpu_text, memory_text
 
 
 @dataclass(frozen=True)

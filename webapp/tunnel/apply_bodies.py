@@ -1,4 +1,4 @@
-"""The body of an apply (Edit and Create from YAML, watch/apply.py), as the agent lets it
+"""The body of an apply (Edit and Create from YAML, apply/server_side.py), as the agent lets it
 through: one JSON object (JSON is YAML; the server sends JSON) that is the object of the
 request's path — its apiVersion the path's group and version, its metadata.name the
 path's name, its namespace the path's or none — with no managedFields, no key given twice,

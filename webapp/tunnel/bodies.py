@@ -169,7 +169,7 @@ def _flux(doc: Any) -> bool:
 
 
 def eviction(namespace: str | None, pod: str | None) -> dict[str, Any]:
-    """The Eviction node care posts for a pod (watch/drain.py sends this very body)."""
+    """The Eviction node care posts for a pod (nodes/drain.py sends this very body)."""
     return {"apiVersion": "policy/v1", "kind": "Eviction",
             "metadata": {"name": pod, "namespace": namespace}}
 

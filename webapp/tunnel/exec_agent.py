@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
 
-from ..watch.exec_channels import PROTOCOLS
-from ..watch.exec_upstream import ExecRefused, UpstreamClosed, connect
+from ..exec.channels import PROTOCOLS
+from ..exec.upstream import ExecRefused, UpstreamClosed, connect
 from ..watch.kube import ClusterClient
 from . import allowlist
 from .boundary import Refused

@@ -30,6 +30,7 @@ from ..changes import queries as changes_queries
 from ..changes import wording as changes_wording
 from ..errors import Invalid
 from ..models import Agent
+from ..usage import views as usage_views
 from ..watch import (
     access,
     actions,
@@ -41,7 +42,6 @@ from ..watch import (
     relations,
     rows,
     table_rows,
-    usage_views,
     workload_logs,
 )
 from ..watch.cells import Column, time_cell
@@ -152,7 +152,7 @@ def _selected(kind: Kind, state: ListState, snaps: list[Snapshot],
 
 def _usage_join(agent: Agent, identity: Identity, watches: list[WatchParams],
                 ) -> Callable[[ViewSpec], ViewSpec]:
-    """A list sorted by usage is ordered by what a running poll last read (usage_views)."""
+    """A list sorted by usage is ordered by what a running poll last read (usage/views.py)."""
     def join(spec: ViewSpec) -> ViewSpec:
         return usage_views.known(current_app.extensions["usage"], agent.name, identity,
                                  watches, spec)

@@ -8,7 +8,7 @@ from typing import Any
 from flask import current_app, url_for
 
 from ..models import Agent, User
-from ..watch import node_care
+from ..nodes import care as node_care
 from ..watch.resources import WatchParams
 
 

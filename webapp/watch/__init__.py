@@ -2,6 +2,10 @@
 
 `kube` talks to clusters, `hub` shares upstream watches, `ws` and `stream` carry them to
 pages, `rows` renders table rows, `logs` and `actions` do the rest of the Cluster tab.
+The Cluster tab's larger features are packages of their own, whose endpoints join this
+one's blueprint (`routes.bp`) or its WebSocket server: webapp/usage (CPU and memory usage
+from metrics.k8s.io), webapp/apply (edit, dry run, diff and apply), webapp/nodes (cordon,
+uncordon, drain) and webapp/exec (a shell in a container).
 """
 
 from __future__ import annotations
@@ -12,7 +16,11 @@ from .. import agents
 
 
 def init_app(app: Flask) -> None:
-    from . import node_routes, routes, table_rows, ws
+    from ..apply import routes as apply_routes
+    from ..exec import socket as exec_socket
+    from ..nodes import routes as node_routes
+    from ..usage import routes as usage_routes
+    from . import routes, table_rows, ws
     from .discovery import Discovery
     from .hub import Hub
     from .kube import ClusterClient
@@ -34,12 +42,11 @@ def init_app(app: Flask) -> None:
     app.extensions["watch_hub"] = hub
     app.extensions["cluster_summaries"] = Summaries(
         hub, float(app.config["SUMMARY_KEEP_SECONDS"]))
-    from . import usage_routes  # resource usage: its endpoints join routes.bp
-    usage_routes.init_app(app, client_for, hub)
-    from . import apply_routes  # edit and apply, create from YAML: routes on routes.bp
-    apply_routes.init_app(app)
+    # The features' endpoints join routes.bp as their modules are imported (above), before
+    # it is registered.
+    usage_routes.init_app(app, client_for, hub)  # resource usage
+    apply_routes.init_app(app)  # edit and apply, create from YAML
     app.register_blueprint(routes.bp)
-    node_routes.init_app(app)  # cordon, uncordon, drain (on routes.bp, imported above)
+    node_routes.init_app(app)  # cordon, uncordon, drain
     ws.init_app(app)
-    from . import exec_socket
-    exec_socket.init_app(app)  # a shell in a container
+    exec_socket.init_app(app)  # a shell in a container: after ws, whose options it shares

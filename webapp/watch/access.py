@@ -37,7 +37,7 @@ class Allowed:
 @dataclass(frozen=True)
 class ExecGrant(Allowed):
     """Who may open a shell in a container: nobody unless granted (a role, users, or
-    groups at the identity provider). The agent must allow exec too (exec_request.py)."""
+    groups at the identity provider). The agent must allow exec too (webapp/exec/request.py)."""
 
     groups: tuple[str, ...] = ()
 

@@ -43,7 +43,7 @@ class Hub:
         self._lock = threading.Lock()
         self._watches: dict[WatchKey, UpstreamWatch] = {}
         self._views: dict[ViewKey, View] = {}
-        # A view's spec with the values its rows do not carry (a usage column: usage_views)
+        # A view's spec with the values its rows do not carry (a usage column: usage/views.py)
         self.joins: Callable[[str, Identity, list[WatchParams], ViewSpec], ViewSpec] | None = \
             None
         self.reachability = Reachability("live view")

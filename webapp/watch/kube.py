@@ -42,7 +42,7 @@ class KubeError(Exception):
         self.code = code
         self.reason = reason
         self.message = message
-        self.details = details  # the Status's details (an apply's conflicts: apply.py)
+        self.details = details  # the Status's details (an apply's conflicts: apply/server_side.py)
         self.retry_in = retry_in  # seconds until the next try, when one is planned
         self.since = since  # when the watch stopped being live (ISO 8601)
 

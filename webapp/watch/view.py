@@ -47,7 +47,7 @@ def _number(text: str) -> float | None:
 
 class Joined(Protocol):
     """Values a column sorts by that its rows do not carry (usage, from metrics: see
-    usage_views.Join); it re-sorts the views it is attached to when they change."""
+    usage/views.py's Join); it re-sorts the views it is attached to when they change."""
 
     def value(self, row: RenderedRow, column: str) -> str: ...
 

@@ -11,11 +11,12 @@ from .. import agents, auth
 from ..api.payload import json_body
 from ..errors import Invalid
 from ..models import Agent
-from . import access, drain, limits, node_care
-from .actions import Outcome
+from ..watch import access, limits
+from ..watch.actions import Outcome
+from ..watch.kube import ClusterClient, KubeError
+from ..watch.routes import bp  # the live overview's endpoints: JSON errors, as scripts expect
+from . import care, drain
 from .drain_jobs import Busy, DrainJobs
-from .kube import ClusterClient, KubeError
-from .routes import bp  # the live overview's endpoints: JSON errors, as scripts expect
 
 DRAIN_FIELDS = {"force": "force", "deleteEmptyDirData": "delete_emptydir_data"}
 
@@ -54,13 +55,13 @@ def uncordon(name: str, node: str) -> tuple[Response, int]:
 def _cordon(name: str, node: str, unschedulable: bool) -> tuple[Response, int]:
     user = auth.api_user()
     agent = agents.get(name)
-    node_care.require_care(user, agent)
-    node = node_care.node_name(node)
+    care.require_care(user, agent)
+    node = care.node_name(node)
     try:
         client = _client(agent)
     except KubeError as exc:
         return _unreachable(exc)
-    return _answer(node_care.cordon(client, user, agent, node, unschedulable))
+    return _answer(care.cordon(client, user, agent, node, unschedulable))
 
 
 def drain_options(body: Any) -> drain.Options:
@@ -84,27 +85,27 @@ def drain_node(name: str, node: str) -> Response | tuple[Response, int]:
     user = auth.api_user()
     agent = agents.get(name)
     options = drain_options(json_body())
-    node_care.require_care(user, agent)
-    node = node_care.node_name(node)
+    care.require_care(user, agent)
+    node = care.node_name(node)
     config = current_app.config
     bounds = drain.Limits(float(config["DRAIN_TIMEOUT_SECONDS"]),
                           float(config["DRAIN_RETRY_SECONDS"]), int(config["DRAIN_MAX_PODS"]))
     identity = access.identity(user, agent)
     try:
         client = _client(agent)
-        client.get(node_care.NODES, node, identity)  # no such node: its 404, nothing started
+        client.get(care.NODES, node, identity)  # no such node: its 404, nothing started
         # What kubectl refuses is refused before anything changes: nothing half-done.
         chosen = drain.plan(drain.pods_on(client, identity, node, bounds.max_pods), options)
     except KubeError as exc:
         outcome = Outcome("failed", exc.message, exc.code if 400 <= exc.code < 600 else 502)
-        node_care.record(agent.id, user.name, "drain", node, outcome)
+        care.record(agent.id, user.name, "drain", node, outcome)
         return _answer(outcome)
     except drain.TooManyPods as exc:
-        node_care.record(agent.id, user.name, "drain", node, Outcome("failed", str(exc)))
+        care.record(agent.id, user.name, "drain", node, Outcome("failed", str(exc)))
         return jsonify({"error": {"code": "too_many_pods", "message": str(exc)}}), 422
     if chosen.refused:
         message = refusal(node, chosen.refused)
-        node_care.record(agent.id, user.name, "drain", node, Outcome("failed", message),
+        care.record(agent.id, user.name, "drain", node, Outcome("failed", message),
                          {"refused": chosen.refused})
         return jsonify({"error": {"code": "drain_refused", "message": message,
                                   "refused": chosen.refused}}), 409

@@ -19,11 +19,11 @@ from typing import Any
 from flask import Flask
 
 from ..errors import Conflict
-from . import node_care
-from .actions import Outcome
+from ..watch.actions import Outcome
+from ..watch.kube import ClusterClient
+from ..watch.resources import Identity
+from . import care
 from .drain import Drain, Limits, Options, Report
-from .kube import ClusterClient
-from .resources import Identity
 
 _END = object()
 KEEPALIVE_SECONDS = 15
@@ -66,10 +66,10 @@ class DrainJobs:
                 self._slots.release()
             try:
                 with app.app_context():
-                    node_care.record(agent[0], user_name, "drain", node,
-                                     Outcome(report.result, report.message),
-                                     {**report.details(), "force": options.force,
-                                      "delete_emptydir_data": options.delete_emptydir_data})
+                    care.record(agent[0], user_name, "drain", node,
+                                Outcome(report.result, report.message),
+                                {**report.details(), "force": options.force,
+                                 "delete_emptydir_data": options.delete_emptydir_data})
                     app.extensions["db_session"].remove()
             finally:
                 lines.put({"type": "done", "result": report.result,

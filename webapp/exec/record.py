@@ -11,7 +11,7 @@ from .. import db
 from ..clock import now as clock_now
 from ..models import Agent, User
 from ..recorder import NewEvent, record_one
-from .exec_request import ExecRequest
+from .request import ExecRequest
 
 
 def record(user: User, agent: Agent, request: ExecRequest, started: datetime,

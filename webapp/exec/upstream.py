@@ -33,7 +33,7 @@ from websocket._abnf import frame_buffer
 
 from ..tunnel.frames import MAX_DATA
 from ..tunnel.mux import Mux, Stream, StreamReset
-from .exec_channels import PROTOCOLS
+from .channels import PROTOCOLS
 
 MAX_MESSAGE = 1024 * 1024  # one message from an API server (the kubelet sends 32 KiB)
 MAX_REFUSAL = 64 * 1024  # the body of a refused upgrade read at most

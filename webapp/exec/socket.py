@@ -1,6 +1,6 @@
 """A shell in a container: the page's WebSocket (`GET /agents/NAME/exec`, subprotocol
 `agentwatch.exec.v1`, authenticated with a ticket as the watch socket is), bridged to the
-API server's exec WebSocket (exec_upstream.py), directly or through the agent's tunnel.
+API server's exec WebSocket (upstream.py), directly or through the agent's tunnel.
 
 The page sends binary messages whose first byte is a channel, as Kubernetes' are: 0 and
 what was typed, 4 and `{"Width", "Height"}` when the terminal is resized. The server sends
@@ -12,7 +12,7 @@ Refusals before anything starts are close codes with a reason, as the watch sock
 
 A session ends when the command exits, the page closes, nothing was typed or shown for
 EXEC_IDLE_SECONDS, or the user's sign-in or access ends (re-checked as open sockets are).
-Every session is recorded in Activity when it ends (exec_record.py).
+Every session is recorded in Activity when it ends (record.py).
 """
 
 from __future__ import annotations
@@ -31,8 +31,12 @@ from simple_websocket import ConnectionClosed
 from .. import agents, clock, credentials
 from ..errors import AppError
 from ..models import Agent, User
-from . import access, exec_channels, exec_record, exec_request, ws
-from .exec_channels import (
+from ..watch import access, ws
+from ..watch.kube import KubeError
+from ..watch.recheck import Recheck
+from . import channels, record
+from . import request as exec_request  # not flask's request, the page's
+from .channels import (
     CLOSE,
     ERROR,
     PROTOCOLS,
@@ -44,8 +48,8 @@ from .exec_channels import (
     checked_resize,
     ending,
 )
-from .exec_sessions import Sessions, TooMany
-from .exec_upstream import (
+from .sessions import Sessions, TooMany
+from .upstream import (
     NOW_BYTES,
     ExecRefused,
     Upstream,
@@ -53,8 +57,6 @@ from .exec_upstream import (
     connect,
     open_stream,
 )
-from .kube import KubeError
-from .recheck import Recheck
 
 log = logging.getLogger(__name__)
 
@@ -251,8 +253,8 @@ def _session(page: Any, user: User, agent: Agent, wanted: exec_request.ExecReque
     try:
         upstream = _open(agent, wanted, identity)
     except ExecRefused as refused:
-        exec_record.record(user, agent, wanted, started, "failed", "refused", None,
-                           refused.message)
+        record.record(user, agent, wanted, started, "failed", "refused", None,
+                      refused.message)
         _send_json(page, {"type": "error", "code": refused.code, "message": refused.message})
         _quiet_close(page, CLOSE_NORMAL, "")
         return
@@ -287,7 +289,7 @@ def _session(page: Any, user: User, agent: Agent, wanted: exec_request.ExecReque
                                                bridge.exit_code is not None) else "failed"
     exit_code = bridge.exit_code if reason == "exited" else None
     if reason == "exited" and exit_code is None and not bridge.message and \
-            upstream.protocol == exec_channels.V3:
+            upstream.protocol == channels.V3:
         exit_code = 0  # v3 says nothing of a success
     if reason == "bad message":  # the page spoke something else: 4400, as the watch socket
         _quiet_close(page, ws.CLOSE_BAD_MESSAGE, "not a message of agentwatch.exec.v1")
@@ -300,8 +302,8 @@ def _session(page: Any, user: User, agent: Agent, wanted: exec_request.ExecReque
                           "message": message})
         _quiet_close(page, CLOSE_NORMAL, "")
         _flush_briefly(page.sock)
-    exec_record.record(user, agent, wanted, started, result, reason, exit_code,
-                       bridge.message)
+    record.record(user, agent, wanted, started, result, reason, exit_code,
+                  bridge.message)
     current_app.extensions["db_session"].remove()
 
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .kube import KubeError
-from .resources import Identity, WatchParams
-from .subscriptions import RenderedRow
-from .usage import COLUMNS, WORKLOADS
-from .usage_poll import Poll, Scope, TooManyPolls, Usage
-from .view import ViewSpec
+from ..watch.kube import KubeError
+from ..watch.resources import Identity, WatchParams
+from ..watch.subscriptions import RenderedRow
+from ..watch.view import ViewSpec
+from .poll import Poll, Scope, TooManyPolls, Usage
+from .samples import COLUMNS, WORKLOADS
 
 # The workloads' lists, whose rows sum their pods' usage.
 USAGE_WORKLOADS = {*WORKLOADS.values(), ("apps", "deployments")}

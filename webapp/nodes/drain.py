@@ -18,10 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import names
-from .kube import ClusterClient, KubeError
-from .node_care import set_unschedulable
-from .resources import Identity, WatchParams
+from ..watch import names
+from ..watch.kube import ClusterClient, KubeError
+from ..watch.resources import Identity, WatchParams
+from .care import set_unschedulable
 
 PODS = WatchParams("", "v1", "pods")
 MIRROR = "kubernetes.io/config.mirror"

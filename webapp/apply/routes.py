@@ -1,4 +1,4 @@
-"""HTTP endpoints of Edit and Create from YAML (apply.py decides; these parse and answer):
+"""HTTP endpoints of Edit and Create from YAML (server_side.py decides; these parse and answer):
 
 - GET  /agents/NAME/cluster/manifest?group&version&resource&namespace&name: the object as
   the editor shows it (YAML without status and the server's metadata), and the Flux object
@@ -21,10 +21,11 @@ from .. import agents, auth
 from ..api.payload import json_body
 from ..errors import Invalid
 from ..models import Agent, User
-from . import access, apply, manifest_diff, names
-from .kube import ClusterClient, KubeError
-from .resources import WatchParams
-from .routes import bp  # the live overview's endpoints: JSON errors, as page code expects
+from ..watch import access, names
+from ..watch.kube import ClusterClient, KubeError
+from ..watch.resources import WatchParams
+from ..watch.routes import bp  # the live overview's endpoints: JSON errors, as page code expects
+from . import diff, server_side
 
 
 def init_app(app: Flask) -> None:
@@ -35,11 +36,11 @@ def init_app(app: Flask) -> None:
 FIELDS = {"mode", "yaml", "group", "version", "resource", "namespace", "name", "force"}
 
 
-def _limits() -> apply.Limits:
+def _limits() -> server_side.Limits:
     config = current_app.config
-    return apply.Limits(int(config.get("MAX_MANIFEST_BYTES", 512 * 1024)),
-                        int(config.get("MAX_APPLY_DIFF_ENTRIES", 200)),
-                        int(config.get("MAX_APPLY_DIFF_VALUE_CHARS", 1024)))
+    return server_side.Limits(int(config.get("MAX_MANIFEST_BYTES", 512 * 1024)),
+                              int(config.get("MAX_APPLY_DIFF_ENTRIES", 200)),
+                              int(config.get("MAX_APPLY_DIFF_VALUE_CHARS", 1024)))
 
 
 def _client(agent: Agent) -> ClusterClient:
@@ -62,7 +63,7 @@ def _edited(agent: Agent, params: WatchParams, raw_name: Any) -> tuple[str, str]
     if kind.namespaced and not params.namespace:
         raise Invalid("namespace: the object's namespace is required", code="invalid_params",
                       field="namespace")
-    apply.refuse_secrets(params)
+    server_side.refuse_secrets(params)
     return names.object_name(params.resource, raw_name, "name"), kind.kind
 
 
@@ -78,11 +79,11 @@ def edit_manifest(name: str) -> Response | tuple[Response, int]:
         obj = _client(agent).get(params, object_name, identity)
     except KubeError as exc:
         return _failed(exc)
-    return jsonify({"kind": kind, "yaml": manifest_diff.to_yaml(manifest_diff.editable(obj)),
-                    "flux": apply.flux_owner(obj), "mayForce": apply.may_force(user)})
+    return jsonify({"kind": kind, "yaml": diff.to_yaml(diff.editable(obj)),
+                    "flux": server_side.flux_owner(obj), "mayForce": server_side.may_force(user)})
 
 
-def _target(user: User, agent: Agent, body: Any) -> tuple[apply.Target, bool]:
+def _target(user: User, agent: Agent, body: Any) -> tuple[server_side.Target, bool]:
     if not isinstance(body, dict):
         raise Invalid("Send a JSON object with mode and yaml", code="invalid_apply")
     unknown = sorted(set(body) - FIELDS)
@@ -93,18 +94,18 @@ def _target(user: User, agent: Agent, body: Any) -> tuple[apply.Target, bool]:
     force = body.get("force", False)
     if not isinstance(force, bool):
         raise Invalid("force is true or false", code="invalid_apply", field="force")
-    doc = apply.read_manifest(body.get("yaml"), _limits())
+    doc = server_side.read_manifest(body.get("yaml"), _limits())
     mode = body.get("mode")
     if mode == "edit":
         params = _params(body)
         object_name, kind = _edited(agent, params, body.get("name"))
-        return apply.for_edit(doc, params, object_name, kind), force
+        return server_side.for_edit(doc, params, object_name, kind), force
     if mode == "create":
         namespace = body.get("namespace")
         namespace = names.namespace(namespace) if namespace else None
         served = current_app.extensions["discovery"].served(agent.name)
-        target = apply.for_create(doc, served, namespace)
-        apply.refuse_secrets(target.params)
+        target = server_side.for_create(doc, served, namespace)
+        server_side.refuse_secrets(target.params)
         return target, force
     raise Invalid("mode is edit or create", code="invalid_apply", field="mode")
 
@@ -115,11 +116,11 @@ def apply_preview(name: str) -> Response | tuple[Response, int]:
     agent = agents.get(name)
     target, _ = _target(user, agent, json_body())
     try:
-        result = apply.preview(_client(agent), user, agent, target, _limits())
+        result = server_side.preview(_client(agent), user, agent, target, _limits())
     except KubeError as exc:
         return _failed(exc)
     return jsonify({**result.to_json(), "creating": target.creating, "object": target.scope,
-                    "mayForce": apply.may_force(user)})
+                    "mayForce": server_side.may_force(user)})
 
 
 @bp.post("/agents/<name>/cluster/apply")
@@ -128,7 +129,7 @@ def apply_manifest(name: str) -> Response | tuple[Response, int]:
     agent = agents.get(name)
     target, force = _target(user, agent, json_body())
     try:
-        result = apply.apply(_client(agent), user, agent, target, _limits(), force)
+        result = server_side.apply(_client(agent), user, agent, target, _limits(), force)
     except KubeError as exc:
         return _failed(exc)
     return jsonify({**result.to_json(), "creating": target.creating, "object": target.scope,

@@ -23,10 +23,11 @@ from ..clock import now as clock_now
 from ..errors import Conflict, Forbidden, Invalid
 from ..models import Agent, User
 from ..recorder import NewEvent, record_one
-from . import access, manifest_diff, names
-from .discovery import Served
-from .kube import ClusterClient, KubeError
-from .resources import Identity, WatchParams
+from ..watch import access, names
+from ..watch.discovery import Served
+from ..watch.kube import ClusterClient, KubeError
+from ..watch.resources import Identity, WatchParams
+from . import diff
 
 JSON = dict[str, Any]
 FIELD_MANAGER = "agentwatch"
@@ -186,7 +187,7 @@ def _cleaned(doc: JSON) -> JSON:
     resourceVersion would be a precondition; managedFields are refused)."""
     cleaned = {k: v for k, v in doc.items() if k != "status"}
     cleaned["metadata"] = {k: v for k, v in doc["metadata"].items()
-                           if k not in manifest_diff.SERVER_METADATA}
+                           if k not in diff.SERVER_METADATA}
     return cleaned
 
 
@@ -259,9 +260,9 @@ def _send(client: ClusterClient, target: Target, identity: Identity, *, dry: boo
 
 
 def _result(current: JSON | None, after: JSON, target: Target, limits: Limits) -> Result:
-    diff, truncated = manifest_diff.changes(current, after, limits.diff_entries,
-                                            limits.diff_value_chars)
-    return Result(diff, manifest_diff.unified(current, after, target.scope), truncated)
+    entries, truncated = diff.changes(current, after, limits.diff_entries,
+                                      limits.diff_value_chars)
+    return Result(entries, diff.unified(current, after, target.scope), truncated)
 
 
 def may_force(user: User) -> bool:

@@ -1,7 +1,7 @@
 """HTTP endpoints of resource usage (docs/operate.md, "Resource usage"): a list's pods or
 nodes, one pod's containers with their recent samples, one node with its pods. A page asks
 every USAGE_POLL_SECONDS while it shows usage; each answer is the shared poll's last read
-(usage_poll.py), never a request to the cluster of its own."""
+(poll.py), never a request to the cluster of its own."""
 
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ from flask import Flask, Response, current_app, jsonify, request
 
 from .. import agents, auth
 from ..errors import Invalid
-from . import access, names
-from .hub import Hub
-from .kube import ClusterClient, KubeError
-from .listing import MAX_NAMESPACES
-from .routes import bp  # the live overview's endpoints: JSON errors, as scripts expect
-from .usage import Sample, near_limit
-from .usage_poll import Poll, Settings, TooManyPolls, Usage
-from .usage_views import joined, scope_of
+from ..watch import access, names
+from ..watch.hub import Hub
+from ..watch.kube import ClusterClient, KubeError
+from ..watch.listing import MAX_NAMESPACES
+from ..watch.routes import bp  # the live overview's endpoints: JSON errors, as scripts expect
+from .poll import Poll, Settings, TooManyPolls, Usage
+from .samples import Sample, near_limit
+from .views import joined, scope_of
 
 
 def _usage() -> Usage:

@@ -24,10 +24,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from .kube import ClusterClient, KubeError
-from .resources import Identity, WatchParams
-from .subscriptions import RenderedRow
-from .usage import (
+from ..watch.kube import ClusterClient, KubeError
+from ..watch.resources import Identity, WatchParams
+from ..watch.subscriptions import RenderedRow
+from .samples import (
     COLUMNS,
     Resources,
     Sample,

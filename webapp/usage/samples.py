@@ -2,7 +2,7 @@
 printed as `kubectl top` prints it (250m, 128Mi).
 
 What a pod asks for and may use (requests and limits) is read from its spec; a node's
-allocatable from its status. Nothing here talks to a cluster (usage_poll.py does).
+allocatable from its status. Nothing here talks to a cluster (poll.py does).
 """
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .cells import as_dict, as_list
-from .node_columns import quantity as _quantity
+from ..watch.cells import as_dict, as_list
+from ..watch.node_columns import quantity as _quantity
 
 JSON = dict[str, Any]
 
-# The list columns usage adds, and what a view sorts them by (usage_views.Join).
+# The list columns usage adds, and what a view sorts them by (views.Join).
 COLUMNS = ("cpu-usage", "memory-usage")  # not "cpu": the Nodes list has an allocatable CPU
 # A pod whose memory is at least this share of its limit is "near its limit".
 NEAR_LIMIT = 0.9

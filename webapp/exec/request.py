@@ -18,7 +18,7 @@ from urllib.parse import quote, urlencode
 
 from ..errors import Forbidden, Invalid
 from ..models import Agent, User
-from . import access, names
+from ..watch import access, names
 
 DEFAULT_COMMAND = "sh"
 _PRINTABLE = re.compile(r"[^\x00-\x1f\x7f]*")

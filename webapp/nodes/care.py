@@ -15,10 +15,10 @@ from ..clock import now as clock_now
 from ..errors import Forbidden
 from ..models import Agent, User
 from ..recorder import NewEvent, record_one
-from . import access, names
-from .actions import Outcome
-from .kube import ClusterClient, KubeError
-from .resources import Identity, WatchParams
+from ..watch import access, names
+from ..watch.actions import Outcome
+from ..watch.kube import ClusterClient, KubeError
+from ..watch.resources import Identity, WatchParams
 
 NODES = WatchParams("", "v1", "nodes")
 ROLE = "maintainer"  # or above
