@@ -78,6 +78,16 @@ def live_server(app: Flask) -> Iterator[str]:
         yield base_url
 
 
+def clipboard_holding(page: Page, part: str) -> str:
+    """The clipboard's text once it holds `part` (a copy's write may land after the page
+    said "Copied"): waited for, not read once."""
+    found = page.wait_for_function(
+        "async (part) => { const text = await navigator.clipboard.readText();"
+        " return text.includes(part) ? text : null; }", arg=part, polling=100)
+    text: str = found.json_value()
+    return text
+
+
 # --- the agent side, over HTTP ------------------------------------------------------------
 
 def utc_iso(when: datetime) -> str:

@@ -12,6 +12,7 @@ from playwright.sync_api import Page, expect
 
 from webapp import agents, tokens
 
+from .conftest import clipboard_holding
 from .signin import sign_in
 
 pytestmark = pytest.mark.browser
@@ -30,7 +31,7 @@ def test_a_maintainer_gets_the_manifest_and_copies_it(page: Page, h: Any, app: A
     page.bring_to_front()  # the clipboard answers the focused page only
     page.get_by_role("button", name="Copy").click()
     expect(page.locator(".copied")).to_have_text("Copied")
-    copied = page.evaluate("navigator.clipboard.readText()")
+    copied = clipboard_holding(page, "kind: Deployment")
     docs = list(yaml.safe_load_all(copied))
     assert docs[-1]["kind"] == "Deployment"
     env = {e["name"]: e.get("value") for e in docs[-1]["spec"]["template"]["spec"]
@@ -100,7 +101,7 @@ def test_a_new_token_is_copied_with_one_click(page: Page, h: Any) -> None:
     page.bring_to_front()
     page.get_by_role("button", name="Copy").click()
     expect(page.locator(".copied")).to_have_text("Copied")
-    assert page.evaluate("navigator.clipboard.readText()") == shown
+    assert clipboard_holding(page, shown) == shown
     assert page.locator('link[rel="icon"]').count() == 1
 
 

@@ -12,7 +12,7 @@ from playwright.sync_api import Page, expect
 
 from webapp import tokens
 
-from .conftest import AgentClient
+from .conftest import AgentClient, clipboard_holding
 from .signin import sign_in
 
 pytestmark = pytest.mark.browser
@@ -40,11 +40,11 @@ def test_a_new_agent_shows_its_token_and_install_command_with_copy_buttons(
     shown = page.get_by_label("Token").input_value()
     page.get_by_role("button", name="Copy token").click()
     expect(page.locator(".copied").first).to_have_text("Copied")
-    assert page.evaluate("navigator.clipboard.readText()") == shown
+    assert clipboard_holding(page, shown) == shown
 
     page.get_by_role("button", name="Copy command").click()
     expect(page.locator(".copied").nth(1)).to_have_text("Copied")
-    command = page.evaluate("navigator.clipboard.readText()")
+    command = clipboard_holding(page, "kubectl apply")
     first, _, rest = command.partition("\n")
     assert first == "kubectl apply -f - <<'EOF'" and rest.endswith("\nEOF")
     documents = list(yaml.safe_load_all(rest.removesuffix("EOF")))

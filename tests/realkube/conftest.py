@@ -8,6 +8,7 @@ with CI=true it fails instead, so CI never passes by skipping it (tests/clusters
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,9 +18,13 @@ import kubernetes
 import pytest
 from clusters import realkube, serve
 from flask import Flask
-from watch.conftest import Live, app_config, database_url, watch_timing
+from watch.conftest import WAIT, Live, app_config, database_url, eventually, watch_timing
 
 from simkube import SimCluster
+from webapp import agents, db, tokens
+from webapp.tunnel.agent import Agent, Settings
+from webapp.tunnel.impersonation import Impersonation
+from webapp.watch.kube import Connection
 
 from .cluster import ADMIN, AGENT, VIEWER, RealCluster
 
@@ -102,3 +107,36 @@ def admin(live: Live) -> str:
     live.user("alice", "admin")
     live.agent("prod")
     return live.token("alice")
+
+
+AS_USER = {"access_as": "user", "view": {"role": "viewer"}, "act": {"role": "viewer"}}
+
+
+@pytest.fixture(params=["direct", "tunnel"])
+def prod_as_user(request: pytest.FixtureRequest, live: Live,
+                 realkube: RealCluster) -> Iterator[str]:
+    """Agent `prod` under `access_as: user` (each person reads as themselves): reached with
+    its kubeconfig, or through its agent's tunnel (the agent started with
+    --impersonate-prefix agentwatch:). Yields which of the two."""
+    if request.param == "direct":
+        live.agent("prod", access=AS_USER)
+        yield request.param
+        return
+    with live.app.app_context():
+        agent = agents.create("prod", tunnel=True)
+        agent.cluster_access = AS_USER
+        db.session().commit()
+        _, raw = tokens.create(agent, "in-cluster", None)
+    running = Agent(Settings(live.base_url, raw,
+                             Connection(kubeconfig=str(realkube.kubeconfig_path(AGENT))),
+                             impersonation=Impersonation("agentwatch:"),
+                             backoff_initial=0.05, backoff_max=0.5))
+    thread = threading.Thread(target=running.run, daemon=True)
+    thread.start()
+    try:
+        assert running.connected.wait(WAIT)
+        eventually(lambda: live.app.extensions["tunnels"].count("prod") == 1)
+        yield request.param
+    finally:
+        running.stop()
+        thread.join(WAIT)

@@ -6,19 +6,12 @@ agent's tunnel, whose boundary lets exactly those impersonation headers pass."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
 from typing import Any
 
 import kubernetes
 import pytest
 from oidc.provider import Provider, app_settings, oidc_provider, sign_in
-from watch.conftest import WAIT, Browser, Live, _csrf, eventually
-
-from webapp import agents, db, tokens
-from webapp.tunnel.agent import Agent, Settings
-from webapp.tunnel.impersonation import Impersonation
-from webapp.watch.kube import Connection
+from watch.conftest import Browser, Live, _csrf, eventually
 
 from . import audit
 from .cluster import AGENT, RealCluster
@@ -26,40 +19,11 @@ from .objects import pod, reads_in_namespace
 from .page import error_message, rows, section
 
 __all__ = ["oidc_provider"]
-AS_USER = {"access_as": "user", "view": {"role": "viewer"}, "act": {"role": "viewer"}}
 
 
 @pytest.fixture
 def app_config(app_config: dict[str, Any], oidc_provider: Provider) -> dict[str, Any]:
     return {**app_config, **app_settings(oidc_provider.issuer)}
-
-
-@pytest.fixture(params=["direct", "tunnel"])
-def prod(request: pytest.FixtureRequest, live: Live, realkube: RealCluster) -> Iterator[str]:
-    """Agent `prod` under `access_as: user`: reached with its kubeconfig, or through its
-    agent's tunnel (the agent started with --impersonate-prefix agentwatch:)."""
-    if request.param == "direct":
-        live.agent("prod", access=AS_USER)
-        yield request.param
-        return
-    with live.app.app_context():
-        agent = agents.create("prod", tunnel=True)
-        agent.cluster_access = AS_USER
-        db.session().commit()
-        _, raw = tokens.create(agent, "in-cluster", None)
-    running = Agent(Settings(live.base_url, raw,
-                             Connection(kubeconfig=str(realkube.kubeconfig_path(AGENT))),
-                             impersonation=Impersonation("agentwatch:"),
-                             backoff_initial=0.05, backoff_max=0.5))
-    thread = threading.Thread(target=running.run, daemon=True)
-    thread.start()
-    try:
-        assert running.connected.wait(WAIT)
-        eventually(lambda: live.app.extensions["tunnels"].count("prod") == 1)
-        yield request.param
-    finally:
-        running.stop()
-        thread.join(WAIT)
 
 
 class SignedIn(Browser):
@@ -75,7 +39,7 @@ class SignedIn(Browser):
 def test_a_person_acts_in_the_cluster_as_themselves_with_their_groups(
         live: Live, realkube: RealCluster, v1: kubernetes.client.CoreV1Api,
         rbac: kubernetes.client.RbacAuthorizationV1Api, namespace: str,
-        oidc_provider: Provider, prod: str) -> None:
+        oidc_provider: Provider, prod_as_user: str) -> None:
     elsewhere = f"{namespace}-b"
     v1.create_namespace({"metadata": {"name": elsewhere}})
     v1.create_namespaced_pod(namespace, pod("web"))

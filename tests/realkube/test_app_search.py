@@ -4,22 +4,11 @@ Deployment, and never another namespace's. Directly and through the agent's tunn
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
 from typing import Any
 
 import kubernetes
 import pytest
-from watch.conftest import WAIT, Live, eventually
-
-from webapp import agents, db, tokens
-from webapp.tunnel.agent import Agent, Settings
-from webapp.tunnel.impersonation import Impersonation
-from webapp.watch.kube import Connection
-
-from .cluster import AGENT, RealCluster
-
-AS_USER = {"access_as": "user", "view": {"role": "viewer"}, "act": {"role": "viewer"}}
+from watch.conftest import Live, eventually
 
 
 def _deployment(name: str) -> dict[str, Any]:
@@ -49,37 +38,9 @@ def app_config(app_config: dict[str, Any]) -> dict[str, Any]:
     return {**app_config, "SEARCH_MAX_NAMESPACED_LISTS": 100_000}
 
 
-@pytest.fixture(params=["direct", "tunnel"])
-def prod(request: pytest.FixtureRequest, live: Live, realkube: RealCluster) -> Iterator[str]:
-    """Agent `prod` under `access_as: user`, reached with its kubeconfig or through its
-    agent's tunnel (started with --impersonate-prefix agentwatch:)."""
-    if request.param == "direct":
-        live.agent("prod", access=AS_USER)
-        yield request.param
-        return
-    with live.app.app_context():
-        agent = agents.create("prod", tunnel=True)
-        agent.cluster_access = AS_USER
-        db.session().commit()
-        _, raw = tokens.create(agent, "in-cluster", None)
-    running = Agent(Settings(live.base_url, raw,
-                             Connection(kubeconfig=str(realkube.kubeconfig_path(AGENT))),
-                             impersonation=Impersonation("agentwatch:"),
-                             backoff_initial=0.05, backoff_max=0.5))
-    thread = threading.Thread(target=running.run, daemon=True)
-    thread.start()
-    try:
-        assert running.connected.wait(WAIT)
-        eventually(lambda: live.app.extensions["tunnels"].count("prod") == 1)
-        yield request.param
-    finally:
-        running.stop()
-        thread.join(WAIT)
-
-
 def test_a_person_granted_one_namespace_finds_its_objects_and_no_others(
         live: Live, admin_api: kubernetes.client.ApiClient, v1: kubernetes.client.CoreV1Api,
-        rbac: kubernetes.client.RbacAuthorizationV1Api, namespace: str, prod: str) -> None:
+        rbac: kubernetes.client.RbacAuthorizationV1Api, namespace: str, prod_as_user: str) -> None:
     elsewhere = f"{namespace}-b"
     v1.create_namespace({"metadata": {"name": elsewhere}})
     apps = kubernetes.client.AppsV1Api(admin_api)
