@@ -172,8 +172,10 @@ class ClientSocket(FrameSocket):
     def _close_socket(self) -> None:
         self._closed = True
         # Wakes a reader in poll or recv and a writer in sendall (the server not reading):
-        # then no thread uses the descriptor, and it is closed.
+        # then no thread uses the descriptor, and it is closed. The descriptor's own
+        # shutdown, not SSLSocket's: that one drops the TLS state first, and a write racing
+        # it would go out in plain text.
         with contextlib.suppress(OSError):
-            self.sock.shutdown(socket.SHUT_RDWR)
+            socket.socket.shutdown(self.sock, socket.SHUT_RDWR)
         with self._write_lock, self._recv_lock:
             self.sock.close()
