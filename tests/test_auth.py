@@ -16,6 +16,18 @@ def test_pages_need_sign_in(client):
     assert response.location.startswith("/login?next=/agents/prod")
 
 
+def test_the_sites_root_signs_in_to_the_fleet_home(client, h):
+    """The address `make run` prints and people bookmark: after sign-in, the fleet."""
+    h.user()
+    response = client.get("/")
+    assert response.status_code == 302 and response.location == "/login"
+    csrf = h.csrf(client, "/login")
+    signed_in = client.post("/login", data={"username": "alice", "password": "correct horse",
+                                            "csrf_token": csrf})
+    assert signed_in.location == "/fleet"
+    assert client.get("/").status_code == 200  # the Agents list, once signed in
+
+
 def test_login_logout_and_cookie_flags(client, h):
     h.user()
     csrf = h.csrf(client, "/login")

@@ -171,11 +171,18 @@ def api_user() -> User:
                        code="unauthorized")
 
 
+def _to_sign_in() -> Any:
+    """The login page, coming back here after it; from the site's root (the address
+    `make run` and a bookmark give), to the fleet home: the first page after sign-in."""
+    here = request.full_path.rstrip("?")
+    return redirect(url_for("auth.login", next=here) if here != "/" else url_for("auth.login"))
+
+
 def login_required(view: F) -> F:
     @functools.wraps(view)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         if g.get("user") is None:
-            return redirect(url_for("auth.login", next=request.full_path.rstrip("?")))
+            return _to_sign_in()
         return view(*args, **kwargs)
     return cast(F, wrapped)
 
@@ -185,7 +192,7 @@ def role_required(role: str) -> Callable[[F], F]:
         @functools.wraps(view)
         def wrapped(*args: Any, **kwargs: Any) -> Any:
             if g.get("user") is None:
-                return redirect(url_for("auth.login", next=request.full_path.rstrip("?")))
+                return _to_sign_in()
             require_role(role)
             return view(*args, **kwargs)
         return cast(F, wrapped)
