@@ -45,11 +45,13 @@ while [ ! -s "$kubeconfig" ]; do sleep 0.2; done
 pids+=($!)
 wait_for "$url/login" "agentwatch" || exit 1
 
-# Shells and applies are off unless an agent is started with them; the demo's cluster is
-# the simulator, so its agent allows both and a new team can try every operation.
+# Shells and applies are off unless an agent is started with them, and an agent reads
+# Secrets' names only unless told otherwise; the demo's cluster is the simulator, so its
+# agent allows both operations and reads Secrets' keys (values blanked), and a new team can
+# try every operation and see a Secret's keys and their changes.
 AGENTWATCH_AGENT_TOKEN=$(cat "$token_file") AGENTWATCH_AGENT_HEALTH_PORT=$health_port \
   "$bin/agentwatch" agent --url "$url" --kubeconfig "$kubeconfig" --context sim \
-  --allow-exec --allow-apply &
+  --allow-exec --allow-apply --secrets keys &
 pids+=($!)
 wait_for "http://127.0.0.1:$health_port/readyz" "the agent" || exit 1
 
