@@ -4,12 +4,13 @@ when the view has not been live."""
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from webapp.watch.faults import describe, sentence
+from webapp.watch.faults import Reachability, describe, sentence
 from webapp.watch.kube import KubeError
 
 from .conftest import WAIT, Live
@@ -67,3 +68,22 @@ def test_a_page_loaded_during_an_outage_shows_the_last_known_rows_as_not_live(
     assert 'id="pods"' in pods and "is-stale" in pods and "web-1" in pods
     assert 'data-stale-since="' in pods
     assert "Cannot reach the cluster at http://127.0.0.1:" in html
+
+
+def test_an_agent_not_connected_yet_is_said_at_info_a_cluster_down_at_warning(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A server starts before its agents connect: its log does not warn of each (the
+    tunnel's own lines say when an agent connects); a cluster that stops answering warns."""
+    reachability = Reachability("live view")
+    with caplog.at_level(logging.INFO, logger="webapp.watch.faults"):
+        reachability.report("edge", "HTTP 503 AgentNotConnected: not connected", 0.5,
+                            agent_away=True)
+        reachability.report("edge", None, 0.0)
+        reachability.report("prod", "connection refused", 0.5)
+        reachability.report("prod", None, 0.0)
+    said = [(r.levelname, r.getMessage().split(":")[1].split(" (")[0].strip())
+            for r in caplog.records]
+    assert said == [("INFO", "cannot reach the cluster of agent edge"),
+                    ("INFO", "the cluster of agent edge is reachable again"),
+                    ("WARNING", "cannot reach the cluster of agent prod"),
+                    ("WARNING", "the cluster of agent prod is reachable again")]

@@ -130,32 +130,41 @@ def seconds(value: float) -> str:
 class Reachability:
     """Whether each agent's cluster answers, logged once per change, with the reason.
 
-    `what` names the user of the cluster in the log lines ("gitops", "live view")."""
+    `what` names the user of the cluster in the log lines ("gitops", "live view").
+    `agent_away`: the agent's own connection is not open (a tunnel's agent not connected
+    yet, or gone): the tunnel's log already says so, and a process that starts before its
+    agents connect would otherwise warn of each; said at INFO then."""
 
     def __init__(self, what: str) -> None:
         self._what = what
         self._lock = threading.Lock()
         self._down_since: dict[str, float] = {}
         self._reason: dict[str, str] = {}
+        self._level: dict[str, int] = {}  # the level of the outage's first line
 
-    def report(self, agent: str, reason: str | None, retry_in: float) -> None:
+    def report(self, agent: str, reason: str | None, retry_in: float,
+               agent_away: bool = False) -> None:
         with self._lock:
             if reason is None:
                 since = self._down_since.pop(agent, None)
                 self._reason.pop(agent, None)
+                level = self._level.pop(agent, logging.WARNING)
                 if since is not None:
-                    log.warning("%s: the cluster of agent %s is reachable again "
-                                "(unreachable for %s)", self._what, agent,
-                                seconds(time.monotonic() - since))
+                    log.log(level, "%s: the cluster of agent %s is reachable again "
+                            "(unreachable for %s)", self._what, agent,
+                            seconds(time.monotonic() - since))
                 return
+            level = logging.INFO if agent_away else logging.WARNING
             if agent not in self._down_since:
                 self._down_since[agent] = time.monotonic()
-                log.warning("%s: cannot reach the cluster of agent %s: %s; retrying in "
-                            "%s, and on until it answers", self._what, agent, reason,
-                            seconds(retry_in))
+                self._level[agent] = level
+                log.log(level, "%s: cannot reach the cluster of agent %s: %s; retrying in "
+                        "%s, and on until it answers", self._what, agent, reason,
+                        seconds(retry_in))
             elif self._reason.get(agent) != reason:
-                log.warning("%s: the cluster of agent %s is still unreachable: %s",
-                            self._what, agent, reason)
+                self._level[agent] = max(self._level.get(agent, level), level)
+                log.log(level, "%s: the cluster of agent %s is still unreachable: %s",
+                        self._what, agent, reason)
             self._reason[agent] = reason
 
     def unreachable(self) -> dict[str, str]:

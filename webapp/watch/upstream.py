@@ -438,7 +438,8 @@ class UpstreamWatch:
         the next one (doubling, capped)."""
         delay = min(backoff * random.uniform(0.5, 1.5), self.timing.backoff_max)
         if is_unreachable(exc):
-            self._reachability.report(self.key.agent, describe(exc), delay)
+            self._reachability.report(self.key.agent, describe(exc), delay,
+                                      agent_away=exc.reason == AGENT_NOT_CONNECTED)
         self._report(exc, delay)
         self._stopping.wait(delay)
         return min(backoff * 2, self.timing.backoff_max)
