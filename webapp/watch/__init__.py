@@ -17,7 +17,7 @@ from .. import agents
 
 def init_app(app: Flask) -> None:
     from ..apply import routes as apply_routes
-    from ..exec import socket as exec_socket
+    from ..exec import page_socket as exec_socket
     from ..nodes import routes as node_routes
     from ..usage import routes as usage_routes
     from . import routes, table_rows, ws
