@@ -181,7 +181,8 @@ def test_the_agents_list_shows_a_sparkline_of_each_agents_last_day(
     token = h.agent_with_token("prod")
     agent_client.post_event(token, type="gitops_sync_failed", commit=sha(1),
                             message="API server timeout")
-    sign_in(page, path="/")
+    sign_in(page)
+    page.goto("/")  # the Agents list
     spark = page.locator("tr", has=page.get_by_role("link", name="prod")).locator(
         "svg.sparkline")
     expect(spark).to_be_visible()

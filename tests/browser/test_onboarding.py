@@ -79,8 +79,14 @@ def test_the_badge_and_first_events_appear_when_the_agent_connects(
 
 def test_the_empty_agent_list_says_what_to_do_next(page: Page, h: Any) -> None:
     h.user("alice", "maintainer")
-    sign_in(page, path="/")
-    empty = page.locator(".empty-state", has_text="No agents yet")
-    expect(empty).to_be_visible()
+    # From the address make run prints, signed out: the login, then the fleet home.
+    page.goto("/")
+    expect(page).to_have_url(re.compile(r"/login$"))
+    sign_in(page)
+    expect(page).to_have_url(re.compile(r"/fleet$"))
+    for where in ("/fleet", "/"):  # the fleet home and the Agents list say the same
+        page.goto(where)
+        empty = page.locator(".empty-state", has_text="No agents yet")
+        expect(empty).to_be_visible()
     empty.get_by_role("link", name="New agent").click()
     expect(page).to_have_url(re.compile(r"/agents/new$"))

@@ -43,20 +43,21 @@ def _wanted_labels() -> agent_labels.Labels:
 @bp.get("/fleet")
 @login_required
 def page() -> str | tuple[str, int]:
+    registered = agents.all_agents()  # none: a new team, told what to do next
     try:
         wanted = _wanted_labels()
     except Invalid as exc:
         return render_template("fleet/index.html", rows=[], wanted={}, choices={},
-                               error=exc.message, sparkline=sparkline), exc.status
+                               registered=registered, error=exc.message,
+                               sparkline=sparkline), exc.status
     rows = _fleet().rows(g.user, wanted, wait=float(current_app.config["FLEET_WAIT_SECONDS"]))
-    every = agent_labels.of_agents(a.id for a in agents.all_agents()
-                                   if access.can_view(g.user, a))
+    every = agent_labels.of_agents(a.id for a in registered if access.can_view(g.user, a))
     choices: dict[str, set[str]] = {}
     for found in every.values():
         for key, value in found.items():
             choices.setdefault(key, set()).add(value)
     template = "fleet/_rows.html" if request.headers.get("HX-Request") else "fleet/index.html"
-    return render_template(template, rows=rows, wanted=wanted, error=None,
+    return render_template(template, rows=rows, wanted=wanted, error=None, registered=registered,
                            choices={k: sorted(v) for k, v in sorted(choices.items())},
                            sparkline=sparkline, query=request.query_string.decode())
 
