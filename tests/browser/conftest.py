@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -80,12 +81,16 @@ def live_server(app: Flask) -> Iterator[str]:
 
 def clipboard_holding(page: Page, part: str) -> str:
     """The clipboard's text once it holds `part` (a copy's write may land after the page
-    said "Copied"): waited for, not read once."""
-    found = page.wait_for_function(
-        "async (part) => { const text = await navigator.clipboard.readText();"
-        " return text.includes(part) ? text : null; }", arg=part, polling=100)
-    text: str = found.json_value()
-    return text
+    said "Copied"): read again every 0.1 s until it does, for at most WAIT_MS."""
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while True:
+        text: str = page.evaluate("navigator.clipboard.readText()")
+        if part in text:
+            return text
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the clipboard never held {part[:80]!r}; it holds "
+                                 f"{text[:200]!r}")
+        page.wait_for_timeout(100)
 
 
 # --- the agent side, over HTTP ------------------------------------------------------------
