@@ -8,7 +8,6 @@ with CI=true it fails instead, so CI never passes by skipping it (tests/clusters
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,11 +17,17 @@ import kubernetes
 import pytest
 from clusters import realkube, serve
 from flask import Flask
-from watch.conftest import WAIT, Live, app_config, database_url, eventually, watch_timing
+from watch.conftest import (
+    Live,
+    app_config,
+    connected_agent,
+    database_url,
+    watch_timing,
+)
 
 from simkube import SimCluster
 from webapp import agents, db, tokens
-from webapp.tunnel.agent import Agent, Settings
+from webapp.tunnel.agent import Settings
 from webapp.tunnel.impersonation import Impersonation
 from webapp.watch.kube import Connection
 
@@ -127,16 +132,8 @@ def prod_as_user(request: pytest.FixtureRequest, live: Live,
         agent.cluster_access = AS_USER
         db.session().commit()
         _, raw = tokens.create(agent, "in-cluster", None)
-    running = Agent(Settings(live.base_url, raw,
-                             Connection(kubeconfig=str(realkube.kubeconfig_path(AGENT))),
-                             impersonation=Impersonation("agentwatch:"),
-                             backoff_initial=0.05, backoff_max=0.5))
-    thread = threading.Thread(target=running.run, daemon=True)
-    thread.start()
-    try:
-        assert running.connected.wait(WAIT)
-        eventually(lambda: live.app.extensions["tunnels"].count("prod") == 1)
+    with connected_agent(live, Settings(
+            live.base_url, raw, Connection(kubeconfig=str(realkube.kubeconfig_path(AGENT))),
+            impersonation=Impersonation("agentwatch:"), backoff_initial=0.05,
+            backoff_max=0.5)):
         yield request.param
-    finally:
-        running.stop()
-        thread.join(WAIT)

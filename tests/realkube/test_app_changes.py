@@ -7,14 +7,13 @@ API server's history compacted meanwhile) the difference is recorded once after,
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import kubernetes
 import pytest
-from watch.conftest import WAIT, Live, eventually
+from watch.conftest import WAIT, Live, connected_agent, eventually
 
 from webapp import agents, tokens
 from webapp.changes import job as changes_job
@@ -137,18 +136,10 @@ def test_a_secret_keeps_its_keys_only_and_status_is_no_change(
 @contextmanager
 def agent_running(live: Live, realkube: RealCluster, token: str) -> Iterator[Agent]:
     """The agent of `prod` beside the cluster (as its administrator), connected."""
-    agent = Agent(Settings(live.base_url, token,
-                           Connection(kubeconfig=str(realkube.kubeconfig_path(ADMIN))),
-                           backoff_initial=0.05, backoff_max=0.5, secrets=SecretReads.KEYS))
-    thread = threading.Thread(target=agent.run, daemon=True)
-    thread.start()
-    try:
-        assert agent.connected.wait(10)
-        eventually(lambda: live.app.extensions["tunnels"].count("prod") == 1)
+    with connected_agent(live, Settings(
+            live.base_url, token, Connection(kubeconfig=str(realkube.kubeconfig_path(ADMIN))),
+            backoff_initial=0.05, backoff_max=0.5, secrets=SecretReads.KEYS)) as agent:
         yield agent
-    finally:
-        agent.stop()
-        thread.join(10)
 
 
 def test_after_the_tunnel_was_down_the_difference_is_recorded_once(

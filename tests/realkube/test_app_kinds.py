@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from html import unescape
@@ -19,7 +18,7 @@ from typing import Any
 import kubernetes
 import pytest
 import requests
-from watch.conftest import Live, eventually
+from watch.conftest import Live, connected_agent, eventually
 
 from webapp import agents, tokens
 from webapp.tunnel.agent import Agent, Settings
@@ -269,18 +268,10 @@ def tunnel_agent(live: Live, realkube: RealCluster,
     before the server has registered it)."""
     with live.app.app_context():
         _, raw = tokens.create(agents.create("prod", tunnel=True), "in-cluster", "alice")
-    agent = Agent(Settings(live.base_url, raw,
-                           Connection(kubeconfig=str(realkube.kubeconfig_path(ADMIN))),
-                           backoff_initial=0.05, backoff_max=0.5, secrets=secrets))
-    thread = threading.Thread(target=agent.run, daemon=True)
-    thread.start()
-    try:
-        assert agent.connected.wait(10)
-        eventually(lambda: live.app.extensions["tunnels"].count("prod") == 1)
+    with connected_agent(live, Settings(
+            live.base_url, raw, Connection(kubeconfig=str(realkube.kubeconfig_path(ADMIN))),
+            backoff_initial=0.05, backoff_max=0.5, secrets=secrets)) as agent:
         yield agent
-    finally:
-        agent.stop()
-        thread.join(10)
 
 
 def test_a_secrets_values_reach_no_page_message_or_cache(

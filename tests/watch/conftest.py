@@ -36,6 +36,7 @@ from simple_websocket import Client, ConnectionClosed
 
 from simkube import SimCluster
 from webapp.clock import FakeClock
+from webapp.tunnel.agent import Agent, Settings
 
 T = TypeVar("T")
 PASSWORD = "correct horse"
@@ -518,6 +519,24 @@ def _csrf(page: str) -> str:
 
 
 # --- the app, served for real -------------------------------------------------------------
+
+@contextlib.contextmanager
+def connected_agent(live: Live, settings: Settings, name: str = "prod") -> Iterator[Agent]:
+    """`agentwatch agent` with `settings` in a thread, connected as the server sees it
+    (its tunnel registered for agent `name`: the agent hears the handshake's answer before
+    the server has registered it); stopped after."""
+    agent = Agent(settings)
+    thread = threading.Thread(target=agent.run, daemon=True)
+    thread.start()
+    try:
+        assert agent.connected.wait(WAIT)
+        eventually(lambda: live.app.extensions["tunnels"].count(name) == 1)
+        yield agent
+    finally:
+        agent.stop()
+        thread.join(WAIT)
+    assert not thread.is_alive()
+
 
 @dataclass
 class Live:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,7 +18,7 @@ from simkube import SimCluster
 from webapp.tunnel.agent import Agent, Settings
 from webapp.watch.kube import Connection
 
-from .conftest import WAIT, Browser, Live, eventually
+from .conftest import Browser, Live, connected_agent
 from .test_tunnel import agent_token
 
 BASE = "/agents/prod/cluster"
@@ -49,18 +48,11 @@ def reach(request: pytest.FixtureRequest, live: Live) -> Iterator[str]:
 @contextlib.contextmanager
 def tunnel_agent(live: Live, allow_apply: bool) -> Iterator[Agent]:
     """`agentwatch agent [--allow-apply]` for agent `prod`, connected, in a thread."""
-    agent = Agent(Settings(live.base_url, agent_token(live),
-                           Connection(kubeconfig=str(live.kubeconfig), context="sim"),
-                           backoff_initial=0.05, backoff_max=0.5, allow_apply=allow_apply))
-    thread = threading.Thread(target=agent.run, daemon=True)
-    thread.start()
-    try:
-        assert agent.connected.wait(WAIT)
-        eventually(lambda: live.app.extensions["tunnels"].count("prod") == 1)
+    with connected_agent(live, Settings(
+            live.base_url, agent_token(live),
+            Connection(kubeconfig=str(live.kubeconfig), context="sim"),
+            backoff_initial=0.05, backoff_max=0.5, allow_apply=allow_apply)) as agent:
         yield agent
-    finally:
-        agent.stop()
-        thread.join(WAIT)
 
 
 def config_map(sim: SimCluster, data: dict[str, str], labels: dict[str, str] | None = None,

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,11 +16,10 @@ import yaml
 
 from simkube import builders
 from webapp.changes import job as changes_job
-from webapp.tunnel.agent import Agent as TunnelAgent
 from webapp.tunnel.agent import Settings
 from webapp.watch.kube import Connection
 
-from .conftest import WAIT, Live, events_of, eventually, restart_server
+from .conftest import WAIT, Live, connected_agent, events_of, eventually, restart_server
 from .test_apply import config_map, edit, edited, manifest, tunnel_agent
 from .test_tunnel import agent_token
 
@@ -580,20 +578,15 @@ def test_the_activity_tab_filters_changes_and_a_huge_value_is_summarised(
 
 
 @contextlib.contextmanager
-def connected_agent(live: Live, token: str) -> Iterator[None]:
+def prod_agent(live: Live, token: str) -> Iterator[None]:
     """`agentwatch agent` for agent `prod` with `token`, connected, in a thread."""
-    agent = TunnelAgent(Settings(live.base_url, token,
-                                 Connection(kubeconfig=str(live.kubeconfig), context="sim"),
-                                 backoff_initial=0.05, backoff_max=0.5))
-    thread = threading.Thread(target=agent.run, daemon=True)
-    thread.start()
     try:
-        assert agent.connected.wait(WAIT)
-        eventually(lambda: live.app.extensions["tunnels"].count("prod") == 1)
-        yield
+        with connected_agent(live, Settings(
+                live.base_url, token,
+                Connection(kubeconfig=str(live.kubeconfig), context="sim"),
+                backoff_initial=0.05, backoff_max=0.5)):
+            yield
     finally:
-        agent.stop()
-        thread.join(WAIT)
         eventually(lambda: live.app.extensions["tunnels"].count("prod") == 0)
 
 
@@ -610,14 +603,14 @@ def test_after_the_tunnel_was_down_the_difference_is_recorded_once(live: Live) -
     recorder = changes_job.recorder(live.app)
     token = agent_token(live)
     try:
-        with connected_agent(live, token):
+        with prod_agent(live, token):
             changes_job.run(live.app)
             eventually(lambda: "ConfigMap" in {f.kind for f in recorder.ready()},
                        timeout=WAIT * 2)
         # Disconnected: what happens now is not seen live.
         live.sim.patch("configmaps", "settings", {"data": {"mode": "slow"}}, namespace="shop")
         live.sim.expire_history()
-        with connected_agent(live, token):
+        with prod_agent(live, token):
             [event] = changes(live, 1)
             assert about(event)[:2] == ("ConfigMap/shop/settings",
                                         [("data.mode", "fast", "slow")])

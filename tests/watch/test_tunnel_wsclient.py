@@ -29,7 +29,7 @@ from webapp.tunnel.wsframes import unmask
 from webapp.watch.kube import Connection
 from webapp.watch.sender import frame as server_frame
 
-from .conftest import WAIT, Live, eventually
+from .conftest import WAIT, Live, connected_agent, eventually
 from .test_tunnel import agent_token, proxy_get
 
 GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
@@ -372,20 +372,11 @@ def test_an_agent_over_https_carries_the_servers_requests(
         kubeconfig=str(live.kubeconfig), context="sim")))
     ws, reason = untrusting._connect(tunnel_url(url))
     assert ws is None and "CERTIFICATE_VERIFY_FAILED" in reason
-    agent = Agent(Settings(url, token, Connection(kubeconfig=str(live.kubeconfig), context="sim"),
-                           ca_file=str(certificates["ca"]), backoff_initial=0.05,
-                           backoff_max=0.5))
-    thread = threading.Thread(target=agent.run, daemon=True)
-    thread.start()
-    try:
-        assert agent.connected.wait(WAIT)
-        eventually(lambda: live.app.extensions["tunnels"].count("prod") == 1)
+    with connected_agent(live, Settings(
+            url, token, Connection(kubeconfig=str(live.kubeconfig), context="sim"),
+            ca_file=str(certificates["ca"]), backoff_initial=0.05, backoff_max=0.5)):
         answer = proxy_get(live, "/api/v1/namespaces/default/pods")
         assert answer.status_code == 200
         assert len(answer.content) > 64 * 1024
         assert {p["metadata"]["name"] for p in answer.json()["items"]} == \
             {f"web-{i}" for i in range(150)}
-    finally:
-        agent.stop()
-        thread.join(WAIT)
-    assert not thread.is_alive()
