@@ -242,6 +242,24 @@ def conflicts_of(exc: KubeError) -> list[JSON] | None:
     return found or None
 
 
+def _checked(client: ClusterClient, user: User, agent: Agent, target: Target,
+             force: bool) -> tuple[Identity, JSON | None]:
+    """What a dry run and an apply check first, in this order: the person may act here, on
+    anything but a Secret, forcing only as a maintainer; then the identity they act as, and
+    the object as it is now (a create of one that exists is refused)."""
+    access.require_act(user, agent)
+    refuse_secrets(target.params)
+    if force and not may_force(user):
+        raise Forbidden("Only maintainers may force an apply over another manager's fields",
+                        code="force_forbidden")
+    identity = access.identity(user, agent)
+    current = _current(client, target, identity)
+    if target.creating and current is not None:
+        raise Conflict(f"{target.kind} {target.name} already exists: open it and use Edit",
+                       code="already_exists")
+    return identity, current
+
+
 def _current(client: ClusterClient, target: Target, identity: Identity) -> JSON | None:
     try:
         return client.get(target.params, target.name, identity)
@@ -273,13 +291,7 @@ def preview(client: ClusterClient, user: User, agent: Agent, target: Target,
             limits: Limits) -> Result:
     """The dry run: what the API server would store, as a diff; on a conflict, the
     conflicting fields and managers, and the diff a forced apply would make."""
-    access.require_act(user, agent)
-    refuse_secrets(target.params)
-    identity = access.identity(user, agent)
-    current = _current(client, target, identity)
-    if target.creating and current is not None:
-        raise Conflict(f"{target.kind} {target.name} already exists: open it and use Edit",
-                       code="already_exists")
+    identity, current = _checked(client, user, agent, target, force=False)
     try:
         return _result(current, _send(client, target, identity, dry=True, force=False),
                        target, limits)
@@ -298,16 +310,7 @@ def preview(client: ClusterClient, user: User, agent: Agent, target: Target,
 def apply(client: ClusterClient, user: User, agent: Agent, target: Target, limits: Limits,
           force: bool) -> Result:
     """Server-side apply, recorded with its diff; a conflict raises ApplyConflict."""
-    access.require_act(user, agent)
-    refuse_secrets(target.params)
-    if force and not may_force(user):
-        raise Forbidden("Only maintainers may force an apply over another manager's fields",
-                        code="force_forbidden")
-    identity = access.identity(user, agent)
-    current = _current(client, target, identity)
-    if target.creating and current is not None:
-        raise Conflict(f"{target.kind} {target.name} already exists: open it and use Edit",
-                       code="already_exists")
+    identity, current = _checked(client, user, agent, target, force)
     try:
         after = _send(client, target, identity, dry=False, force=force)
     except KubeError as exc:
