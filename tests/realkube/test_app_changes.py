@@ -174,3 +174,44 @@ def test_after_the_tunnel_was_down_the_difference_is_recorded_once(
                         if e.details["object"].split("/")[1] == namespace]) == 1
     finally:
         recorder.stop()
+
+
+def test_an_agent_reading_secrets_by_name_has_them_followed_by_metadata(
+        live: Live, realkube: RealCluster, admin_api: kubernetes.client.ApiClient,
+        v1: kubernetes.client.CoreV1Api, namespace: str) -> None:
+    """Installed with `--secrets names` (the default), the agent refuses a whole list of
+    Secrets: they are followed on the real API server's Table watch, metadata only. A
+    Secret applied as `kubectl apply` does it (its whole self, values included, copied in
+    an annotation), then labelled, is recorded twice with its managers, and no value or
+    key is kept."""
+    live.user("alice", "admin")
+    with live.app.app_context():
+        _, token = tokens.create(agents.create("prod", tunnel=True), "in-cluster", "alice")
+    recorder = changes_job.recorder(live.app)
+    try:
+        with connected_agent(live, Settings(
+                live.base_url, token, Connection(kubeconfig=str(realkube.kubeconfig_path(ADMIN))),
+                backoff_initial=0.05, backoff_max=0.5)):
+            def by_metadata() -> bool:
+                changes_job.run(live.app)
+                return any(f.kind == "Secret" and f.params.table for f in recorder.ready())
+            eventually(by_metadata, timeout=WAIT * 3, interval=0.3)
+            applied = {"apiVersion": "v1", "kind": "Secret",
+                       "metadata": {"name": "db", "namespace": namespace},
+                       "stringData": {"password": "hunter2"}}
+            v1.create_namespaced_secret(namespace, {
+                "metadata": {"name": "db", "annotations": {
+                    "kubectl.kubernetes.io/last-applied-configuration": json.dumps(applied)}},
+                "stringData": {"password": "hunter2"}}, field_manager="kubectl-client-side-apply")
+            changes(live, namespace, 1)
+            write(admin_api, "PATCH", f"/api/v1/namespaces/{namespace}/secrets/db",
+                  {"metadata": {"labels": {"tier": "db"}}}, MERGE, "kubectl-label")
+            found = changes(live, namespace, 2)
+            assert [about(e) for e in found] == [
+                ("Secret/db", "created", [], "kubectl-client-side-apply"),
+                ("Secret/db", "updated", [("metadata", None, {"labels": {"tier": "db"}})],
+                 "kubectl-label")]
+            stored = json.dumps([e.details for e in found])
+            assert "hunter2" not in stored and "password" not in stored
+    finally:
+        recorder.stop()

@@ -17,6 +17,7 @@ import yaml
 from simkube import builders
 from webapp.changes import job as changes_job
 from webapp.tunnel.agent import Settings
+from webapp.tunnel.secret_reads import SecretReads
 from webapp.watch.kube import Connection
 
 from .conftest import WAIT, Live, connected_agent, events_of, eventually, restart_server
@@ -497,24 +498,79 @@ def test_a_crash_after_a_change_joins_its_story_directly_and_through_the_tunnel(
         recorder.stop()
 
 
-def test_secrets_an_agent_reads_by_name_only_are_let_go(live: Live) -> None:
-    """An agent installed with `--secrets names` (the default) refuses a full list of
-    Secrets: the recorder stops trying (for REFUSED_RETRY) and follows the rest."""
+def test_secrets_an_agent_reads_by_name_only_are_followed_by_metadata(
+        live: Live, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent installed with `--secrets names` (the default) refuses a whole list of
+    Secrets: the recorder follows them by metadata instead, so a Secret created, labelled
+    or deleted is recorded (with who did it), never a key; the whole is tried again when
+    the agent connects anew, not every REFUSED_RETRY (each try is a refusal in its log)."""
     from webapp import agents
     from webapp.changes import recorder as changes_recorder
     live.user("alice", "admin")
+    live.sim.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}})
+    live.sim.create({"apiVersion": "v1", "kind": "Secret",
+                     "metadata": {"name": "db", "namespace": "shop"},
+                     "data": {"password": "aHVudGVyMg=="}})
     with live.app.app_context():
         agents.create("prod", tunnel=True)
     with tunnel_agent(live, allow_apply=False):
         recorder = changes_job.recorder(live.app)
         try:
-            def settled() -> bool:
+            def by_metadata() -> bool:
                 changes_job.run(live.app)
-                return "Secret" in {f.kind for f in recorder.refused()} and \
-                    "ConfigMap" in {f.kind for f in recorder.ready()}
-            eventually(settled, timeout=WAIT * 2, interval=0.3)
-            assert "Secret" not in {f.kind for f in recorder.followed()}
-            assert changes_recorder.REFUSED_RETRY >= 60
+                return any(f.kind == "Secret" and f.params.table for f in recorder.ready())
+            eventually(by_metadata, timeout=WAIT * 2, interval=0.3)
+            assert "Secret" in {f.kind for f in recorder.refused()}  # the whole, for now
+            assert not any(f.kind == "Secret" and not f.params.table
+                           for f in recorder.followed())
+            # Not tried again while the same agent stays connected, however long.
+            monkeypatch.setattr(changes_recorder, "REFUSED_RETRY", 0)
+            changes_job.run(live.app)
+            assert not any(f.kind == "Secret" and not f.params.table
+                           for f in recorder.followed())
+
+            server_write(live, "PATCH", "/api/v1/namespaces/shop/secrets/db",
+                         {"metadata": {"labels": {"tier": "db"}},
+                          "data": {"user": "YWRtaW4="}},
+                         "application/merge-patch+json", "kubectl-label")
+            [labelled] = changes(live, 1)
+            assert about(labelled) == ("Secret/shop/db",
+                                       [("metadata", None, {"labels": {"tier": "db"}})],
+                                       "kubectl-label")
+            live.sim.create({"apiVersion": "v1", "kind": "Secret",
+                             "metadata": {"name": "api", "namespace": "shop"},
+                             "data": {"key": "c2VjcmV0"}})
+            created = changes(live, 2)[-1]
+            assert created.details["object"] == "Secret/shop/api"
+            assert created.details["change"] == "created"
+            for event in (labelled, created):  # neither keys nor values
+                text = json.dumps(event.details)
+                assert "password" not in text and "user" not in text and "c2Vj" not in text
+        except BaseException:
+            recorder.stop()
+            raise
+    # Installed anew with `--secrets keys`: the whole is tried again and lists, the
+    # metadata watch is let go and keys are recorded again.
+    with connected_agent(live, Settings(
+            live.base_url, agent_token(live, token_name="reinstalled"),
+            Connection(kubeconfig=str(live.kubeconfig), context="sim"),
+            backoff_initial=0.05, backoff_max=0.5, secrets=SecretReads.KEYS)):
+        try:
+            def whole() -> bool:
+                changes_job.run(live.app)
+                kinds = {(f.kind, f.params.table) for f in recorder.followed()}
+                return ("Secret", False) in {(f.kind, f.params.table)
+                                             for f in recorder.ready()} \
+                    and ("Secret", True) not in kinds
+            eventually(whole, timeout=WAIT * 2, interval=0.3)
+            server_write(live, "PATCH", "/api/v1/namespaces/shop/secrets/api",
+                         {"data": {"second": "c2Vjb25k"}}, "application/merge-patch+json",
+                         "kubectl-patch")
+            keyed = eventually(lambda: [e for e in changes(live, 3)
+                                        if e.details["object"] == "Secret/shop/api"
+                                        and e.details["change"] == "updated"],
+                               timeout=WAIT * 2)[0]
+            assert ("data", ["key"], ["key", "second"]) in about(keyed)[1]
         finally:
             recorder.stop()
 

@@ -30,8 +30,10 @@ class Stored:
 
 
 def resource_of(params: Any) -> str:
-    """A followed kind's name in the database: group/version/plural."""
-    return f"{params.group}/{params.version}/{params.resource}"
+    """A followed kind's name in the database: group/version/plural, and `#metadata` when
+    followed by metadata only (a baseline of its own: its objects' state is less)."""
+    name = f"{params.group}/{params.version}/{params.resource}"
+    return f"{name}#metadata" if params.table else name
 
 
 def agent_id(name: str) -> int | None:

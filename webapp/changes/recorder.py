@@ -19,11 +19,19 @@ one worker thread does the rest:
 - then asks for the object once (its managedFields, which the hub drops) to name who made
   the change, and records.
 
+An agent installed with `--secrets names` (the default) refuses a whole list of Secrets and
+says so (tunnel/secret_reads.py, NAMES_ONLY): its Secrets are then followed on their Table
+watch, metadata only: creations, deletions, labels and annotations are recorded, not which
+keys changed. The whole is tried again when the agent connects anew (installed anew,
+perhaps with `--secrets keys`), not before: each try is a refusal in the agent's log. Once
+the whole lists, the metadata watch is let go.
+
 One bad object is skipped with a logged reason; the others go on.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import queue
@@ -40,8 +48,11 @@ from sqlalchemy import select
 from .. import clock, db
 from ..models import Agent
 from ..recorder import NewEvent, record
+from ..search.listing import PARTIAL_ACCEPT
+from ..tunnel import connections
+from ..tunnel.secret_reads import NAMES_ONLY
 from ..watch.hub import Hub
-from ..watch.kube import ClusterClient, KubeError
+from ..watch.kube import ClusterClient, KubeError, read_whole
 from ..watch.resources import AGENT, WatchParams
 from ..watch.upstream import UpstreamWatch
 from . import baselines, diff, managers, tracked
@@ -61,8 +72,16 @@ _COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, sort_keys
 @dataclass(frozen=True)
 class Followed:
     agent: str
-    params: WatchParams  # every namespace, not a Table
+    params: WatchParams  # every namespace; a Table when followed by metadata only
     kind: str
+
+    def by_metadata(self) -> Followed:
+        """The same kind on its Table watch: each object's metadata only."""
+        return Followed(self.agent, dataclasses.replace(self.params, table=True), self.kind)
+
+    def names_only(self, refusal: str) -> bool:
+        """Whether `refusal` is an agent's that lets this kind be read by metadata."""
+        return not self.params.table and refusal.endswith(NAMES_ONLY)
 
 
 @dataclass(frozen=True)
@@ -173,6 +192,8 @@ class ChangeRecorder:
         self._seen: dict[Followed, dict[str, _Seen]] = {}
         self._pending: dict[tuple[Followed, str], _Pending] = {}
         self._refused: dict[Followed, float] = {}  # when each was let go as refused
+        # Followed by metadata meanwhile, and the agent's connections when it was chosen.
+        self._by_metadata: dict[Followed, frozenset[int]] = {}
         self._lock = threading.Lock()
         self._worker: threading.Thread | None = None
         self._stopping = threading.Event()
@@ -191,15 +212,18 @@ class ChangeRecorder:
         self._stopping.clear()
         self._ensure_worker()
         with self._lock:
+            self._choose_by_metadata()
+            self._by_metadata = {f: c for f, c in self._by_metadata.items() if f in wanted}
+            wanted = wanted | {followed.by_metadata() for followed in self._by_metadata}
             for followed, follower in list(self._followers.items()):
                 upstream = follower.upstream
                 if followed not in wanted:
                     self._let_go(follower, forget=True)
                     self._unstore(followed)
                 elif follower.refused is not None:
-                    log.warning("changes: %s of %s cannot be read (%s); trying again in "
-                                "%d s", followed.kind, followed.agent, follower.refused,
-                                REFUSED_RETRY)
+                    log.log(logging.INFO if followed in self._by_metadata else logging.WARNING,
+                            "changes: %s of %s cannot be read (%s); trying again in %d s",
+                            followed.kind, followed.agent, follower.refused, REFUSED_RETRY)
                     self._refused[followed] = time.monotonic()
                     self._let_go(follower, forget=True)
                 elif follower.overflowed or upstream is None or upstream.stopping:
@@ -207,12 +231,45 @@ class ChangeRecorder:
                     self._let_go(follower, forget=False)
             for followed in wanted:
                 refused_at = self._refused.get(followed)
-                if refused_at is not None and time.monotonic() - refused_at < REFUSED_RETRY:
-                    continue
+                if refused_at is not None:
+                    if followed in self._by_metadata:
+                        if not self._connected_anew(followed):
+                            continue
+                    elif time.monotonic() - refused_at < REFUSED_RETRY:
+                        continue
                 self._refused.pop(followed, None)
                 if followed not in self._followers:
                     self._follow(followed)
             return len(self._followers)
+
+    def _choose_by_metadata(self) -> None:
+        """Which kinds are followed by metadata: those an agent reads by names only, until
+        the whole lists again."""
+        for followed, follower in self._followers.items():
+            if follower.refused is not None and followed.names_only(follower.refused):
+                if followed not in self._by_metadata:
+                    log.info("changes: the agent of %s reads %ss by metadata only: their "
+                             "creations, deletions, labels and annotations are recorded",
+                             followed.agent, followed.kind)
+                self._by_metadata[followed] = self._connections(followed) or frozenset()
+            elif followed in self._by_metadata and followed in self._seen:
+                log.info("changes: %ss of %s are read whole again", followed.kind,
+                         followed.agent)
+                del self._by_metadata[followed]  # its metadata watch is let go
+
+    def _connected_anew(self, followed: Followed) -> bool:
+        """Whether the agent's connections changed since `followed` was read by metadata."""
+        now = self._connections(followed)
+        return now is not None and now != self._by_metadata.get(followed)
+
+    @staticmethod
+    def _connections(followed: Followed) -> frozenset[int] | None:
+        try:
+            return connections.open_ids(followed.agent)
+        except Exception:  # the database out of reach: next time
+            log.warning("changes: the connections of %s could not be read", followed.agent,
+                        exc_info=True)
+            return None
 
     def _follow(self, followed: Followed) -> None:
         follower = _Follower(self, followed)
@@ -496,10 +553,8 @@ class ChangeRecorder:
         followed = pending.followed
         self.lookups += 1
         try:
-            client = self._client_for(followed.agent)
-            obj = client.get(followed.params, pending.name, AGENT,
-                             pending.namespace or None)
-        except KubeError as exc:
+            obj = self._managed(followed, pending.namespace, pending.name)
+        except (KubeError, ValueError) as exc:
             log.info("changes: who changed %s %s/%s is unknown: %s", followed.kind,
                      pending.namespace, pending.name, exc)
             return None
@@ -507,6 +562,20 @@ class ChangeRecorder:
         fields = meta.get("managedFields") if isinstance(meta, dict) else None
         paths = [e.path for e in entries] or [("spec",), ("data",), ("metadata",)]
         return managers.who(fields, paths)
+
+    def _managed(self, followed: Followed, namespace: str, name: str) -> Any:
+        """The object as asked for to name its managers: whole, or (followed by metadata)
+        its metadata, listed by name as an agent reading names only allows."""
+        client = self._client_for(followed.agent)
+        if not followed.params.table:
+            return client.get(followed.params, name, AGENT, namespace or None)
+        params = dataclasses.replace(followed.params, namespace=namespace or None,
+                                     table=False)
+        doc = json.loads(read_whole(client.request(
+            "GET", params.collection_path(), AGENT,
+            query=[("fieldSelector", f"metadata.name={name}")], accept=PARTIAL_ACCEPT)))
+        items = doc.get("items") if isinstance(doc, dict) else None
+        return items[0] if isinstance(items, list) and items else None
 
     def _record(self, found: list[tuple[str, NewEvent]], states: list[_State]) -> None:
         try:

@@ -91,6 +91,14 @@ def forget_stale(now: datetime | None = None) -> int:
             delete(AgentConnection).where(AgentConnection.seen_at < now - FRESH)))
 
 
+def open_ids(agent_name: str) -> frozenset[int]:
+    """The agent's open connections (ids are never reused: a new one is a new connection)."""
+    found = db.session().scalars(
+        select(AgentConnection.id).join(Agent, Agent.id == AgentConnection.agent_id)
+        .where(Agent.name == agent_name))
+    return frozenset(found)
+
+
 def peer_address(agent_name: str, mine: str, now: datetime | None = None) -> str | None:
     """The endpoint of another process holding an open connection of the agent."""
     now = now or clock.now()

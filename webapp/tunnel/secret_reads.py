@@ -1,10 +1,12 @@
 """How much of Secrets the agent reads, as its installer chose (`agentwatch agent --secrets`,
 and the manifest's ClusterRole to match):
 
-- `names` (the default): their list as the API server's Table with each row's metadata only
-  (name, type, how many keys, age), or as a PartialObjectMetadataList (the search's
-  listing) — the values never reach the agent, let alone the tunnel.
-  A Secret's own page (its keys) is refused.
+- `names` (the default): their list or watch as the API server's Table with each row's
+  metadata only (name, type, how many keys, age, labels, annotations), or as a
+  PartialObjectMetadataList (the search's listing): no `data` reaches the agent. The one
+  copy of values metadata can hold, the annotation `kubectl apply` fills with the whole
+  Secret, is dropped before anything leaves the agent (watch/redact.py). A Secret's own
+  page (its keys) is refused.
 - `keys`: also whole Secrets, their values blanked by the agent before anything leaves it
   (watch/redact.py): names, types and keys. The agent's service account can read values.
 - `none`: nothing of Secrets; their list says the agent refuses it.
@@ -20,6 +22,10 @@ from enum import StrEnum
 from ..search.listing import PARTIAL_ACCEPT
 from ..watch.kube import TABLE_ACCEPT
 from .allowlist import Action, Target
+
+# The end of the refusal of anything more than metadata: the server's changes recorder
+# reads it as "follow this agent's Secrets by their metadata" (changes/recorder.py).
+NAMES_ONLY = "(installed with --secrets names)"
 
 
 class SecretReads(StrEnum):
@@ -40,4 +46,4 @@ class SecretReads(StrEnum):
         if metadata_only:
             return None
         return ("this agent reads Secrets' names only, never their keys or values "
-                "(installed with --secrets names)")
+                + NAMES_ONLY)
