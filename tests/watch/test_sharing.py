@@ -103,3 +103,16 @@ def test_stop_while_a_watch_is_being_opened(live: Live, tmp_path: Any) -> None:
                           message="the upstream watch is still open at the cluster")
     finally:
         proxy.close()
+
+
+def test_no_watch_starts_once_the_hub_is_shut_down(live: Live, admin: str) -> None:
+    """A page asking while the process stops gets a clear refusal, and no watch is left
+    behind retrying a cluster nobody reads any more."""
+    hub = live.app.extensions["watch_hub"]
+    hub.shutdown()
+    socket = live.ws(token=admin)
+    socket.watch("late", namespace="default")
+    error = socket.recv_until(lambda m: m.get("type") == "error")[-1]
+    assert (error["watchId"], error["error"]["code"]) == ("late", 503), error
+    assert "stopping" in error["error"]["message"]
+    assert hub.watches() == [] and live.sim.stats.open_watches("pods") == 0

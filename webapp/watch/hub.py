@@ -47,12 +47,15 @@ class Hub:
         self.joins: Callable[[str, Identity, list[WatchParams], ViewSpec], ViewSpec] | None = \
             None
         self.reachability = Reachability("live view")
+        self._closed = False  # shut down: no watch starts any more
 
     def _upstream(self, key: WatchKey,
                   client_for: Callable[[str], ClusterClient] | None = None) -> UpstreamWatch:
         with self._lock:
             upstream = self._watches.get(key)
             if upstream is None:
+                if self._closed:  # a request that raced the shutdown: no watch left behind
+                    raise KubeError(503, "ServiceUnavailable", "agentwatch is stopping")
                 client = (client_for or self._client_for)(key.agent)
                 upstream = UpstreamWatch(key, client, self.timing,
                                          self._forget, self._render_row, self.reachability)
@@ -225,6 +228,8 @@ class Hub:
             return list(self._watches.values())
 
     def shutdown(self) -> None:
+        with self._lock:
+            self._closed = True
         for upstream in self.watches():
             upstream.stop()
         for upstream in self.watches():
