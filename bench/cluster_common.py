@@ -670,7 +670,7 @@ class Rig:
 
     def __init__(self, threads: int = 300, config: str = "", history_size: int = 1000,
                  bookmark_interval: float = 5.0, keep: bool = False,
-                 webapp: str | None = None) -> None:
+                 webapp: str | None = None, workers: int = 1) -> None:
         self.instance = Instance(keep=keep, prefix="aw-cluster-bench-")
         # One user's token plays every browser of a run: its per-user caps are lifted
         # (the process's cap on long-lived connections, threads minus reserved, stays).
@@ -686,23 +686,25 @@ class Rig:
         # `webapp`: a folder holding a scratch copy of the package (to try a fix without
         # touching the repository); only the server runs it.
         env = self.instance.env(**({"PYTHONPATH": webapp} if webapp else {}))
-        self.server = Server(self.instance, threads=threads, env=env).start()
+        self.server = Server(self.instance, workers=workers, threads=threads, env=env).start()
         if webapp:
             log(f"server runs the webapp package from {webapp}")
         self.port = self.server.port
         self.master_pid = self.server.proc.pid if self.server.proc else 0
-        self.worker_pid = self._worker()
-        log(f"simulator {self.sim.url} pid={self.sim.pid}; server worker pid={self.worker_pid}")
+        self.worker_pids = self._workers(workers)
+        self.worker_pid = self.worker_pids[0]
+        log(f"simulator {self.sim.url} pid={self.sim.pid}; server worker pids={self.worker_pids}")
 
     def restart_server(self) -> None:
         """A fresh server process on the same instance and simulator (cold caches)."""
         env = self.server.env
-        threads = self.server.threads
+        threads, workers = self.server.threads, self.server.workers
         self.server.stop()
-        self.server = Server(self.instance, threads=threads, env=env).start()
+        self.server = Server(self.instance, workers=workers, threads=threads, env=env).start()
         self.port = self.server.port
         self.master_pid = self.server.proc.pid if self.server.proc else 0
-        self.worker_pid = self._worker()
+        self.worker_pids = self._workers(workers)
+        self.worker_pid = self.worker_pids[0]
 
     def touch_token(self) -> None:
         """Use the personal token once before a burst of handshakes. Until fab1a73 the
@@ -716,14 +718,14 @@ class Rig:
         if status != 200:
             raise RuntimeError(f"token check answered {status}: {body[:200]!r}")
 
-    def _worker(self) -> int:
+    def _workers(self, count: int) -> list[int]:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             kids = children(self.master_pid)
-            if kids:
-                return kids[0]
+            if len(kids) >= count:
+                return sorted(kids)
             time.sleep(0.1)
-        raise RuntimeError("no gunicorn worker found")
+        raise RuntimeError(f"{count} gunicorn workers not found")
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
