@@ -124,6 +124,10 @@ def test_nodes_ready_and_the_clusters_cpu_and_memory_when_metrics_are_served(
     live.sim.metrics.enable()
     live.sim.add_pod("default", "web-1", state="Running", node="node-a")
     browser = live.browser("alice")
+    # Before the first reading, the cells say it is under way, not a bare dash.
+    first = re.search(r'<tr data-row="prod".*?</tr>', _page(live, browser))
+    assert first is not None
+    assert "Checking…" in first.group(0) or "m of 16000m" in first.group(0), first.group(0)
 
     def measured() -> str | None:
         text = _page(live, browser)

@@ -278,8 +278,9 @@ class Fleet:
             poll = self.usage.poll(scope)
         except (TooManyPolls, KubeError) as exc:
             return replace(state, usage_problem=str(exc))
-        if not poll.available:
-            return replace(state, usage_problem=poll.problem)
+        if not poll.available:  # no problem said yet: its first reading is under way
+            return replace(state, usage_problem=poll.problem,
+                           usage_pending=poll.problem is None)
         used = _sum(poll.nodes.values())
         allocatable = _sum(poll.allocatable.values())
         if not allocatable.cpu and not allocatable.memory:

@@ -34,6 +34,7 @@ class ClusterState:
     cpu: tuple[float, float] | None = None  # cores used, allocatable
     memory: tuple[float, float] | None = None  # bytes used, allocatable
     usage_problem: str | None = None
+    usage_pending: bool = False  # its first reading is under way (not kept as last known)
 
     @property
     def needing(self) -> int:
@@ -53,7 +54,8 @@ def _percent(used: float, of: float) -> str:
 
 
 def to_json(state: ClusterState) -> str:
-    return json.dumps(asdict(state), separators=(",", ":"))
+    kept = {k: v for k, v in asdict(state).items() if k != "usage_pending"}
+    return json.dumps(kept, separators=(",", ":"))
 
 
 def _pair(value: Any) -> tuple[float, float] | None:
