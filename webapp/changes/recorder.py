@@ -154,8 +154,9 @@ class _Follower:
     def failed(self, source: Any, error: JSON) -> None:
         if self.failed_since is None:
             self.failed_since = self.recorder.now()
-        if error.get("code") in REFUSED_CODES:
+        if error.get("code") in REFUSED_CODES and self.refused is None:
             self.refused = str(error.get("message") or "")[:300] or "refused"
+            self._offer(("refused",))  # let go at once: the watch would ask again and again
 
     def recovered(self, source: Any) -> None:
         pass  # a resumed watch missed nothing; a relist says what it did
@@ -194,6 +195,7 @@ class ChangeRecorder:
         self._refused: dict[Followed, float] = {}  # when each was let go as refused
         # Followed by metadata meanwhile, and the agent's connections when it was chosen.
         self._by_metadata: dict[Followed, frozenset[int]] = {}
+        self._wanted: set[Followed] = set()  # as the last sync was told
         self._lock = threading.Lock()
         self._worker: threading.Thread | None = None
         self._stopping = threading.Event()
@@ -212,35 +214,41 @@ class ChangeRecorder:
         self._stopping.clear()
         self._ensure_worker()
         with self._lock:
-            self._choose_by_metadata()
-            self._by_metadata = {f: c for f, c in self._by_metadata.items() if f in wanted}
-            wanted = wanted | {followed.by_metadata() for followed in self._by_metadata}
-            for followed, follower in list(self._followers.items()):
-                upstream = follower.upstream
-                if followed not in wanted:
-                    self._let_go(follower, forget=True)
-                    self._unstore(followed)
-                elif follower.refused is not None:
-                    log.log(logging.INFO if followed in self._by_metadata else logging.WARNING,
-                            "changes: %s of %s cannot be read (%s); trying again in %d s",
-                            followed.kind, followed.agent, follower.refused, REFUSED_RETRY)
-                    self._refused[followed] = time.monotonic()
-                    self._let_go(follower, forget=True)
-                elif follower.overflowed or upstream is None or upstream.stopping:
-                    # Followed again below: its new state is compared with what was seen.
-                    self._let_go(follower, forget=False)
-            for followed in wanted:
-                refused_at = self._refused.get(followed)
-                if refused_at is not None:
-                    if followed in self._by_metadata:
-                        if not self._connected_anew(followed):
-                            continue
-                    elif time.monotonic() - refused_at < REFUSED_RETRY:
+            self._wanted = wanted
+            return self._follow_wanted(wanted)
+
+    def _follow_wanted(self, wanted: set[Followed]) -> int:
+        """sync(), under the lock."""
+        self._choose_by_metadata()
+        self._by_metadata = {f: c for f, c in self._by_metadata.items() if f in wanted}
+        wanted = wanted | {followed.by_metadata() for followed in self._by_metadata}
+        for followed, follower in list(self._followers.items()):
+            upstream = follower.upstream
+            if followed not in wanted:
+                self._let_go(follower, forget=True)
+                self._unstore(followed)
+            elif follower.refused is not None:
+                if followed not in self._by_metadata:  # (which says so itself)
+                    log.warning("changes: %s of %s cannot be read (%s); trying again in "
+                                "%d s", followed.kind, followed.agent, follower.refused,
+                                REFUSED_RETRY)
+                self._refused[followed] = time.monotonic()
+                self._let_go(follower, forget=True)
+            elif follower.overflowed or upstream is None or upstream.stopping:
+                # Followed again below: its new state is compared with what was seen.
+                self._let_go(follower, forget=False)
+        for followed in wanted:
+            refused_at = self._refused.get(followed)
+            if refused_at is not None:
+                if followed in self._by_metadata:
+                    if not self._connected_anew(followed):
                         continue
-                self._refused.pop(followed, None)
-                if followed not in self._followers:
-                    self._follow(followed)
-            return len(self._followers)
+                elif time.monotonic() - refused_at < REFUSED_RETRY:
+                    continue
+            self._refused.pop(followed, None)
+            if followed not in self._followers:
+                self._follow(followed)
+        return len(self._followers)
 
     def _choose_by_metadata(self) -> None:
         """Which kinds are followed by metadata: those an agent reads by names only, until
@@ -387,6 +395,11 @@ class ChangeRecorder:
 
     def _take(self, follower: _Follower, item: tuple[Any, ...]) -> None:
         followed = follower.followed
+        if item[0] == "refused":  # let go now, and followed by metadata if it may be
+            with self._lock:
+                if not self._stopping.is_set():  # (stop() lets go under the same lock)
+                    self._follow_wanted(self._wanted)
+            return
         if item[0] == "changed":
             _, key, data = item
             seen = self._seen.get(followed)

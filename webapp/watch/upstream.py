@@ -241,7 +241,11 @@ class UpstreamWatch:
         if not self._subscribers and not self._listeners and not self._stopping.is_set():
             if self._idle_timer is not None:
                 self._idle_timer.cancel()
-            self._idle_timer = threading.Timer(self.timing.grace_seconds, self._stop_if_idle)
+            # Never listed and failing (refused, say): nothing is kept for a page coming
+            # back, so it stops now instead of asking again through the grace period.
+            grace = 0.0 if not self._synced and self._error is not None else \
+                self.timing.grace_seconds
+            self._idle_timer = threading.Timer(grace, self._stop_if_idle)
             self._idle_timer.daemon = True
             self._idle_timer.start()
 
