@@ -107,3 +107,41 @@ def test_the_streaming_fallback_carries_a_tables_rows(live: Live) -> None:
     assert obj["metadata"]["name"] == "web-1" and "spec" not in obj
     assert obj["cells"][:3] == ["web-1", "1/1", "Running"]
     assert cells(event["html"])["web-1"]["status"] == "Running"
+
+
+def test_a_kinds_plural_alone_opens_its_list_as_kubectl_reads_it(live: Live) -> None:
+    """`?kind=kustomizations` (what `kubectl get kustomizations` takes) opens the list of the
+    one group serving that plural, at its full name; a name nobody serves is refused."""
+    live.user("alice", "admin")
+    live.agent("prod")
+    browser = live.browser("alice")
+    page = browser.http.get(f"{live.base_url}/agents/prod/cluster", params={
+        "kind": "kustomizations", "namespace": "flux-system"}, timeout=30,
+        allow_redirects=False)
+    assert page.status_code == 302, page.text[:300]
+    assert page.headers["Location"].endswith(
+        "/agents/prod/cluster?kind=kustomizations.kustomize.toolkit.fluxcd.io"
+        "&namespace=flux-system")
+    shown = browser.http.get(live.base_url + page.headers["Location"], timeout=30)
+    assert shown.status_code == 200 and 'data-kind="kustomizations' in shown.text
+    missing = browser.http.get(f"{live.base_url}/agents/prod/cluster",
+                               params={"kind": "widgets"}, timeout=30)
+    assert missing.status_code == 422 and "does not serve 'widgets'" in unescape(missing.text)
+
+
+def test_a_plural_two_groups_serve_asks_which() -> None:
+    from werkzeug.datastructures import MultiDict
+
+    from webapp.errors import Invalid
+    from webapp.watch.listing import ListState, kinds_shown
+    served = discovery.Served.of([
+        discovery.Kind("example.com", "v1", "widgets", "Widget", True),
+        discovery.Kind("other.io", "v1", "widgets", "Widget", True)], {})
+    try:
+        kinds_shown(ListState.from_args(MultiDict({"kind": "widgets"})), served)
+    except Invalid as exc:
+        assert "widgets.example.com" in exc.message and "widgets.other.io" in exc.message
+    else:
+        raise AssertionError("an ambiguous plural was taken")
+    [one] = kinds_shown(ListState.from_args(MultiDict({"kind": "widgets.other.io"})), served)
+    assert one.group == "other.io"

@@ -19,8 +19,19 @@ from typing import Any
 from urllib.parse import urlencode
 
 import yaml
-from flask import Blueprint, Flask, Response, current_app, g, render_template, request, url_for
+from flask import (
+    Blueprint,
+    Flask,
+    Response,
+    current_app,
+    g,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
 from markupsafe import Markup
+from werkzeug.wrappers import Response as WerkzeugResponse
 
 from .. import agents, clock, users
 from ..api.errors import json_error
@@ -224,12 +235,15 @@ def _summary_kinds(served: Served, state: ListState, shown: list[Kind]) -> list[
 
 @bp.get("/agents/<name>/cluster")
 @login_required
-def page(name: str) -> str:
+def page(name: str) -> str | WerkzeugResponse:
     agent, context = _agent_page(name)
     state = ListState.from_args(request.args)
     identity = access.identity(g.user, agent)
     served = _served(agent)
     shown = listing.kinds_shown(state, served)
+    if state.kind is not None and state.kind != shown[0].ref:  # a plural alone, as kubectl
+        return redirect(url_for("cluster.page", name=agent.name) + "?" +   # takes it
+                        state.query(kind=shown[0].ref))
     watches = [listing.watch_params(kind, state) for kind in shown]
     strip = _summary_kinds(served, state, shown)
     strip_params = [p for kind in strip

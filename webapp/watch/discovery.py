@@ -178,6 +178,15 @@ class Served:
     def find(self, group: str, version: str, resource: str) -> Kind | None:
         return self.every.get((group, version, resource))
 
+    def named(self, name: str) -> list[Kind]:
+        """The kinds a page's `kind=` may mean: the one whose ref it is
+        (`deployments.apps`), else, as kubectl reads a name, every kind served under that
+        plural (`kustomizations`: one group serves it, most often)."""
+        kind = self.by_ref.get(name)
+        if kind is not None:
+            return [kind]
+        return [k for k in self.shown if k.resource == name]
+
     def by_resource(self, group: str, resource: str) -> Kind | None:
         """The shown (preferred) version of a kind."""
         return next((k for k in self.shown if k.group == group and k.resource == resource),

@@ -128,11 +128,15 @@ class ListState:
 def kinds_shown(state: ListState, served: Served) -> list[Kind]:
     """The tables of the page: the kind the URL names, or the overview's."""
     if state.kind is not None:
-        kind = served.by_ref.get(state.kind)
-        if kind is None:
+        found = served.named(state.kind)
+        if not found:
             raise Invalid(f"This cluster does not serve {state.kind[:200]!r} with list and "
                           "watch", code="unsupported_resource", field="kind")
-        return [kind]
+        if len(found) > 1:
+            raise Invalid(f"More than one group serves {state.kind[:200]!r}: name one of "
+                          f"{', '.join(k.ref for k in found)}", code="ambiguous_resource",
+                          field="kind")
+        return found
     overview = [("", "pods"), ("", "services"), ("kustomize.toolkit.fluxcd.io",
                                                   "kustomizations"),
                 ("helm.toolkit.fluxcd.io", "helmreleases")]
