@@ -26,6 +26,9 @@ def test_the_sites_root_signs_in_to_the_fleet_home(client, h):
                                             "csrf_token": csrf})
     assert signed_in.location == "/fleet"
     assert client.get("/").status_code == 200  # the Agents list, once signed in
+    # An agent's address cut back to /agents is that list too.
+    cut = client.get("/agents")
+    assert cut.status_code == 302 and cut.location == "/"
 
 
 def test_login_logout_and_cookie_flags(client, h):

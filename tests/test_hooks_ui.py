@@ -37,7 +37,7 @@ def _signed_in(client, h, role="maintainer"):
 
 
 def _post(client, h, path, **data):
-    csrf = h.csrf(client, "/agents")
+    csrf = h.csrf(client, "/")
     return client.post(path, data={**data, "csrf_token": csrf})
 
 
@@ -147,7 +147,7 @@ def test_an_automatically_disabled_hook_says_why(client, h, app, receiver):
 def test_global_hooks_page_and_nav_link(client, h, app, receiver):
     h.agent()
     _signed_in(client, h)
-    assert 'href="/hooks"' in client.get("/agents").text
+    assert 'href="/hooks"' in client.get("/").text
     created = _post(client, h, "/hooks", url=receiver.url("/all"))
     assert created.status_code == 200 and "Webhook 1 created" in created.text
     assert "Global webhooks" in client.get("/hooks").text
@@ -163,7 +163,7 @@ def test_viewers_see_but_cannot_change(client, h, app, receiver):
     record_events(app, "prod", event(app=app))
     run_webhooks(app)
     _signed_in(client, h, "viewer")
-    assert 'href="/hooks"' not in client.get("/agents").text  # no nav link for viewers
+    assert 'href="/hooks"' not in client.get("/").text  # no nav link for viewers
     listing = client.get("/agents/prod/hooks")
     assert listing.status_code == 200
     assert "token123" not in listing.text and f"127.0.0.1:{receiver.port}/…" in listing.text

@@ -67,7 +67,7 @@ def admin(app: Flask, h: Any) -> tuple[Any, str]:
     h.agent("prod")
     client = app.test_client()
     h.login(client, "alice")
-    return client, h.csrf(client, "/agents")
+    return client, h.csrf(client, "/")
 
 
 @pytest.mark.parametrize("value", OUT_OF_RANGE)

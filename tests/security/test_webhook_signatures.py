@@ -107,7 +107,7 @@ def test_a_url_that_cannot_be_normalised_is_refused_at_creation(app, client, h, 
     h.agent()
     h.user("alice", "maintainer")
     h.login(client)
-    csrf = h.csrf(client, "/agents")
+    csrf = h.csrf(client, "/")
     response = client.post("/agents/prod/hooks", data={"url": url, "csrf_token": csrf})
     assert response.status_code == 422
     assert "URL" in response.text
@@ -119,7 +119,7 @@ def test_a_refused_address_names_the_setting_by_its_environment_name(app, client
     h.agent()
     h.user("alice", "maintainer")
     h.login(client)
-    csrf = h.csrf(client, "/agents")
+    csrf = h.csrf(client, "/")
     response = client.post("/agents/prod/hooks",
                            data={"url": "http://127.0.0.1:9/", "csrf_token": csrf})
     assert response.status_code == 422

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app, g, render_template, request
+from flask import Blueprint, current_app, g, redirect, render_template, request, url_for
 from werkzeug.wrappers import Response
 
 from .. import agents, clock, histogram
@@ -29,6 +29,13 @@ def index() -> str:
     listing = [(a, agents.status(a), days.get(a.id, quiet)) for a in rows]
     template = "agents/_table.html" if request.headers.get("HX-Request") else "agents/index.html"
     return render_template(template, listing=listing, sparkline=sparkline)
+
+
+@bp.get("/agents")
+def agents_root() -> Response:
+    """Every agent's pages live under /agents/NAME: the path cut back to /agents is the
+    list."""
+    return redirect(url_for("agents.index"))
 
 
 @bp.get("/agents/<name>/health")
