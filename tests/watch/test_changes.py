@@ -505,7 +505,7 @@ def test_secrets_an_agent_reads_by_name_only_are_followed_by_metadata(
     or deleted is recorded (with who did it), never a key; the whole is tried again when
     the agent connects anew, not every REFUSED_RETRY (each try is a refusal in its log)."""
     from webapp import agents
-    from webapp.changes import recorder as changes_recorder
+    from webapp.changes import following
     live.user("alice", "admin")
     live.sim.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}})
     live.sim.create({"apiVersion": "v1", "kind": "Secret",
@@ -530,7 +530,7 @@ def test_secrets_an_agent_reads_by_name_only_are_followed_by_metadata(
             assert not any(f.kind == "Secret" and not f.params.table
                            for f in recorder.followed())
             # Not tried again while the same agent stays connected, however long.
-            monkeypatch.setattr(changes_recorder, "REFUSED_RETRY", 0)
+            monkeypatch.setattr(following, "REFUSED_RETRY", 0)
             changes_job.run(live.app)
             assert not any(f.kind == "Secret" and not f.params.table
                            for f in recorder.followed())

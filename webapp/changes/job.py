@@ -20,8 +20,9 @@ from ..models import Agent
 from ..watch.kube import ClusterClient
 from ..watch.resources import WatchParams
 from . import baselines, failures
+from .following import Followed
 from .kinds import followed_for
-from .recorder import ChangeRecorder, Followed, Settings
+from .recorder import ChangeRecorder, Settings
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from typing import Any
 from ..agentconfig import reading
 from ..models import Agent
 from ..watch.discovery import Discovery
-from .recorder import Followed
+from .following import Followed
 
 DEFAULT_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "CronJob", "ConfigMap", "Secret",
                  "Service", "Ingress", "HorizontalPodAutoscaler")

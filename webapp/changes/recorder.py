@@ -19,12 +19,7 @@ one worker thread does the rest:
 - then asks for the object once (its managedFields, which the hub drops) to name who made
   the change, and records.
 
-An agent installed with `--secrets names` (the default) refuses a whole list of Secrets and
-says so (tunnel/secret_reads.py, NAMES_ONLY): its Secrets are then followed on their Table
-watch, metadata only: creations, deletions, labels and annotations are recorded, not which
-keys changed. The whole is tried again when the agent connects anew (installed anew,
-perhaps with `--secrets keys`), not before: each try is a refusal in the agent's log. Once
-the whole lists, the metadata watch is let go.
+What is followed, and what the cluster or the agent refuses to let be read: following.py.
 
 One bad object is skipped with a logged reason; the others go on.
 """
@@ -49,39 +44,18 @@ from .. import clock, db
 from ..models import Agent
 from ..recorder import NewEvent, record
 from ..search.listing import PARTIAL_ACCEPT
-from ..tunnel import connections
-from ..tunnel.secret_reads import NAMES_ONLY
 from ..watch.hub import Hub
 from ..watch.kube import ClusterClient, KubeError, read_whole
-from ..watch.resources import AGENT, WatchParams
+from ..watch.resources import AGENT
 from ..watch.upstream import UpstreamWatch
 from . import baselines, diff, managers, tracked
 from .baselines import Seen as _Seen
 from .context import Context, context_for
+from .following import REFUSED_CODES, Followed, Refusals
 
 log = logging.getLogger(__name__)
 JSON = dict[str, Any]
-# A kind the cluster's RBAC or the agent refuses (an agent installed with `--secrets names`
-# lists Secrets' names only) is let go, and tried again after REFUSED_RETRY seconds: its
-# watch would otherwise retry for nothing.
-REFUSED_CODES = (401, 403)
-REFUSED_RETRY = 600.0
 _COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, sort_keys=True)
-
-
-@dataclass(frozen=True)
-class Followed:
-    agent: str
-    params: WatchParams  # every namespace; a Table when followed by metadata only
-    kind: str
-
-    def by_metadata(self) -> Followed:
-        """The same kind on its Table watch: each object's metadata only."""
-        return Followed(self.agent, dataclasses.replace(self.params, table=True), self.kind)
-
-    def names_only(self, refusal: str) -> bool:
-        """Whether `refusal` is an agent's that lets this kind be read by metadata."""
-        return not self.params.table and refusal.endswith(NAMES_ONLY)
 
 
 @dataclass(frozen=True)
@@ -192,9 +166,7 @@ class ChangeRecorder:
         self._followers: dict[Followed, _Follower] = {}
         self._seen: dict[Followed, dict[str, _Seen]] = {}
         self._pending: dict[tuple[Followed, str], _Pending] = {}
-        self._refused: dict[Followed, float] = {}  # when each was let go as refused
-        # Followed by metadata meanwhile, and the agent's connections when it was chosen.
-        self._by_metadata: dict[Followed, frozenset[int]] = {}
+        self._refusals = Refusals()
         self._wanted: set[Followed] = set()  # as the last sync was told
         self._lock = threading.Lock()
         self._worker: threading.Thread | None = None
@@ -219,65 +191,27 @@ class ChangeRecorder:
 
     def _follow_wanted(self, wanted: set[Followed]) -> int:
         """sync(), under the lock."""
-        self._choose_by_metadata()
-        self._by_metadata = {f: c for f, c in self._by_metadata.items() if f in wanted}
-        wanted = wanted | {followed.by_metadata() for followed in self._by_metadata}
+        for followed, follower in self._followers.items():
+            if follower.refused is not None and followed.names_only(follower.refused):
+                self._refusals.read_by_metadata(followed)
+            elif followed in self._seen:
+                self._refusals.listed_whole(followed)
+        wanted = self._refusals.wanted(wanted)
         for followed, follower in list(self._followers.items()):
             upstream = follower.upstream
             if followed not in wanted:
                 self._let_go(follower, forget=True)
                 self._unstore(followed)
             elif follower.refused is not None:
-                if followed not in self._by_metadata:  # (which says so itself)
-                    log.warning("changes: %s of %s cannot be read (%s); trying again in "
-                                "%d s", followed.kind, followed.agent, follower.refused,
-                                REFUSED_RETRY)
-                self._refused[followed] = time.monotonic()
+                self._refusals.refused(followed, follower.refused)
                 self._let_go(follower, forget=True)
             elif follower.overflowed or upstream is None or upstream.stopping:
                 # Followed again below: its new state is compared with what was seen.
                 self._let_go(follower, forget=False)
         for followed in wanted:
-            refused_at = self._refused.get(followed)
-            if refused_at is not None:
-                if followed in self._by_metadata:
-                    if not self._connected_anew(followed):
-                        continue
-                elif time.monotonic() - refused_at < REFUSED_RETRY:
-                    continue
-            self._refused.pop(followed, None)
-            if followed not in self._followers:
+            if followed not in self._followers and self._refusals.may_try(followed):
                 self._follow(followed)
         return len(self._followers)
-
-    def _choose_by_metadata(self) -> None:
-        """Which kinds are followed by metadata: those an agent reads by names only, until
-        the whole lists again."""
-        for followed, follower in self._followers.items():
-            if follower.refused is not None and followed.names_only(follower.refused):
-                if followed not in self._by_metadata:
-                    log.info("changes: the agent of %s reads %ss by metadata only: their "
-                             "creations, deletions, labels and annotations are recorded",
-                             followed.agent, followed.kind)
-                self._by_metadata[followed] = self._connections(followed) or frozenset()
-            elif followed in self._by_metadata and followed in self._seen:
-                log.info("changes: %ss of %s are read whole again", followed.kind,
-                         followed.agent)
-                del self._by_metadata[followed]  # its metadata watch is let go
-
-    def _connected_anew(self, followed: Followed) -> bool:
-        """Whether the agent's connections changed since `followed` was read by metadata."""
-        now = self._connections(followed)
-        return now is not None and now != self._by_metadata.get(followed)
-
-    @staticmethod
-    def _connections(followed: Followed) -> frozenset[int] | None:
-        try:
-            return connections.open_ids(followed.agent)
-        except Exception:  # the database out of reach: next time
-            log.warning("changes: the connections of %s could not be read", followed.agent,
-                        exc_info=True)
-            return None
 
     def _follow(self, followed: Followed) -> None:
         follower = _Follower(self, followed)
@@ -324,7 +258,7 @@ class ChangeRecorder:
     def refused(self) -> set[Followed]:
         """The kinds let go because the cluster or the agent will not let them be read."""
         with self._lock:
-            return set(self._refused)
+            return self._refusals.all()
 
     def now(self) -> datetime:
         with self.app.app_context():
