@@ -241,8 +241,9 @@ def page(name: str) -> str | WerkzeugResponse:
     identity = access.identity(g.user, agent)
     served = _served(agent)
     shown = listing.kinds_shown(state, served)
-    if state.kind is not None and state.kind != shown[0].ref:  # a plural alone, as kubectl
-        return redirect(url_for("cluster.page", name=agent.name) + "?" +   # takes it
+    if state.kind is not None and state.kind != shown[0].ref:
+        # A plural alone, as kubectl takes it: the list at its full name.
+        return redirect(url_for("cluster.page", name=agent.name) + "?" +
                         state.query(kind=shown[0].ref))
     watches = [listing.watch_params(kind, state) for kind in shown]
     strip = _summary_kinds(served, state, shown)
