@@ -10,9 +10,11 @@ Chromium comes from the system (never `playwright install`): AGENTWATCH_TEST_CHR
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -77,6 +79,20 @@ def live_server(app: Flask) -> Iterator[str]:
     """The app on 127.0.0.1 and a free port, in a background thread; yields its base URL."""
     with serve_wsgi(app) as base_url:
         yield base_url
+
+
+# Every Chromium on the machine shares one clipboard: a copy in a test on the other xdist
+# worker would land in this one's. Tests that use it take turns on this lock.
+CLIPBOARD_LOCK = Path(tempfile.gettempdir()) / "agentwatch-tests-clipboard.lock"
+
+
+@pytest.fixture
+def clipboard(page: Page) -> Iterator[None]:
+    """The clipboard, this test's alone while it runs, read and write granted to the page."""
+    with open(CLIPBOARD_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+        yield
 
 
 def clipboard_holding(page: Page, part: str) -> str:

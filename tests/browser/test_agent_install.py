@@ -18,11 +18,11 @@ from .signin import sign_in
 pytestmark = pytest.mark.browser
 
 
-def test_a_maintainer_gets_the_manifest_and_copies_it(page: Page, h: Any, app: Any) -> None:
+def test_a_maintainer_gets_the_manifest_and_copies_it(page: Page, h: Any, app: Any,
+                                                       clipboard: None) -> None:
     h.user("alice", "maintainer")
     with app.app_context():
         agents.create("prod", tunnel=True)
-    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     sign_in(page, path="/agents/prod/tokens")
     page.get_by_role("button", name="Install the agent…").click()
 
@@ -90,10 +90,9 @@ def test_an_agent_without_a_tunnel_offers_no_install(page: Page, h: Any) -> None
     expect(page.get_by_role("button", name="Install the agent…")).to_have_count(0)
 
 
-def test_a_new_token_is_copied_with_one_click(page: Page, h: Any) -> None:
+def test_a_new_token_is_copied_with_one_click(page: Page, h: Any, clipboard: None) -> None:
     h.user("alice", "maintainer")
     h.agent("prod")
-    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     sign_in(page, path="/agents/prod/tokens")
     page.get_by_label("New token name").fill("deploy-ci")
     page.get_by_role("button", name="Create token").click()

@@ -127,9 +127,8 @@ def test_a_shell_in_the_panel_directly(cluster_page: Page, sim: SimCluster,
     assert [e.details["exit_code"] for e in events if e.type == "cluster_action"] == [3]
 
 
-def test_paste_and_copy(cluster_page: Page, sim: SimCluster) -> None:
+def test_paste_and_copy(cluster_page: Page, sim: SimCluster, clipboard: None) -> None:
     page = cluster_page
-    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     open_shell(page, sim)
     page.evaluate("navigator.clipboard.writeText('echo pasted-$HOSTNAME')")
     page.keyboard.press("Control+Shift+V")

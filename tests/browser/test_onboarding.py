@@ -30,9 +30,8 @@ def create_agent(page: Page, name: str, connection: str) -> None:
 
 
 def test_a_new_agent_shows_its_token_and_install_command_with_copy_buttons(
-        page: Page, h: Any, app: Any) -> None:
+        page: Page, h: Any, app: Any, clipboard: None) -> None:
     h.user("alice", "maintainer")
-    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     create_agent(page, "edge", "tunnel")
     # The address bar names the Tokens tab: a reload cannot post the form again.
     expect(page).to_have_url(re.compile(r"/agents/edge/tokens$"))
