@@ -12,7 +12,7 @@ from playwright.sync_api import Page, expect
 
 from webapp import agents, tokens
 
-from .conftest import clipboard_holding
+from .conftest import clipboard_holding, copy_by_click
 from .signin import sign_in
 
 pytestmark = pytest.mark.browser
@@ -28,9 +28,7 @@ def test_a_maintainer_gets_the_manifest_and_copies_it(page: Page, h: Any, app: A
 
     shown = page.locator("#install-manifest")
     expect(shown).to_contain_text("kind: Deployment")
-    page.bring_to_front()  # the clipboard answers the focused page only
-    page.get_by_role("button", name="Copy").click()
-    expect(page.locator(".copied")).to_have_text("Copied")
+    copy_by_click(page, page.get_by_role("button", name="Copy"))
     copied = clipboard_holding(page, "kind: Deployment")
     docs = list(yaml.safe_load_all(copied))
     assert docs[-1]["kind"] == "Deployment"
@@ -97,11 +95,29 @@ def test_a_new_token_is_copied_with_one_click(page: Page, h: Any, clipboard: Non
     page.get_by_label("New token name").fill("deploy-ci")
     page.get_by_role("button", name="Create token").click()
     shown = page.get_by_label("New token", exact=True).input_value()
-    page.bring_to_front()
-    page.get_by_role("button", name="Copy").click()
-    expect(page.locator(".copied")).to_have_text("Copied")
+    copy_by_click(page, page.get_by_role("button", name="Copy"))
     assert clipboard_holding(page, shown) == shown
     assert page.locator('link[rel="icon"]').count() == 1
+
+
+def test_a_refused_clipboard_leaves_the_token_selected(page: Page, h: Any) -> None:
+    """A browser may refuse the clipboard (no permission, the window not focused): the token
+    is then selected for Ctrl+C, and the page says so instead of "Copied"."""
+    h.user("alice", "maintainer")
+    h.agent("prod")
+    sign_in(page, path="/agents/prod/tokens")
+    page.get_by_label("New token name").fill("deploy-ci")
+    page.get_by_role("button", name="Create token").click()
+    token = page.get_by_label("New token", exact=True)
+    shown = token.input_value()
+    page.evaluate("""() => { navigator.clipboard.writeText = () =>
+        Promise.reject(new DOMException("Document is not focused.", "NotAllowedError")); }""")
+    page.get_by_role("button", name="Copy").click()
+    said = page.locator(".copied")
+    expect(said).to_be_visible()
+    expect(said).to_have_text("Selected: press Ctrl+C to copy")
+    expect(token).to_be_focused()
+    assert token.evaluate("el => el.value.slice(el.selectionStart, el.selectionEnd)") == shown
 
 
 def test_the_new_agent_form_checks_the_name_as_it_is_typed(page: Page, h: Any) -> None:

@@ -66,7 +66,7 @@ def test_tabs_and_the_address_keep_the_panel(cluster_page: Page, sim: SimCluster
 
     # The manifest: copied, and downloaded as a file named after the object.
     panel.get_by_role("button", name="Copy").click()
-    expect(panel.locator(".copied")).to_be_visible()
+    expect(panel.locator(".copied")).to_be_visible()  # said, whichever way the copy went
     with page.expect_download() as info:
         panel.get_by_role("button", name="Download").click()
     assert info.value.suggested_filename == "pod-default-web-1.yaml"
