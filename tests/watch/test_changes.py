@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -15,6 +16,7 @@ import requests
 import yaml
 
 from simkube import builders
+from webapp import jobs
 from webapp.changes import job as changes_job
 from webapp.tunnel.agent import Settings
 from webapp.tunnel.secret_reads import SecretReads
@@ -128,6 +130,25 @@ def test_two_managers_and_a_server_side_apply_by_flux(live: Live, recording: Any
                              [("spec.template.spec.containers[web].image", "web:1.8",
                                "web:2.0")], "flux")
     assert second.details["operation"] == "Apply"
+
+
+def test_a_run_of_the_job_that_follows_nothing_new_says_nothing(
+        live: Live, admin: str, caplog: pytest.LogCaptureFixture) -> None:
+    """The job runs every 15 s: the watches it starts, it says once; a run that changes
+    nothing is not a line in the server's log (it said "job changes done: 11 rows" each
+    time, 240 lines an hour)."""
+    recorder = changes_job.recorder(live.app)
+    try:
+        started = changes_job.run(live.app)  # the kinds followed by default, one watch each
+        assert started > 0
+        eventually(lambda: len(recorder.ready()) == started, timeout=WAIT * 2)
+        caplog.set_level(logging.DEBUG, logger="webapp.jobs")
+        assert jobs.run_if_leader(live.app, "changes")
+        said = [r for r in caplog.records if r.name == "webapp.jobs"]
+        assert [(r.levelno, r.getMessage()) for r in said] == [
+            (logging.DEBUG, "job changes done: 0 rows")]
+    finally:
+        recorder.stop()
 
 
 def test_a_status_only_update_records_nothing(live: Live, recording: Any) -> None:

@@ -180,7 +180,8 @@ class ChangeRecorder:
 
     def sync(self, wanted: set[Followed]) -> int:
         """Follow what the configurations name now; let go of the rest; follow again what
-        stopped or lost a message."""
+        stopped or lost a message. How many watches this started or let go: 0 when what is
+        followed stays as it was (the scheduler then has nothing to say)."""
         if not wanted and not self._followers:
             return 0  # nothing to follow: no thread either
         self._stopping.clear()
@@ -197,6 +198,7 @@ class ChangeRecorder:
             elif followed in self._seen:
                 self._refusals.listed_whole(followed)
         wanted = self._refusals.wanted(wanted)
+        before = dict(self._followers)
         for followed, follower in list(self._followers.items()):
             upstream = follower.upstream
             if followed not in wanted:
@@ -211,7 +213,9 @@ class ChangeRecorder:
         for followed in wanted:
             if followed not in self._followers and self._refusals.may_try(followed):
                 self._follow(followed)
-        return len(self._followers)
+        kept = sum(1 for followed, follower in self._followers.items()
+                   if before.get(followed) is follower)
+        return len(before) - kept + len(self._followers) - kept
 
     def _follow(self, followed: Followed) -> None:
         follower = _Follower(self, followed)
