@@ -67,6 +67,7 @@ document.addEventListener("focusin", (event) => {
 });
 
 // <button data-copy="#id">: copies that element's text, and says so beside the button.
+const COPY_WAIT_MS = 2000;  // a clipboard that has not answered by then: select instead
 document.addEventListener("click", (event) => {
   const button = event.target instanceof Element ? event.target.closest("[data-copy]") : null;
   if (!button) return;
@@ -79,15 +80,19 @@ document.addEventListener("click", (event) => {
     said.textContent = ok ? "Copied" : "Selected: press Ctrl+C to copy";
     said.hidden = false;
   };
-  // The clipboard API can refuse (no focus, no permission): then select the text, so
-  // one key press copies it, and say so.
+  // The clipboard API can refuse (no focus, no permission), or not answer (a prompt left
+  // open, a busy browser): then select the text, so one key press copies it, and say so.
+  // A copy that lands later still says "Copied".
   const select = () => {
     if (source instanceof HTMLInputElement) { source.focus(); source.select(); }
     else window.getSelection().selectAllChildren(source);
     done(false);
   };
-  if (navigator.clipboard) navigator.clipboard.writeText(text).then(() => done(true), select);
-  else select();
+  if (!navigator.clipboard) { select(); return; }
+  const unanswered = setTimeout(select, COPY_WAIT_MS);
+  navigator.clipboard.writeText(text).then(
+    () => { clearTimeout(unanswered); done(true); },
+    () => { clearTimeout(unanswered); select(); });
 });
 
 // The namespaces chosen on an agent's Cluster tab come back with it from its other tabs
