@@ -215,7 +215,8 @@ class ChangeRecorder:
                 self._follow(followed)
         kept = sum(1 for followed, follower in self._followers.items()
                    if before.get(followed) is follower)
-        return len(before) - kept + len(self._followers) - kept
+        let_go, started = len(before) - kept, len(self._followers) - kept
+        return let_go + started
 
     def _follow(self, followed: Followed) -> None:
         follower = _Follower(self, followed)
