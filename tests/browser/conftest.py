@@ -87,11 +87,14 @@ def clipboard(page: Page) -> None:
 
 
 def copy_by_click(page: Page, button: Locator) -> None:
-    """Click a Copy button until the page beside it says "Copied". A headless Chromium on a
-    busy machine may refuse the clipboard to a page it does not count as focused: the page
-    then selects the text and says to press Ctrl+C, as it would to a person, and the test
-    brings the page forward and clicks again, as a person would."""
+    """Click a Copy button until the page beside it says "Copied". The page script handles
+    the button: a click before it ran (a page just posted, its script still on its way from
+    a busy server) does nothing. A headless Chromium on a busy machine may refuse the
+    clipboard to a page it does not count as focused: the page then selects the text and
+    says to press Ctrl+C, as it would to a person, and the test brings the page forward and
+    clicks again, as a person would."""
     said = button.locator("xpath=..").locator(".copied")
+    page.wait_for_load_state("load")  # the page's module scripts have run
     for attempt in range(3):
         if attempt:
             said.evaluate("el => { el.hidden = true; }")
