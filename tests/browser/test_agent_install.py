@@ -118,6 +118,7 @@ def test_a_copy_that_fails_leaves_the_token_selected(page: Page, h: Any,
     page.get_by_role("button", name="Create token").click()
     token = page.get_by_label("New token", exact=True)
     shown = token.input_value()
+    page.wait_for_load_state("load")  # the page script that handles Copy has run
     page.evaluate(clipboard_is)
     page.get_by_role("button", name="Copy").click()
     said = page.locator(".copied")
