@@ -90,6 +90,25 @@ def test_login_never_redirects_off_site(client, h):
     assert response.location == "/fleet"  # the first page after signing in
 
 
+@pytest.mark.parametrize("nxt", ["http://[::1", "//[", "https://[x]:99999/"])
+def test_a_malformed_next_is_the_fleet_home_not_an_error(client, h, nxt):
+    h.user()
+    assert client.get("/login", query_string={"next": nxt}).status_code == 200
+    csrf = h.csrf(client, "/login")
+    response = client.post("/login", data={"username": "alice", "password": "correct horse",
+                                           "csrf_token": csrf, "next": nxt})
+    assert response.status_code == 302 and response.location == "/fleet"
+
+
+@pytest.mark.parametrize("sent", ["é", "\u202e", "x" * 5000])
+def test_a_csrf_token_with_other_characters_is_refused_not_an_error(client, h, sent):
+    h.user()
+    h.login(client)
+    for response in (client.post("/notifications/read-all", headers={"X-CSRF-Token": sent}),
+                     client.post("/notifications/read-all", data={"csrf_token": sent})):
+        assert response.status_code == 400 and "CSRF" in response.text
+
+
 def test_passwords_are_hashed_with_a_kdf(app, h):
     user = h.user()
     assert user.password_hash.startswith("scrypt:")

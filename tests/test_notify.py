@@ -280,6 +280,14 @@ def test_settings_refuse_a_bad_address_and_unknown_agents(signed_in, h):
         "csrf_token": csrf, "email": "", "mute": "12345"}).status_code == 422
     assert signed_in.post("/notifications/settings", data={
         "csrf_token": csrf, "email": "", "mute": "prod"}).status_code == 422
+    for beyond in ("9" * 30, "-" + "9" * 30):  # past any id column: no agent, not an error
+        refused = signed_in.post("/notifications/settings", data={
+            "csrf_token": csrf, "email": "", "mute": beyond})
+        assert refused.status_code == 422 and "No agent with id" in refused.text
+    for address in ("a\x00@b.example", "a\u202e@b.example", "a@b\x07.example"):
+        refused = signed_in.post("/notifications/settings", data={
+            "csrf_token": csrf, "email": address, "email_enabled": "on"})
+        assert refused.status_code == 422 and "is not an email address" in refused.text
     ok = signed_in.post("/notifications/settings", data={
         "csrf_token": csrf, "email": " alice@example.com ", "email_enabled": "on"})
     assert ok.status_code == 302

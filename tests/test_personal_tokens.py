@@ -64,3 +64,10 @@ def test_the_account_page_makes_a_read_only_token_with_an_expiry(client, h, app)
     bad_scope = client.post("/account/tokens", data={"name": "ci", "scope": "admin",
                                                      "days": "7", "csrf_token": csrf})
     assert bad_scope.status_code == 422 and "Scope must be read or write" in bad_scope.text
+    for name in ("a\x00b", "bell\x07", "\u202egnp.exe", "x" * 65):
+        bad_name = client.post("/account/tokens", data={"name": name, "scope": "read",
+                                                        "days": "7", "csrf_token": csrf})
+        assert bad_name.status_code == 422
+        assert "A token name is 1 to 64 characters" in bad_name.text
+    with app.app_context():
+        assert len(users.personal_tokens(users.get("bob"))) == 1  # only the first

@@ -110,3 +110,29 @@ def test_a_kubeconfig_needs_its_path(maintainer, h, app):
     response = maintainer.post("/agents/prod/settings/connection", data={
         "connection": "kubeconfig", "kubeconfig": "", "csrf_token": csrf})
     assert response.status_code == 422 and "kubeconfig&#39;s path" in response.text
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("kubeconfig", "\x00", "A kubeconfig path is at most 4096 characters"),
+    ("kubeconfig", "/etc/kube\x07config", "A kubeconfig path is at most 4096 characters"),
+    ("kubeconfig", "/" + "a" * 4096, "A kubeconfig path is at most 4096 characters"),
+    ("context", "prod\x00", "A context name is at most 255 characters"),
+    ("context", "c" * 256, "A context name is at most 255 characters"),
+])
+def test_a_path_or_context_no_file_system_takes_is_refused(maintainer, h, app, field, value,
+                                                          message):
+    chosen = {"connection": "kubeconfig", "kubeconfig": "/etc/kube/config", "context": "",
+              field: value}
+    csrf = h.csrf(maintainer, "/agents/prod/settings")
+    saved = maintainer.post("/agents/prod/settings/connection",
+                            data={"csrf_token": csrf, **chosen})
+    assert saved.status_code == 422 and message in saved.text
+    h.user("ada", "admin")
+    admin = app.test_client()
+    h.login(admin, "ada")
+    csrf = h.csrf(admin, "/agents/new")
+    made = admin.post("/agents/new", data={"csrf_token": csrf, "name": "edge", **chosen})
+    assert made.status_code == 422 and message in made.text
+    with app.app_context():
+        assert agents.get("prod").kubeconfig_path is None  # as it was
+        assert [a.name for a in agents.all_agents()] == ["prod"]

@@ -17,6 +17,8 @@ from .tunnel import liveness
 from .watch import kubeconfig
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+MAX_PATH = 4096  # a kubeconfig's path (PATH_MAX)
+MAX_CONTEXT = 255  # agents.kube_context
 
 
 def validate_name(name: str) -> str:
@@ -36,6 +38,13 @@ def validate_name(name: str) -> str:
 def check_kubeconfig(kubeconfig_path: str | None, kube_context: str | None) -> None:
     """Refuse a kubeconfig whose user would run a command for its credentials, unless the
     operator allows it (the client refuses it again whenever it is built)."""
+    if kubeconfig_path and (len(kubeconfig_path) > MAX_PATH or
+                            not kubeconfig_path.isprintable()):
+        raise Invalid(f"A kubeconfig path is at most {MAX_PATH} characters, without control "
+                      "characters", code="invalid_kubeconfig", field="kubeconfig")
+    if kube_context and (len(kube_context) > MAX_CONTEXT or not kube_context.isprintable()):
+        raise Invalid(f"A context name is at most {MAX_CONTEXT} characters, without control "
+                      "characters", code="invalid_context", field="context")
     if not kubeconfig_path or current_app.config.get("KUBECONFIG_ALLOW_EXEC"):
         return
     refusal = kubeconfig.command_user(kubeconfig_path, kube_context)

@@ -110,7 +110,10 @@ def safe_next(value: str | None) -> str:
     fleet home (every cluster at a glance, what needs attention first)."""
     if not value:
         return url_for("fleet.page")
-    parsed = urlparse(value)
+    try:
+        parsed = urlparse(value)
+    except ValueError:  # e.g. "http://[::1": not a place to go
+        return url_for("fleet.page")
     if parsed.scheme or parsed.netloc or not value.startswith("/") or value.startswith("//"):
         return url_for("fleet.page")
     return value

@@ -26,7 +26,9 @@ def token() -> str:
 
 def valid(sent: str | None) -> bool:
     expected = session.get(FIELD)
-    return bool(expected and sent and hmac.compare_digest(str(expected), sent))
+    # As bytes: compare_digest refuses str with non-ASCII characters (a forged header).
+    return bool(expected and sent and hmac.compare_digest(
+        str(expected).encode(), sent.encode(errors="surrogateescape")))
 
 
 def init_app(app: Flask) -> None:

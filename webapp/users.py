@@ -117,6 +117,7 @@ def _admin_count() -> int:
 
 
 TOKEN_SCOPES = ("read", "write")
+MAX_TOKEN_NAME = 64  # personal_tokens.name
 
 
 def issue_token(user: User, name: str = "api", scope: str = "write",
@@ -126,6 +127,9 @@ def issue_token(user: User, name: str = "api", scope: str = "write",
     again."""
     if scope not in TOKEN_SCOPES:
         raise Invalid(f"Scope must be read or write, not {scope!r}", code="invalid_scope")
+    if not 1 <= len(name) <= MAX_TOKEN_NAME or not name.isprintable():
+        raise Invalid(f"A token name is 1 to {MAX_TOKEN_NAME} characters, without control "
+                      "or formatting characters", code="invalid_name")
     limit = current_app.config["PERSONAL_TOKEN_MAX_DAYS"]
     days = current_app.config["PERSONAL_TOKEN_DAYS"] if days is None else days
     if not 1 <= days <= limit:

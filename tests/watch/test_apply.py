@@ -209,6 +209,12 @@ GOOD = ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: s
     ("apiVersion: v1\nkind: ConfigMap\n", "metadata.name is required"),
     ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\nwhen: 2024-01-01\n",
      "a value JSON cannot carry"),
+    # Refused from the first events, not after the parser has worked through all of it.
+    ("[" * 40_000, "nests deeper than 100 levels"),
+    (GOOD + "x: " + "[" * 100 + "]" * 100 + "\n", "nests deeper than 100 levels"),
+    (GOOD.replace("a: '2'", "a: " + "9" * 5000), "a value that cannot be read"),
+    (GOOD.replace("a: '2'", 'a: "\\ud800"'), "data.a contains a lone surrogate"),
+    (GOOD.replace("a: '2'", 'a: "\\0"'), "data.a contains a NUL character"),
 ])
 def test_bad_manifests_are_clear_errors_that_change_nothing(live: Live, admin: str,
                                                            text: str, message: str) -> None:

@@ -198,3 +198,22 @@ def test_a_cluster_that_cannot_be_reached_is_named_with_why_in_words(
     problem = missing[0]["problem"]
     assert problem.startswith("Cannot reach the cluster") and "connection refused" in problem
     assert not any(text in problem for text in ("HTTPConnectionPool", "urllib3", "[Errno"))
+
+
+def test_an_agent_whose_stored_kubeconfig_path_no_file_system_takes_is_left_out(
+        live: Live) -> None:
+    """A path stored before such paths were refused (a NUL) fails that agent alone: the
+    palette still searches every other one."""
+    from webapp import agents, db
+    live.user("alice", "admin")
+    live.agent("prod")
+    live.agent("broken")
+    with live.app.app_context():
+        agents.get("broken").kubeconfig_path = "/etc/kube\x00config"
+        db.session().commit()
+    live.sim.add_namespace("shop")
+    live.sim.create(_deployment("shop", "checkout"))
+    browser = live.browser("alice")
+    _until_found(live, browser, "checkout", ("prod", "Deployment", "shop", "checkout"))
+    page = browser.http.get(f"{live.base_url}/agents/broken/cluster", timeout=30)
+    assert page.status_code < 500, page.text[:300]

@@ -99,10 +99,8 @@ def parse_event(item: Any, rules: EventRules) -> NewEvent:
         raise Invalid(f"Event type {type_name!r} is recorded by agentwatch itself and cannot "
                       "be sent", code="unknown_event_type", field="type")
     text = {name: _text(item, name) for name in _MAX_TEXT}
-    if text["link"] is not None:
-        parsed = urlparse(text["link"])
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise Invalid("'link' must be an http(s) URL", code="invalid_value", field="link")
+    if text["link"] is not None and not _http_url(text["link"]):
+        raise Invalid("'link' must be an http(s) URL", code="invalid_value", field="link")
     details = item.get("details")
     if details is not None and not isinstance(details, dict):
         raise Invalid("'details' must be a JSON object", code="invalid_type", field="details")
@@ -157,3 +155,14 @@ def _happened_at(value: Any, rules: EventRules) -> datetime:
         raise Invalid(f"'happened_at' {value!r} is older than the {rules.retention_days}-day "
                       "retention", code="invalid_value", field="happened_at")
     return when
+
+
+def _http_url(value: str) -> bool:
+    """An http(s) URL with a host and, if any, a port in range (urlparse raises on an
+    unclosed IPv6 bracket, .port on a port out of range)."""
+    try:
+        parsed = urlparse(value)
+        parsed.port  # noqa: B018 - checked for its ValueError
+    except ValueError:
+        return False
+    return parsed.scheme in ("http", "https") and bool(parsed.hostname)

@@ -23,6 +23,7 @@ from ..clock import now as clock_now
 from ..errors import Conflict, Forbidden, Invalid
 from ..models import Agent, User
 from ..recorder import NewEvent, record_one
+from ..storable import first_bad_text
 from ..watch import access, names
 from ..watch.discovery import Served
 from ..watch.kube import ClusterClient, KubeError
@@ -32,6 +33,9 @@ from . import diff
 JSON = dict[str, Any]
 FIELD_MANAGER = "agentwatch"
 APPLY_PATCH = "application/apply-patch+yaml"
+# Collections inside collections: a CRD's schema, the deepest manifest in use, nests about
+# 40; deeper only costs the parser time.
+MAX_DEPTH = 100
 # The labels Flux puts on what it applies, and the object that applied it (SPEC section 2's
 # versions), which the existing suspend action suspends.
 FLUX_OWNERS = (("kustomize.toolkit.fluxcd.io/name", "kustomize.toolkit.fluxcd.io/namespace",
@@ -93,12 +97,7 @@ def read_manifest(text: Any, limits: Limits) -> JSON:
     if len(text.encode()) > limits.manifest_bytes:
         raise _invalid(f"The manifest is larger than {limits.manifest_bytes} bytes")
     try:
-        # An alias repeats a node without its bytes: a few lines could stand for billions
-        # of values once sent as JSON. Manifests do not need them.
-        if any(isinstance(event, yaml.AliasEvent)
-               for event in yaml.parse(text, Loader=yaml.SafeLoader)):
-            raise _invalid("YAML anchors and aliases (*name) are not accepted: write the "
-                           "values out")
+        _check_events(text)
         docs = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -107,6 +106,12 @@ def read_manifest(text: Any, limits: Limits) -> JSON:
         raise _invalid(f"The manifest is not valid YAML{where}: {problem}") from None
     except RecursionError:
         raise _invalid("The manifest nests too deeply") from None
+    except ValueError as exc:  # a value YAML reads but Python will not (a 5,000-digit int)
+        raise _invalid(f"The manifest holds a value that cannot be read: {exc}") from None
+    if (bad := first_bad_text(docs)) is not None:
+        path, why = bad
+        where = ".".join(str(part) for part in path[1:]) or "the manifest"
+        raise _invalid(f"{where} {why}")
     if len(docs) != 1:
         raise _invalid(f"One object at a time: the manifest holds {len(docs)} documents")
     doc = docs[0]
@@ -128,6 +133,24 @@ def read_manifest(text: Any, limits: Limits) -> JSON:
     except (TypeError, ValueError) as exc:
         raise _invalid(f"The manifest holds a value JSON cannot carry: {exc}") from None
     return doc
+
+
+def _check_events(text: str) -> None:
+    """Refuse, from the event stream and before anything is built, what a manifest has no
+    use for: aliases (a few lines could stand for billions of values once sent as JSON) and
+    nesting deeper than MAX_DEPTH (the parser's time grows with the square of the depth).
+    The stream is read lazily, so a refusal comes at the first offending event."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.AliasEvent):
+            raise _invalid("YAML anchors and aliases (*name) are not accepted: write the "
+                           "values out")
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise _invalid(f"The manifest nests deeper than {MAX_DEPTH} levels")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
 
 
 def _group_version(params: WatchParams) -> str:

@@ -70,7 +70,7 @@ def normalize_email(raw: str | None) -> str | None:
     value = (raw or "").strip()
     if not value:
         return None
-    if len(value) > MAX_EMAIL_LENGTH or not _EMAIL.match(value):
+    if len(value) > MAX_EMAIL_LENGTH or not _EMAIL.match(value) or not value.isprintable():
         raise Invalid(f"{value!r} is not an email address (like name@example.com)",
                       code="invalid_email")
     return value

@@ -147,7 +147,8 @@ def settings() -> tuple[str, int]:
 @login_required
 def save_settings() -> BaseResponse | tuple[str, int]:
     try:
-        muted = frozenset(int(v) for v in request.form.getlist("mute"))
+        # Clamped to the column's range: an id beyond it is no agent (422), not an error.
+        muted = frozenset(clamp_id(int(v), 32) for v in request.form.getlist("mute"))
     except ValueError:
         return _render_settings("Choose agents from the list.", 422)
     form = service.SettingsForm(

@@ -27,8 +27,6 @@ def page() -> str:
 @login_required
 def create_token() -> str | tuple[str, int]:
     name = request.form.get("name", "").strip() or "api"
-    if len(name) > 64:
-        return _render(raw_token=None, error="Token name is longer than 64 characters"), 422
     raw_days = request.form.get("days", "").strip()
     try:
         days = int(raw_days) if raw_days else None

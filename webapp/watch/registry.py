@@ -66,5 +66,5 @@ class Clusters:
 def _mtime(path: str | None) -> float:
     try:
         return os.path.getmtime(path) if path else 0.0
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a NUL in a path stored before it was refused
         return 0.0
