@@ -131,8 +131,9 @@ class Exchange(BaseHTTPRequestHandler):
     def _client_gone(self) -> bool:
         """During a stream the client sends nothing: readable means it hung up."""
         try:
-            readable, _, _ = select.select([self.connection], [], [], 0)
-            if readable:
+            poller = select.poll()  # not select(): it fails on descriptors past 1024
+            poller.register(self.connection, select.POLLIN | select.POLLHUP | select.POLLERR)
+            if poller.poll(0):
                 return self.connection.recv(1, socket.MSG_PEEK) == b""
         except (OSError, ValueError):
             return True

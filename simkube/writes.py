@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import apply as applying
-from . import defaults, errors
+from . import defaults, errors, typed
 from . import patch as patching
 from .errors import ApiError
 from .exchange import Exchange, int_param
@@ -49,6 +49,7 @@ class Writes(Exchange):
         dry = (query or {}).get("dryRun") == "All"
         obj = self._check_body(route, self._json_body(body))
         rt = route.rt
+        typed.check_write(rt, obj)
         if rt.status_subresource:
             obj.pop("status", None)  # creates ignore status, like the API server
         if rt is NAMESPACES:
@@ -67,6 +68,7 @@ class Writes(Exchange):
         assert route.name is not None
         manager = self._manager(query or {})
         obj = self._check_body(route, self._json_body(body))
+        typed.check_write(route.rt, obj)
         expect = (obj.get("metadata") or {}).get("resourceVersion") or None
         scope = "status" if route.sub == "status" else "main"
 
@@ -114,6 +116,7 @@ class Writes(Exchange):
         rt, ns, name = route.rt, route.namespace or "", route.name
         applied = applying.check_applied(rt, self._json_body(body, patching.APPLY_YAML),
                                          name, route.namespace)
+        typed.check_apply(rt, applied, route.namespace, name)
         store = self.cluster.store
         current = store.find(rt, ns, name)
         if current is None:

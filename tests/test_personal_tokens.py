@@ -64,6 +64,10 @@ def test_the_account_page_makes_a_read_only_token_with_an_expiry(client, h, app)
     bad_scope = client.post("/account/tokens", data={"name": "ci", "scope": "admin",
                                                      "days": "7", "csrf_token": csrf})
     assert bad_scope.status_code == 422 and "Scope must be read or write" in bad_scope.text
+    for days in ("٣", "1_0", "-3", "7.5"):
+        bad_days = client.post("/account/tokens", data={"name": "ci", "scope": "read",
+                                                        "days": days, "csrf_token": csrf})
+        assert bad_days.status_code == 422 and "is not a number of days" in bad_days.text
     for name in ("a\x00b", "bell\x07", "\u202egnp.exe", "x" * 65):
         bad_name = client.post("/account/tokens", data={"name": name, "scope": "read",
                                                         "days": "7", "csrf_token": csrf})

@@ -26,7 +26,7 @@ def validate_name(name: str) -> str:
         raise Invalid("Agent name is required", code="invalid_name")
     if len(name) > 63:
         raise Invalid(f"Agent name {name!r} is longer than 63 characters", code="invalid_name")
-    if not _DNS_LABEL.match(name):
+    if not _DNS_LABEL.fullmatch(name):
         raise Invalid(
             f"Agent name {name!r} must consist of lower case letters, digits and '-', "
             "and start and end with a letter or digit (a DNS label)",

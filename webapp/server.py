@@ -57,6 +57,11 @@ def compile_templates(app: Flask) -> int:
     return len(names)
 
 
+# gunicorn's largest bounded request line (its default is 4,094): the HTTP-streaming
+# fallback's URL carries its watches (static/cluster/watch/http-streams.js, MAX_URL).
+LIMIT_REQUEST_LINE = 8190
+
+
 class _Server(BaseApplication):
     def __init__(self, options: dict[str, Any]) -> None:
         self.options = options
@@ -91,6 +96,7 @@ def run(host: str, port: int, workers: int, threads: int) -> None:
         "timeout": 60,
         "graceful_timeout": 10,
         "keepalive": 5,
+        "limit_request_line": LIMIT_REQUEST_LINE,
         "errorlog": "-",
         "loglevel": "info",
     }).run()

@@ -19,7 +19,7 @@ _TOKEN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
 def validate_name(name: str) -> str:
-    if not _TOKEN_NAME.match(name or ""):
+    if not _TOKEN_NAME.fullmatch(name or ""):
         raise Invalid(
             f"Token name {name!r} must be 1-64 characters of letters, digits, '.', '_' or '-', "
             "starting with a letter or digit",

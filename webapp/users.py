@@ -34,11 +34,11 @@ def has_role_rank(role: str, than: str) -> bool:
 
 
 def valid_name(name: str) -> bool:
-    return _USER_NAME.match(name or "") is not None
+    return _USER_NAME.fullmatch(name or "") is not None
 
 
 def validate(name: str, role: str, password: str) -> None:
-    if not _USER_NAME.match(name or ""):
+    if not _USER_NAME.fullmatch(name or ""):
         raise Invalid(f"User name {name!r} must be 1-64 letters, digits or . _ @ -, "
                       "starting with a letter or digit", code="invalid_user_name")
     if role not in ROLES:

@@ -19,6 +19,7 @@ from live_cluster import add_agent, served, watches_stopped
 from playwright.sync_api import Page, WebSocketRoute, expect
 
 from simkube import SimCluster, builders
+from webapp.server import LIMIT_REQUEST_LINE
 from webapp.watch.stream import MAX_WATCHES
 
 from .signin import sign_in
@@ -33,9 +34,10 @@ OVERVIEW = "/agents/prod/cluster?" + "&".join(f"namespace={n}" for n in NAMESPAC
 
 
 @pytest.fixture
-def app_config(app_config: dict[str, Any]) -> dict[str, Any]:
+def app_config(app_config: dict[str, Any], request: pytest.FixtureRequest) -> dict[str, Any]:
     return {**app_config, "WATCH_TIMING": {"backoff_initial": 0.1, "backoff_max": 0.5,
-                                           "grace_seconds": 1.0}}
+                                           "grace_seconds": 1.0},
+            **getattr(request, "param", {})}
 
 
 @pytest.fixture
@@ -198,3 +200,36 @@ def test_watches_beyond_three_streams_are_said_not_live(signed_in: Page,
     sim.add_helmrelease("team-b", "still-live")
     expect(page.locator('#helmreleases-table tbody.rows > tr[data-name="still-live"]')) \
         .to_be_visible(timeout=LIVE)
+
+
+# Ten views over twenty namespaces read 200 watches: past the default cap of one user's.
+@pytest.mark.parametrize("app_config", [{"MAX_WATCHES_PER_USER": 300}], indirect=True)
+def test_views_over_many_namespaces_take_streams_whose_request_line_fits(
+        signed_in: Page, sim: SimCluster) -> None:
+    """Ten views that name twenty long namespaces each do not fit one request line: the
+    page spreads them over streams whose request the server takes, all of them live."""
+    page = signed_in
+    many = tuple(f"team-with-a-rather-long-name-{i:02d}" for i in range(20))
+    for namespace in many:
+        sim.add_namespace(namespace)
+    block_websocket(page)
+    streams: list[str] = []
+    page.on("request", lambda r: streams.append(r.url) if "/watch/stream" in r.url else None)
+    page.goto("/agents/prod/cluster?" + "&".join(f"namespace={n}" for n in many))
+    badge = page.locator(BADGE)
+    expect(badge.locator(".label")).to_have_text("Live (HTTP streaming)", timeout=SLOW)
+    page.wait_for_function("() => { const s = window.agentwatchCluster.manager.httpStreams"
+                           ".streams; return s.length > 1 && s.every((x) => x.open && "
+                           "x.gotData); }", timeout=SLOW)
+    for url in streams:
+        parts = urlsplit(url)
+        line = f"GET {parts.path}?{parts.query} HTTP/1.1"
+        assert len(line.encode()) <= LIMIT_REQUEST_LINE, len(line)
+    carried = page.evaluate("() => window.agentwatchCluster.manager.httpStreams.streams"
+                            ".reduce((n, s) => n + s.ids.length, 0)")
+    assert carried == MAX_WATCHES  # four lists and six counts, every one carried
+    expect(page.locator("#cluster-banner")).not_to_contain_text("watches (HTTP streaming")
+    jobs = page.locator('[data-summary="jobs.batch"] .summary-total')
+    expect(jobs).to_have_text("0")
+    add_job(sim, many[-1], "nightly")
+    expect(jobs).to_have_text("1", timeout=LIVE)

@@ -117,6 +117,26 @@ def test_an_agent_that_never_answers_is_given_up_at_the_head_deadline(live: Live
     eventually(lambda: first.stream in agent.resets, message="the stream was not reset")
 
 
+@bounds(ANSWER_HEAD_SECONDS=2)
+def test_an_agent_that_never_takes_a_requests_body_is_given_up_too(live: Live) -> None:
+    """A body beyond the stream's window waits for the agent's grant: one that never
+    comes must not hold the endpoint's thread (and its connection slot) past the deadline."""
+    token = tunnel_agent(live)
+    agent = attach(live, live.base_url, token, silent)
+    base, secret = live.app.extensions["tunnel_proxy"].endpoint()
+    started = time.monotonic()
+    response = requests.post(f"{base}/agents/prod/api/v1/namespaces/default/configmaps",
+                             data=b"{" + b" " * (2 * MiB) + b"}", timeout=WAIT,
+                             headers={"Authorization": f"Bearer {secret}",
+                                      "Content-Type": "application/json"})
+    assert response.status_code == 504, response.text
+    assert "did not take the request within 2 s" in response.text
+    assert "AGENTWATCH_ANSWER_HEAD_SECONDS" in response.text
+    assert time.monotonic() - started < WAIT
+    [first] = agent.requests[:1]
+    eventually(lambda: first.stream in agent.resets, message="the stream was not reset")
+
+
 # --- lines of watches and logs ------------------------------------------------------------
 
 def test_a_watch_line_without_end_is_cut_at_its_size_and_memory_stays_flat(

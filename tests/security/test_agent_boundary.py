@@ -42,6 +42,7 @@ from simkube import SimCluster
 from webapp import agents, db, tokens
 from webapp.tunnel import manifest, run
 from webapp.tunnel.agent import Agent, Settings
+from webapp.tunnel.frames import INITIAL_WINDOW, MAX_DATA
 from webapp.tunnel.mux import StreamReset
 from webapp.tunnel.secret_reads import SecretReads
 from webapp.watch.cronjobs import manual_job, manual_job_name
@@ -51,6 +52,7 @@ app_config, database_url, live, sim, watch_timing = (  # fixtures
     relay.app_config, relay.database_url, relay.live, relay.sim, relay.watch_timing)
 __all__ = ["realkube"]  # the real control plane's fixture, used here by import
 
+MiB = 1024 * 1024
 WAIT = 15.0
 VALUE = "hunter2-do-not-leak"
 ENCODED = base64.b64encode(VALUE.encode()).decode()
@@ -75,9 +77,9 @@ class RunningAgent:
 
     def __init__(self, base_url: str, token: str, kubeconfig: Path,
                  impersonate_prefix: str | None = None,
-                 secrets: SecretReads = SecretReads.NAMES) -> None:
+                 secrets: SecretReads = SecretReads.NAMES, **settings: Any) -> None:
         options: dict[str, Any] = {"backoff_initial": 0.05, "backoff_max": 0.5,
-                                   "secrets": secrets}
+                                   "secrets": secrets, **settings}
         if impersonate_prefix is not None:
             from webapp.tunnel.impersonation import Impersonation
             options["impersonation"] = Impersonation(impersonate_prefix)
@@ -113,7 +115,7 @@ class CompromisedServer:
 
     def connect(self, kubeconfig: Path, impersonate_prefix: str | None = None,
                 access: dict[str, Any] | None = None,
-                secrets: SecretReads = SecretReads.NAMES) -> RunningAgent:
+                secrets: SecretReads = SecretReads.NAMES, **settings: Any) -> RunningAgent:
         """Register the agent for a tunnel and start it with this cluster."""
         with self.live.app.app_context():
             agent = agents.create(self.agent, tunnel=True)
@@ -121,7 +123,8 @@ class CompromisedServer:
                 agent.cluster_access = access
                 db.session().commit()
             _, raw = tokens.create(agent, "in-cluster", None)
-        running = RunningAgent(self.live.base_url, raw, kubeconfig, impersonate_prefix, secrets)
+        running = RunningAgent(self.live.base_url, raw, kubeconfig, impersonate_prefix, secrets,
+                               **settings)
         self.started.append(running)
         assert running.agent.connected.wait(WAIT)
         eventually(lambda: self.live.app.extensions["tunnels"].count(self.agent) == 1)
@@ -440,6 +443,40 @@ def test_a_secret_answer_the_agent_cannot_blank_is_cut_never_passed(
     finally:
         odd.shutdown()
         odd.server_close()
+
+
+def test_bodies_of_refused_requests_cannot_fill_the_agents_memory(
+        server: CompromisedServer) -> None:
+    """Requests the agent refuses, each with a body up to its window and no end: what they
+    make the agent hold stays within its bound (the streams holding the most are reset),
+    and the agent goes on serving."""
+    running = server.connect(server.live.kubeconfig, max_buffered=4 * MiB)
+    mux = server.live.app.extensions["tunnels"].pick(server.agent)
+    assert mux is not None
+    streams = []
+    for i in range(12):  # 12 MiB asked for, against 4 MiB allowed
+        stream = mux.open({"method": "DELETE", "query": "", "headers": [],
+                           "path": f"/api/v1/namespaces/default/configmaps/c{i}"})
+        stream.write(b"x" * INITIAL_WINDOW, timeout=WAIT)
+        streams.append(stream)
+        agent_mux = running.agent._mux
+        assert agent_mux is not None and agent_mux._held <= 4 * MiB + MAX_DATA
+
+    def reset_for_room() -> str | None:
+        for stream in streams:
+            try:
+                while stream.read(timeout=0) is not None:  # the refusal, then its reset
+                    pass
+            except StreamReset as reset:
+                if reset.code == 507:
+                    return reset.message
+            except TimeoutError:
+                pass
+        return None
+
+    message = eventually(reset_for_room)
+    assert message is not None and "AGENTWATCH_AGENT_MAX_BUFFERED_BYTES" in message
+    assert server.ask("GET", "/api/v1/namespaces/default/pods").status == 200
 
 
 def test_the_probe_port_holds_idle_connections_without_a_thread_each() -> None:

@@ -9,14 +9,19 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
-from watch.conftest import SSE, Live
+import pytest
+from watch.conftest import SSE, TIMING, Live, eventually
 
 from . import served
 from .served import Served
 
-app_config, database_url, live, serve, sim, watch_timing = (  # fixtures
-    served.app_config, served.database_url, served.live, served.serve, served.sim,
-    served.watch_timing)
+app_config, database_url, live, serve, sim = (  # fixtures
+    served.app_config, served.database_url, served.live, served.serve, served.sim)
+
+
+@pytest.fixture
+def watch_timing(request: pytest.FixtureRequest) -> dict[str, Any]:
+    return {**TIMING, **getattr(request, "param", {})}
 
 STREAM = "/agents/prod/watch/stream?" + urlencode({"version": "v1", "resource": "pods",
                                                   "namespace": "default"})
@@ -119,14 +124,18 @@ def test_sockets_cannot_open_upstream_watches_without_bound(live: Live) -> None:
     assert {m["error"]["code"] for m in refused} == {429}
     assert all("different watches per user" in m["error"]["message"] for m in refused)
     assert len(live.hub_watches()) <= 64
-    # An unwatch gives a place back.
+    # An unwatch gives a place back once its watch has stopped (after its grace period).
     sockets[0].unwatch("w0")
     sockets[2].watch("again", namespace="default", labelSelector="socket=0,n=1")
     assert sockets[2].synced("again", timeout=60)  # the same watch as one held: no new place
-    # On the socket that gave the place back: its messages are handled in order, so the
-    # unwatch is done before this watch asks for a place.
-    sockets[0].watch("new", namespace="default", labelSelector="fresh=1")
-    assert sockets[0].synced("new", timeout=60)
+
+    def place_back() -> bool:
+        sockets[0].watch("new", namespace="default", labelSelector="fresh=1")
+        [*_, answer] = sockets[0].recv_until(
+            lambda m: m.get("watchId") == "new" and m["type"] in ("synced", "error"), 60)
+        return bool(answer["type"] == "synced")
+
+    assert eventually(place_back)
 
 
 def test_a_user_has_at_most_so_many_sockets(live: Live) -> None:
@@ -140,3 +149,39 @@ def test_a_user_has_at_most_so_many_sockets(live: Live) -> None:
         ws.watch(f"w{i}", namespace="default")
         assert ws.synced(f"w{i}", timeout=60)
     assert live.refusal(token=token) == 4429
+
+
+@pytest.mark.parametrize("watch_timing", [{"grace_seconds": 30.0}], indirect=True)
+def test_watching_and_unwatching_in_a_loop_runs_no_more_watches_than_the_cap(
+        live: Live) -> None:
+    """An unwatched watch lingers for its grace period (a page coming back finds it): it
+    counts against its user until it stops, so a loop of watch and unwatch cannot start
+    more upstream watches than the cap, which others' pages and the agent would pay for."""
+    live.user("alice", "viewer")
+    live.agent("prod")
+    ws = live.ws(token=live.token("alice"))
+    for i in range(100):
+        ws.watch(f"c{i}", namespace="default", labelSelector=f"churn={i}")
+        ws.unwatch(f"c{i}")
+    ws.watch("last", namespace="default", labelSelector="churn=last")
+    [*_, answer] = ws.recv_until(lambda m: m.get("watchId") == "last" and
+                                 m["type"] in ("synced", "error"), timeout=60)
+    assert answer["type"] == "error" and answer["error"]["code"] == 429, answer
+    assert "different watches per user" in answer["error"]["message"]
+    assert len(live.hub_watches()) <= 64
+
+
+def test_a_stream_url_as_long_as_the_page_makes_reaches_the_app(serve: Callable[..., Served],
+                                                                live: Live) -> None:
+    """The fallback's URL carries its watches, up to the request line the page keeps to
+    (webapp/server.py LIMIT_REQUEST_LINE): gunicorn takes it, and refuses a longer one."""
+    from webapp.server import LIMIT_REQUEST_LINE
+    live.user("alice", "viewer")
+    live.agent("prod")
+    server = serve()
+    fixed = len("GET /agents/prod/watch/stream?watches= HTTP/1.1")
+    for padding, expected in ((LIMIT_REQUEST_LINE - fixed, 401), (LIMIT_REQUEST_LINE, 414)):
+        conn = http.client.HTTPConnection(server.host, server.port, timeout=10)
+        conn.request("GET", "/agents/prod/watch/stream?watches=" + "x" * padding)
+        assert conn.getresponse().status == expected, padding
+        conn.close()

@@ -204,3 +204,36 @@ def test_a_dry_run_create_stores_nothing(wire: Wire, target_namespace: str) -> N
                       fieldManager="kubectl-create")
     assert code == 201 and made["data"] == {"a": "1"}
     assert wire("GET", base + "/app")[0] == 404
+
+
+@pytest.mark.parametrize("kind, field, value, decoded, typed", [
+    ("Deployment", "spec", 5,
+     "cannot unmarshal number into Go struct field Deployment.spec of type v1.DeploymentSpec",
+     ".spec: expected map, got &{5}"),
+    ("ConfigMap", "data", 5,
+     "cannot unmarshal number into Go struct field ConfigMap.data of type map[string]string",
+     ".data: expected map, got &{5}"),
+    ("ConfigMap", "data", {"a": 5},
+     "cannot unmarshal number into Go struct field ConfigMap.data of type string",
+     ".data.a: expected string, got &value.valueUnstructured{Value:5}"),
+])
+def test_a_field_of_the_wrong_shape_is_refused_in_the_servers_words(
+        wire: Wire, target_namespace: str, kind: str, field: str, value: Any, decoded: str,
+        typed: str) -> None:
+    ns = target_namespace
+    group, plural = {"Deployment": ("apps/v1", "deployments"),
+                     "ConfigMap": ("v1", "configmaps")}[kind]
+    base = f"/apis/{group}/namespaces/{ns}/{plural}" if "/" in group else \
+        f"/api/{group}/namespaces/{ns}/{plural}"
+    obj = {"apiVersion": group, "kind": kind, "metadata": {"name": "x", "namespace": ns},
+           field: value}
+    code, status = wire("POST", base, obj)
+    assert (code, status["reason"]) == (400, "BadRequest")
+    assert status["message"] == (f'{kind} in version "v1" cannot be handled as a {kind}: '
+                                 f"json: {decoded}")
+    code, status = wire("PATCH", base + "/x", obj, ctype=APPLY, fieldManager="agentwatch")
+    assert code == 500
+    api_group = group if "/" in group else "/" + group
+    assert status["message"] == (f"failed to create typed patch object ({ns}/x; {api_group}, "
+                                 f"Kind={kind}): {typed}")
+    assert wire("GET", base + "/x")[0] == 404  # nothing stored

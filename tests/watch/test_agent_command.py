@@ -55,6 +55,12 @@ def test_the_agent_refuses_to_start_without_what_it_needs() -> None:
         result = CliRunner().invoke(main, ["agent", "--url", "https://x", "--token", "t",
                                            "--impersonate-prefix", prefix])
         assert result.exit_code == 1 and "system:" in result.output, prefix
+    for bound in ("64MB", "-1", "1000"):
+        result = CliRunner().invoke(main, ["agent", "--url", "https://x", "--token", "t",
+                                           "--kubeconfig", "/nonexistent"],
+                                    env={"AGENTWATCH_AGENT_MAX_BUFFERED_BYTES": bound})
+        assert result.exit_code == 1, result.output
+        assert "AGENTWATCH_AGENT_MAX_BUFFERED_BYTES must be a number of bytes" in result.output
 
 
 def test_the_manifest_installs_a_least_privilege_agent(app: Any, runner: Any) -> None:

@@ -42,6 +42,9 @@ def test_what_the_agent_does(method: str, path: str) -> None:
     ("GET", "/api/v1/namespaces/shop/watch"),
     # Flux objects the tab does not act on are not patched.
     ("PATCH", "/apis/source.toolkit.fluxcd.io/v1/namespaces/flux-system/gitrepositories/app"),
+    # A path is matched whole: a final newline is not part of any name.
+    ("GET", "/version\n"), ("GET", "/api\n"), ("GET", "/api/v1/namespaces/shop/pods\n"),
+    ("DELETE", "/api/v1/namespaces/shop/pods/web-1\n"),
 ])
 def test_what_it_refuses(method: str, path: str) -> None:
     verdict = allowlist.check(method, path)

@@ -216,6 +216,9 @@ def test_bad_parameters_are_refused_before_anything_opens(live: Live, granted: s
     code, reason = refusal(live, granted, command="sh -c 'unclosed")
     assert code == 4400
     assert "command" in reason
+    for controls in ("sh \u0085", "sh \u2028", "sh \u202e", "sh\t-i"):  # not only ASCII's
+        code, reason = refusal(live, granted, command=controls)
+        assert code == 4400 and "control characters" in reason, controls
     assert not [r for r in live.sim.stats.requests if "exec" in r.path]
 
 
@@ -280,6 +283,19 @@ def test_a_message_the_protocol_does_not_have_ends_the_shell_with_4400(
     shell = open_shell(live, granted)
     shell.until("/ # ")
     shell.client.send(b"\x07what")
+    assert shell.close_code()[0] == 4400
+    eventually(lambda: live.app.extensions["exec_sessions"].count() == 0)
+    assert eventually(lambda: live.events())[0].details["reason"] == "closed"
+
+
+@pytest.mark.parametrize("resize", [b"[" * 5000 + b"]" * 5000,
+                                    b'{"Width":' + b'{"a":' * 3000 + b"1" + b"}" * 3000 +
+                                    b',"Height":1}'])
+def test_a_resize_nested_too_deep_is_a_bad_message_and_the_session_is_recorded(
+        live: Live, granted: str, resize: bytes) -> None:
+    shell = open_shell(live, granted)
+    shell.until("/ # ")
+    shell.client.send(b"\x04" + resize)
     assert shell.close_code()[0] == 4400
     eventually(lambda: live.app.extensions["exec_sessions"].count() == 0)
     assert eventually(lambda: live.events())[0].details["reason"] == "closed"

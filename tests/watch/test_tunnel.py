@@ -5,8 +5,10 @@ connection is the agent's status, and a revoked token ends it."""
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -268,3 +270,33 @@ def test_a_watch_closed_on_the_server_stops_in_the_cluster(live: Live, tunneled:
     eventually(lambda: live.sim.stats.open_watches("pods") == 1)
     watch.close()
     eventually(lambda: live.sim.stats.open_watches("pods") == 0)
+
+
+def test_streams_are_relayed_whatever_their_descriptor_numbers(live: Live,
+                                                              tunneled: Any) -> None:
+    """A busy worker holds thousands of sockets: the endpoint's relay (and the simulator)
+    work on descriptors past 1024, which select() cannot watch, and keep a quiet watch and
+    a quiet followed log open."""
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        live.sim.add_pod("default", "web-1", ["app"])
+        logs = live.sim.logs.container("default", "web-1", "app")
+        ws = live.ws(token=live.token("alice"))
+        ws.watch("pods", namespace="default")
+        assert events_of(ws.synced("pods")) == [("ADDED", "web-1")]
+        lists = live.sim.stats.count("list", "pods")
+        base, secret = live.app.extensions["tunnel_proxy"].endpoint()
+        followed = requests.get(
+            f"{base}/agents/prod/api/v1/namespaces/default/pods/web-1/log?follow=true"
+            "&container=app", headers=as_the_server(secret), stream=True, timeout=WAIT)
+        assert followed.status_code == 200
+        time.sleep(2.5)  # quiet: the relay looks whether its client went, every second
+        logs.current.append(["after the quiet"])
+        live.sim.add_pod("default", "web-2", ["app"])
+        assert events_of(ws.events(1)) == [("ADDED", "web-2")]
+        assert live.sim.stats.count("list", "pods") == lists
+        assert any(b"after the quiet" in line for line in followed.iter_lines())
+        followed.close()
+    finally:
+        for fd in held:
+            os.close(fd)

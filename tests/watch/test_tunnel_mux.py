@@ -122,3 +122,54 @@ def test_each_frame_has_a_fresh_mask() -> None:
     payload = b"x" * 64
     sent = {frame(payload, os.urandom(4)) for _ in range(20)}
     assert len(sent) == 20 and all(payload not in f for f in sent)
+
+
+def test_a_stream_id_opened_again_ends_the_connection(
+        pair: tuple[Mux, queue.Queue[Stream], End]) -> None:
+    """Ids are never reused: an OPEN of an id that was opened before (ended since) is a
+    protocol error, not a second request."""
+    server, opened, agent_end = pair
+    first = server.open({"method": "GET", "path": "/api/v1/pods", "query": ""})
+    answer = opened.get(timeout=5)
+    first.end()
+    answer.end()
+    assert first.read(timeout=5) is None
+    agent = answer._mux
+    eventually(lambda: agent.stream_count == 0)  # ended both ways: forgotten
+    server._ids = iter([first.id])  # what only a compromised server would send
+    server.open({"method": "DELETE", "path": "/api/v1/pods/x", "query": ""})
+    eventually(agent.closed.is_set)
+    assert "opened again" in (agent.close_reason or "")
+    assert opened.empty()
+
+
+def test_a_reset_that_came_before_the_request_was_made_still_stops_it(
+        pair: tuple[Mux, queue.Queue[Stream], End]) -> None:
+    """The server gives a watch up while the agent still waits for the API server's head:
+    the agent's stop, set once that head came, runs at once (else a quiet watch would go
+    on in the cluster until the API server ends it)."""
+    server, opened, agent_end = pair
+    stream = server.open({"method": "GET", "path": "/api/v1/pods", "query": "watch=true"})
+    answer = opened.get(timeout=5)
+    stream.reset(499, "the page closed")
+    eventually(lambda: answer._reset is not None)
+    stopped = threading.Event()
+    answer.when_reset(stopped.set)
+    assert stopped.is_set()
+
+
+def test_opens_a_little_out_of_order_are_new_streams(
+        pair: tuple[Mux, queue.Queue[Stream], End]) -> None:
+    """The server's threads take ids, then send their OPENs: 5 may come before 3."""
+    server, opened, agent_end = pair
+    server._ids = iter([5, 1, 3])
+    for _ in range(3):
+        server.open({"method": "GET", "path": "/api/v1/pods", "query": ""})
+    answers = [opened.get(timeout=5) for _ in range(3)]
+    assert sorted(a.id for a in answers) == [1, 3, 5]
+    agent = answers[0]._mux
+    assert not agent.closed.is_set()
+    server._ids = iter([3])  # 3 again: not new
+    server.open({"method": "GET", "path": "/api/v1/pods", "query": ""})
+    eventually(agent.closed.is_set)
+    assert "opened again" in (agent.close_reason or "")

@@ -69,7 +69,7 @@ def checked_resize(payload: bytes) -> bytes | None:
     try:
         size = json.loads(payload)
         cols, rows = size["Width"], size["Height"]
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):  # deep nesting: not a size
         return None
     if not all(type(v) is int and 0 < v <= MAX_TERMINAL for v in (cols, rows)):
         return None

@@ -275,6 +275,9 @@ def _session(page: Any, user: User, agent: Agent, wanted: exec_request.ExecReque
         reason = _read_page(page, bridge, recheck, idle_seconds)
     except (ConnectionClosed, UpstreamClosed, OSError):
         reason = "closed" if not bridge.ended.is_set() else "exited"
+    except Exception:  # a fault of ours: the session still ends and is recorded, as broken
+        log.exception("shell session on %s failed", agent.name)
+        reason = "broken"
     finally:
         bridge.ended.set()
         if reason == "closed" and upstream.protocol == V5:

@@ -60,7 +60,7 @@ class SourceURLs:
 def commit_url(source_url: Any, sha: str | None) -> str | None:
     """The page of commit `sha` on the Git host of `source_url` (https, ssh or scp-like
     `git@host:org/repo.git`), None when it cannot be made safely."""
-    if not isinstance(source_url, str) or not sha or not _SHA.match(sha):
+    if not isinstance(source_url, str) or not sha or not _SHA.fullmatch(sha):
         return None
     text = source_url.strip()
     scp = _SCP_LIKE.match(text) if "://" not in text else None

@@ -62,7 +62,7 @@ def providers(config: dict[str, Any]) -> list[Provider]:
         return [_read(config, SINGLE, "OIDC_")] if config.get("OIDC_ISSUER") else []
     found = []
     for name in names:
-        if not _NAME.match(name):
+        if not _NAME.fullmatch(name):
             raise SettingsError(f"AGENTWATCH_OIDC_PROVIDERS: {name!r} must be 1-31 lower-case "
                                 "letters, digits or '-'")
         found.append(_read(config, name, f"OIDC_{name.upper().replace('-', '_')}_"))

@@ -38,6 +38,7 @@ from .wsclient import ClientSocket
 
 log = logging.getLogger("agentwatch.agent")
 MAX_MESSAGE = 128 * 1024  # one WebSocket message the agent takes from the server
+MAX_BUFFERED = 64 * 1024 * 1024  # $AGENTWATCH_AGENT_MAX_BUFFERED_BYTES
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,8 @@ class Settings:
     # Whether it forwards Edit's and Create from YAML's applies (--allow-apply; never by
     # default): an apply's body is a person's object, not one shape the agent can check.
     allow_apply: bool = False
+    # What the server's DATA may make the agent hold unread, across its streams.
+    max_buffered: int = MAX_BUFFERED
 
 
 def tunnel_url(base: str) -> str:
@@ -91,7 +94,9 @@ class Agent:
                 self.stopping.wait(delay)
                 backoff = min(backoff * 2, self.settings.backoff_max)
                 continue
-            mux = Mux(ws, on_open=self._serve, name="agent")
+            mux = Mux(ws, on_open=self._serve, name="agent",
+                      max_buffered=self.settings.max_buffered,
+                      max_buffered_setting="AGENTWATCH_AGENT_MAX_BUFFERED_BYTES")
             with self._lock:
                 self._mux = mux
             log.info("connected to %s", url)
@@ -181,7 +186,7 @@ class Agent:
         self._relay(stream, request, response)
 
     def _relay(self, stream: Stream, request: Upstream, response: Any) -> None:
-        stream.on_reset = lambda: _wake(response)
+        stream.when_reset(lambda: _wake(response))
         whole = False
         try:
             stream.send_head({"status": response.status,

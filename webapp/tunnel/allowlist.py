@@ -47,6 +47,7 @@ _NAMESPACE = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
 _GROUP = r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?"
 _VERSION = r"v[1-9][0-9]{0,5}((alpha|beta)[1-9][0-9]{0,5})?"
 _RESOURCE = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
+# Matched whole (fullmatch): `$` alone also matches before a final newline.
 _DISCOVERY_ROOT = re.compile(r"^/(api|apis)$")
 _DISCOVERY = re.compile(r"^/(version|api/v1|apis/[a-z0-9.-]+(/[a-z0-9]+)?)$")
 # /api/v1 or /apis/GROUP/VERSION, an optional namespace, a resource, an optional name, and
@@ -108,11 +109,11 @@ class Verdict:
 def check(method: str, path: str, content_type: str | None = None) -> Verdict:
     """Whether the agent performs `method path` (the query is not part of `path`), and
     as which action. A PATCH's `content_type` tells an apply from the actions' patches."""
-    if method == "GET" and _DISCOVERY_ROOT.match(path):
+    if method == "GET" and _DISCOVERY_ROOT.fullmatch(path):
         return Verdict(True, target=Target(Action.DISCOVERY_ROOT, path))
-    if method == "GET" and _DISCOVERY.match(path):
+    if method == "GET" and _DISCOVERY.fullmatch(path):
         return Verdict(True, target=Target(Action.DISCOVERY, path))
-    match = _RESOURCE_PATH.match(path)
+    match = _RESOURCE_PATH.fullmatch(path)
     if match is None:
         return Verdict(False, f"{method} {path[:200]} is outside what the agent serves "
                               "(reads of the cluster's kinds, pod logs, the Cluster tab's "
@@ -134,7 +135,7 @@ def check(method: str, path: str, content_type: str | None = None) -> Verdict:
 
 def check_exec(method: str, path: str) -> Verdict:
     """Whether `method path` is a pod's exec, as a shell opens it (GET, then the upgrade)."""
-    match = _EXEC_PATH.match(path)
+    match = _EXEC_PATH.fullmatch(path)
     if match is None or method != "GET":
         return Verdict(False, f"{method} {path[:200]} is not a pod's exec opened with GET")
     return Verdict(True, target=Target(Action.EXEC, path, "", "v1", match["ns"], "pods",

@@ -36,7 +36,6 @@ MAX_QUERY = 8192
 _FLAGS = {"stdin", "stdout", "stderr", "tty"}
 _CONTAINER = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 _ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
-_PRINTABLE = re.compile(r"[^\x00-\x1f\x7f]*")
 
 
 @dataclass(frozen=True)
@@ -74,7 +73,7 @@ def _query(raw: str) -> str:
         key, _, value = pair.partition("=")
         key, value = unquote(key), unquote(value)
         if key == "command":
-            if not _PRINTABLE.fullmatch(value):
+            if not value.isprintable():
                 raise Refused("a command argument with control characters")
             command.append(value)
             continue
@@ -144,7 +143,7 @@ def serve(stream: Stream, cluster: ClusterClient, allow_exec: bool,
     log.info("exec %s %s", target.path[:200], target.query[:200])
     stream.send_head({"status": 101, "headers": [["Sec-WebSocket-Protocol",
                                                   upstream.protocol]]})
-    stream.on_reset = upstream.close
+    stream.when_reset(upstream.close)
 
     def from_cluster() -> None:
         try:

@@ -6,9 +6,10 @@ grants more as its reader consumes them, so a reader that stops (a stalled log v
 stops its own stream only: the connection's reader thread never waits for it, and every
 other stream goes on. One lock serialises writes to the WebSocket.
 
-A server's mux also bounds what the whole connection makes it hold (`max_buffered`): 512
+Each end's mux also bounds what the whole connection makes it hold (`max_buffered`): 512
 streams of 1 MiB windows would be 512 MiB. Beyond it, the streams holding the most unread
-bytes are reset until the new DATA fits (readers that stopped reading, most likely).
+bytes are reset until the new DATA fits (readers that stopped reading, most likely; on the
+agent, bodies of requests it refused, which no one reads).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
+
+from simple_websocket import ConnectionClosed
 
 from ..watch.answers import size as bytes_said
 from .frames import (
@@ -36,6 +39,7 @@ from .frames import (
 
 log = logging.getLogger(__name__)
 MAX_STREAMS = 512  # open at once on one connection
+REORDERED_OPENS = 1024  # how far OPENs may come out of the order of their ids
 PING_SECONDS = 15.0
 SILENCE_SECONDS = 45.0  # nothing received this long: the connection is dead
 
@@ -129,6 +133,17 @@ class Stream:
         if grant:
             self._mux.send(window_frame(self.id, grant))
         return True
+
+    def when_reset(self, callback: Callable[[], None]) -> None:
+        """Call `callback` once the stream is reset or its connection closes, or now if
+        that already happened (a RESET that came while the request was being made)."""
+        with self._cond:
+            already = self._reset is not None
+            if not already:
+                self.on_reset = callback
+        if already:
+            with contextlib.suppress(Exception):
+                callback()
 
     def _notify_reset(self) -> None:
         callback, self.on_reset = self.on_reset, None
@@ -332,7 +347,8 @@ class Mux:
     the peer opens, in a thread of its own."""
 
     def __init__(self, ws: WebSocket, on_open: Callable[[Stream], None] | None = None,
-                 name: str = "tunnel", max_buffered: int | None = None) -> None:
+                 name: str = "tunnel", max_buffered: int | None = None,
+                 max_buffered_setting: str = "AGENTWATCH_TUNNEL_MAX_BUFFERED_BYTES") -> None:
         self._ws = ws
         self.websocket = ws
         self._on_open = on_open
@@ -340,6 +356,7 @@ class Mux:
         # DATA received on this connection's streams and not read yet: at most this many
         # bytes (None: each stream's window is the only bound).
         self.max_buffered = max_buffered
+        self.max_buffered_setting = max_buffered_setting  # named when a stream is reset
         self._held = 0
         self._held_lock = threading.Lock()
         self._send_lock = threading.Lock()
@@ -347,6 +364,8 @@ class Mux:
         self._streams: dict[int, Stream] = {}
         # The side that opens streams uses odd ids; ids are never reused on a connection.
         self._ids = itertools.count(1, 2)
+        self._last_opened = 0  # the highest id the peer opened
+        self._unseen: set[int] = set()  # ids below it not opened yet (OPENs reordered)
         self.closed = threading.Event()
         self.close_reason = ""
 
@@ -355,7 +374,10 @@ class Mux:
             raise StreamReset(503, f"tunnel closed: {self.close_reason}")
         message = frame.encode()
         with self._send_lock:
-            self._ws.send(message)
+            try:
+                self._ws.send(message)
+            except (ConnectionClosed, OSError) as exc:  # it closed meanwhile: as if before
+                raise StreamReset(503, f"tunnel closed: {self.close_reason or exc}") from None
 
     def open(self, head: dict[str, Any]) -> Stream:
         with self._lock:
@@ -396,8 +418,9 @@ class Mux:
             log.warning("%s: %d bytes not read yet on its streams; resetting stream %d",
                         self.name, self._held, victim.id)
             self._release(victim._evict(StreamReset(507, (
-                f"the agent's connection holds more than {bytes_said(self.max_buffered)} "
-                "that agentwatch did not read yet (AGENTWATCH_TUNNEL_MAX_BUFFERED_BYTES)"))))
+                f"more than {bytes_said(self.max_buffered)} of this connection's streams "
+                f"were not read yet at the {'agent' if self._on_open else 'server'} "
+                f"({self.max_buffered_setting})"))))
             self.forget(victim)
             if victim is stream:
                 return False
@@ -468,8 +491,7 @@ class Mux:
             raise FrameError(f"OPEN of stream {frame.stream} not expected here")
         head = frame.json()
         with self._lock:
-            if frame.stream in self._streams:
-                raise FrameError(f"stream {frame.stream} opened twice")
+            self._check_new_id(frame.stream)
             stream = Stream(self, frame.stream, head)
             crowded = len(self._streams) >= MAX_STREAMS
             if not crowded:
@@ -481,6 +503,24 @@ class Mux:
         handler = self._on_open
         threading.Thread(target=self._serve, args=(handler, stream), daemon=True,
                          name=f"{self.name}-stream-{frame.stream}").start()
+
+    def _check_new_id(self, stream_id: int) -> None:
+        """(The lock held) Ids are never reused. They grow, but the peer's threads take
+        an id, then send its OPEN, so OPENs may come a little out of order: an id below the
+        highest one is new only if it was skipped, not long ago."""
+        last = self._last_opened
+        if stream_id > last:
+            if stream_id - last > 2 * REORDERED_OPENS:
+                raise FrameError(f"stream {stream_id} opened far ahead of {last}")
+            self._unseen.update(range(last + 1 if last % 2 == 0 else last + 2, stream_id, 2))
+            self._last_opened = stream_id
+            if len(self._unseen) > REORDERED_OPENS:  # skipped long ago: never to come
+                floor = stream_id - 2 * REORDERED_OPENS
+                self._unseen = {i for i in self._unseen if i > floor}
+        elif stream_id in self._unseen:
+            self._unseen.discard(stream_id)
+        else:
+            raise FrameError(f"stream {stream_id} opened again (ids are never reused)")
 
     def _serve(self, handler: Callable[[Stream], None], stream: Stream) -> None:
         try:

@@ -121,8 +121,8 @@ class _Handler(BoundedHandler):
         try:
             stream = mux.open({"method": self.command, "path": path, "query": url.query,
                                "headers": headers})
-            if body:
-                stream.write(body)
+            if body and not self._sent(stream, body, agent):
+                return
             stream.end()
             head = self._head(stream, agent)
         except StreamReset as exc:
@@ -135,6 +135,19 @@ class _Handler(BoundedHandler):
         if head is not None:
             self._relay(stream, head, agent,
                         "watch=true" in url.query or "follow=true" in url.query)
+
+    def _sent(self, stream: Stream, body: bytes, agent: str) -> bool:
+        """Write a request's body within the time an answer's head has: an agent that grants
+        no window must not hold this thread (and its slot) longer."""
+        seconds = self.server.head_seconds
+        try:
+            stream.write(body, timeout=seconds)
+        except TimeoutError:
+            stream.reset(504, f"the body was not taken within {seconds:g} s")
+            self._fail(504, TOO_SLOW, f"The agent of {agent} did not take the request within "
+                                      f"{seconds:g} s (AGENTWATCH_ANSWER_HEAD_SECONDS)")
+            return False
+        return True
 
     def _head(self, stream: Stream, agent: str) -> dict[str, Any] | None:
         """The agent's answer head, or None once the stream was given up (reset, and
@@ -249,8 +262,9 @@ class _Handler(BoundedHandler):
     def _client_gone(self) -> bool:
         """Our client closed its connection (it sends nothing while it reads a response:
         readable means closed; through TLS, anything readable is taken for a close)."""
-        readable, _, _ = select.select([self.connection], [], [], 0)
-        if not readable:
+        poller = select.poll()  # not select(): descriptors past 1024 are common here
+        poller.register(self.connection, select.POLLIN | select.POLLHUP | select.POLLERR)
+        if not poller.poll(0):
             return False
         if isinstance(self.connection, ssl.SSLSocket):
             return True

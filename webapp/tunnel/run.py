@@ -11,11 +11,23 @@ from types import FrameType
 
 from ..watch.kube import Connection, KubeError
 from . import impersonation
-from .agent import Agent, Settings, tunnel_url
+from .agent import MAX_BUFFERED, Agent, Settings, tunnel_url
+from .frames import INITIAL_WINDOW as MIN_BUFFERED
 from .health import HealthServer
 from .impersonation import Impersonation
 from .manifest import HEALTH_PORT
 from .secret_reads import SecretReads
+
+
+def _max_buffered() -> int:
+    """$AGENTWATCH_AGENT_MAX_BUFFERED_BYTES, or the default."""
+    raw = os.environ.get("AGENTWATCH_AGENT_MAX_BUFFERED_BYTES", "")
+    if not raw:
+        return MAX_BUFFERED
+    if not raw.isdigit() or int(raw) < MIN_BUFFERED:
+        raise ValueError(f"AGENTWATCH_AGENT_MAX_BUFFERED_BYTES must be a number of bytes of at "
+                         f"least {MIN_BUFFERED} (a stream's window), not {raw[:40]!r}")
+    return int(raw)
 
 
 def serve_health(agent: Agent, port: int) -> HealthServer:
@@ -43,7 +55,7 @@ def run_agent(url: str, token: str, kubeconfig: str | None, context: str | None,
         agent = Agent(Settings(url, token, cluster, ca_file,
                                impersonation=Impersonation(impersonate_prefix),
                                secrets=secrets, allow_exec=allow_exec,
-                               allow_apply=allow_apply))
+                               allow_apply=allow_apply, max_buffered=_max_buffered()))
     except KubeError as exc:
         raise ValueError(exc.message) from None
 

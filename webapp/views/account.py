@@ -29,6 +29,8 @@ def create_token() -> str | tuple[str, int]:
     name = request.form.get("name", "").strip() or "api"
     raw_days = request.form.get("days", "").strip()
     try:
+        if raw_days and not (raw_days.isascii() and raw_days.isdigit()):
+            raise ValueError(raw_days)  # int() would take "٣", "1_0" and " 1"
         days = int(raw_days) if raw_days else None
         raw = users.issue_token(g.user, name, scope=request.form.get("scope", "read"),
                                 days=days)

@@ -140,7 +140,7 @@ def open_object() -> Response:
     access.require_view(g.user, agent)
     ref = request.args.get("ref", "")
     resource, _, group = ref.partition(".")
-    if not _KIND_REF.match(ref):
+    if not _KIND_REF.fullmatch(ref):
         raise Invalid(f"{ref[:80]!r} is not a kind", code="invalid_kind")
     namespace = request.args.get("namespace", "")
     if namespace:

@@ -115,7 +115,7 @@ class Hub:
         def release() -> None:
             for key in held:
                 if owner is not None:
-                    owner.release(key)
+                    self._release_after_grace(key, owner)
             held.clear()
 
         window.on_cancel = release
@@ -217,6 +217,17 @@ class Hub:
             raise
         upstream.claim(owner)
         return upstream
+
+    def _release_after_grace(self, key: Hashable, owner: Owner) -> None:
+        """Give `owner`'s hold on `key` back once its watch stops (after its grace period)
+        or a page takes it again, as a cancelled subscription does; a view's own key now
+        (a view closes with its last window)."""
+        with self._lock:
+            upstream = self._watches.get(key) if isinstance(key, WatchKey) else None
+        if upstream is None:
+            owner.release(key)
+        else:
+            upstream.claim(owner)
 
     def _forget(self, upstream: UpstreamWatch) -> None:
         with self._lock:

@@ -95,6 +95,8 @@ class Feed(Protocol):
 
     def unsubscribe(self, subscription: Subscription) -> None: ...
 
+    def claim(self, owner: Owner) -> None: ...
+
 
 @dataclass(eq=False)
 class Subscription:
@@ -110,12 +112,18 @@ class Subscription:
             b',"event":'
 
     def cancel(self) -> None:
-        if self.upstream is not None:
-            self.upstream.unsubscribe(self)
-            self.upstream = None
-        if self.owner is not None and self.held is not None:
-            self.owner.release(self.held)
-            self.held = None
+        upstream, self.upstream = self.upstream, None
+        if upstream is not None:
+            upstream.unsubscribe(self)
+        held, self.held = self.held, None
+        if self.owner is not None and held is not None:
+            if upstream is not None:
+                # Counted until the watch stops after its grace period (or a page takes
+                # it): watching and unwatching in a loop must not run more watches at
+                # once than the user's cap.
+                upstream.claim(self.owner)
+            else:
+                self.owner.release(held)
 
 
 def message(kind: str, watch_id: str, **fields: Any) -> bytes:

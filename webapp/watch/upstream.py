@@ -259,10 +259,12 @@ class UpstreamWatch:
                 self._idle_timer.start()
 
     def claim(self, owner: Owner) -> None:
-        """A page render's hold on this watch, which `owner` has acquired for its key:
-        given back once a page subscribes, or when the watch stops (after its grace)."""
+        """A hold on this watch, which `owner` has acquired for its key (a page render's,
+        or an unsubscribed page's while the watch lingers): given back once a page
+        subscribes, or when the watch stops (after its grace). At once when the watch runs
+        for others anyway (subscribers, the changes recorder)."""
         with self._lock:
-            if not self._subscribers and not self._stopping.is_set():
+            if not self._subscribers and not self._listeners and not self._stopping.is_set():
                 self._claims.append(owner)
                 return
         owner.release(self.key)

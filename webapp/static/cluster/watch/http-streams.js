@@ -9,9 +9,12 @@ import { markNotLive } from "./liveness.js";
 
 // At most STREAM_WATCHES watches per stream (webapp/watch/stream.py MAX_WATCHES) and at
 // most MAX_STREAMS streams a page: browsers allow six HTTP/1.1 connections per host, and
-// the panel's logs, actions and the rows' pages need some.
+// the panel's logs, actions and the rows' pages need some. A stream's URL fits the
+// server's request line (webapp/server.py LIMIT_REQUEST_LINE, 8,190 bytes, with "GET "
+// and " HTTP/1.1" around it): views over many namespaces take a stream of fewer watches.
 const STREAM_WATCHES = 10;
 const MAX_STREAMS = 3;
+const MAX_URL = 8000;
 const STREAM_REOPENS = 3;  // closed streams reopened without data before giving up
 
 // Whether a watch rides along on another watch's stream (see liveness.js, `within`).
@@ -65,20 +68,21 @@ export class HttpStreams {
     const streamed = Array.from(this.watches.values()).filter((w) => !ridesAlong(w, this.watches));
     // Lists first, counts last: what does not fit is the strip's, not a table's.
     streamed.sort((a, b) => Number(a.minor) - Number(b.minor));
-    const carried = streamed.slice(0, MAX_STREAMS * STREAM_WATCHES).map((w) => w.id);
-    this.unstreamed = streamed.slice(carried.length).map((w) => w.id);
+    for (const stream of this.streams) this.keepPositions(stream);  // their URLs' length
+    const packed = this.pack(streamed.map((w) => w.id));
+    const carried = packed.streams.flat();
+    this.unstreamed = packed.left;
     for (const id of this.unstreamed) markNotLive(this.watches.get(id), Date.now(), true);
     const wanted = new Set(carried);
     const changed = new Set();
     for (const stream of this.streams) {
-      this.keepPositions(stream);
       const kept = stream.ids.filter((id) => wanted.has(id));
       if (kept.length !== stream.ids.length) { stream.ids = kept; changed.add(stream); }
     }
     const placed = new Set(this.streams.flatMap((stream) => stream.ids));
     for (const id of carried) {
       if (placed.has(id)) continue;
-      let stream = this.streams.find((s) => s.ids.length < STREAM_WATCHES);
+      let stream = this.streams.find((s) => this.fits(s.ids, id));
       if (!stream) { stream = this.newStream([]); this.streams.push(stream); }
       stream.ids.push(id);
       changed.add(stream);
@@ -86,14 +90,10 @@ export class HttpStreams {
     for (const stream of this.streams.filter((s) => !s.ids.length)) this.closeStream(stream);
     this.streams = this.streams.filter((s) => s.ids.length);
     // Watches gone from several streams leave them half empty: pack them again.
-    if (this.streams.length > Math.ceil(carried.length / STREAM_WATCHES)) {
+    if (this.streams.length > packed.streams.length) {
       for (const stream of this.streams) this.closeStream(stream);
-      this.streams = [];
-      for (let at = 0; at < carried.length; at += STREAM_WATCHES) {
-        const stream = this.newStream(carried.slice(at, at + STREAM_WATCHES));
-        this.streams.push(stream);
-        changed.add(stream);
-      }
+      this.streams = packed.streams.map((ids) => this.newStream(ids));
+      for (const stream of this.streams) changed.add(stream);
     }
     for (const stream of changed) if (this.streams.includes(stream)) this.openStream(stream);
     this.on.change();
@@ -120,17 +120,38 @@ export class HttpStreams {
     stream.lastEventId = "";
   }
 
+  // `ids` in order over as few streams as carry them (at most MAX_STREAMS), and the ids
+  // that none can: {streams: [[id, ...], ...], left: [id, ...]}.
+  pack(ids) {
+    const streams = [];
+    const left = [];
+    for (const id of ids) {
+      let bin = streams.find((s) => this.fits(s, id));
+      if (!bin && streams.length < MAX_STREAMS && this.fits([], id)) streams.push(bin = []);
+      if (bin) bin.push(id); else left.push(id);
+    }
+    return { streams, left };
+  }
+
+  fits(ids, id) {
+    return ids.length < STREAM_WATCHES && this.urlOf([...ids, id]).length <= MAX_URL;
+  }
+
   streamURL(stream) {
     this.keepPositions(stream);
+    return this.urlOf(stream.ids);
+  }
+
+  urlOf(ids) {
     const query = new URLSearchParams({
-      watches: JSON.stringify(stream.ids.map((id) => {
+      watches: JSON.stringify(ids.map((id) => {
         const watch = this.watches.get(id);
         return watch.view ? { watchId: id, watchParams: watch.params, view: watch.view }
           : { watchId: id, watchParams: watch.params };
       })),
     });
     const known = new URLSearchParams();
-    for (const id of stream.ids) if (this.positions.has(id)) known.set(id, this.positions.get(id));
+    for (const id of ids) if (this.positions.has(id)) known.set(id, this.positions.get(id));
     if (known.toString()) query.set("lastEventId", known.toString());
     return this.url + "?" + query.toString();
   }
@@ -220,9 +241,9 @@ export class HttpStreams {
       return { refused: refused[0].refused.message, retryAt: Math.min(...refused.map((s) => s.refused.retryAt)) };
     }
     if (this.unstreamed.length) {
-      const total = this.unstreamed.length + this.streams.reduce((n, s) => n + s.ids.length, 0);
-      return { unstreamed: this.unstreamed.length + " of this page's " + total + " watches (HTTP streaming carries " +
-        MAX_STREAMS * STREAM_WATCHES + "; show fewer namespaces or kinds)" };
+      const carried = this.streams.reduce((n, s) => n + s.ids.length, 0);
+      return { unstreamed: this.unstreamed.length + " of this page's " + (carried + this.unstreamed.length) +
+        " watches (HTTP streaming carries " + carried + "; show fewer namespaces or kinds)" };
     }
     return null;
   }
