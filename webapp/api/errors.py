@@ -64,7 +64,9 @@ def init_app(app: Flask) -> None:
         # version this server speaks, as RFC 6455 section 4.4 says.
         status = getattr(exc.event_hint, "status_code", None)
         status = status if status in (400, 426) else 400
+        why = "it speaks WebSocket version 13 only (Sec-WebSocket-Version)" \
+            if status == 426 else str(exc)
         response = json_error(status, _HTTP_CODES.get(status, "upgrade_required"),
-                              f"Not a WebSocket handshake this server accepts: {exc}")
+                              f"Not a WebSocket handshake this server accepts: {why}")
         response.headers["Sec-WebSocket-Version"] = "13"
         return response
