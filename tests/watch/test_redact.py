@@ -75,3 +75,20 @@ def test_a_watch_line_it_cannot_read_ends_the_stream() -> None:
                                          watch=True):
             out.append(part)
     assert VALUE.encode() not in b"".join(out)
+
+
+def test_a_whole_answer_past_what_the_server_takes_is_refused_not_held(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A LIST of Secrets is blanked once whole: held at most as far as the server would
+    take it (the server's own answer bound), never without end."""
+    monkeypatch.setattr(redact, "MAX_WHOLE", 1024)
+    pulled = []
+
+    def endless() -> Iterator[bytes]:
+        while True:
+            pulled.append(1)
+            yield b" " * 100
+
+    with pytest.raises(redact.Unredactable, match="an answer over"):
+        list(redact.redact_stream(endless(), watch=False))
+    assert len(pulled) <= 11

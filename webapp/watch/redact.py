@@ -28,6 +28,9 @@ _KINDS = {"Secret", "SecretList", "Table", "PartialObjectMetadata", "PartialObje
           "Status"}
 _ITEM_KINDS = {None, "Secret", "PartialObjectMetadata"}
 MAX_LINE = 4 * 1024 * 1024  # a watch event: one Secret (at most about 1.5 MiB in etcd)
+# A whole answer blanked at once (a LIST, a GET): what the server takes of any answer
+# (AGENTWATCH_ANSWER_MAX_BYTES' default), so the agent never holds more for a server.
+MAX_WHOLE = 32 * 1024 * 1024
 
 
 class Unredactable(ValueError):
@@ -104,7 +107,7 @@ def redact_stream(chunks: Iterator[bytes], watch: bool) -> Iterator[bytes]:
     """A streamed answer, blanked: a watch line by line (as each event arrives), anything
     else once whole. Raises Unredactable at the first part that cannot be blanked."""
     if not watch:
-        yield redact_bytes(b"".join(chunks))
+        yield redact_bytes(_whole(chunks))
         return
     pending = b""
     for chunk in chunks:
@@ -121,6 +124,17 @@ def redact_stream(chunks: Iterator[bytes], watch: bool) -> Iterator[bytes]:
         yield redact_bytes(pending)
 
 
+def _whole(chunks: Iterator[bytes]) -> bytes:
+    parts: list[bytes] = []
+    size = 0
+    for chunk in chunks:
+        size += len(chunk)
+        if size > MAX_WHOLE:
+            raise Unredactable(f"an answer over {MAX_WHOLE // (1024 * 1024)} MiB")
+        parts.append(chunk)
+    return b"".join(parts)
+
+
 class RedactedResponse:
     """A urllib3 response from a secrets path, read only through `read` or `stream`, each
     blanked. The rest (status, headers, closing) is the response's own."""
@@ -132,8 +146,8 @@ class RedactedResponse:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._response, name)
 
-    def read(self, *args: Any, **kwargs: Any) -> bytes:
-        return redact_bytes(self._response.read(*args, **kwargs))
+    def read(self) -> bytes:
+        return redact_bytes(_whole(self._response.stream(65536, decode_content=True)))
 
     def stream(self, amt: int = 65536, decode_content: bool | None = None) -> Iterator[bytes]:
         return redact_stream(self._response.stream(amt, decode_content=decode_content),
