@@ -215,6 +215,7 @@ GOOD = ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: s
     (GOOD.replace("a: '2'", "a: " + "9" * 5000), "a value that cannot be read"),
     (GOOD.replace("a: '2'", 'a: "\\ud800"'), "data.a contains a lone surrogate"),
     (GOOD.replace("a: '2'", 'a: "\\0"'), "data.a contains a NUL character"),
+    (GOOD + "  a: '3'\n", "The key 'a' is given twice in one mapping (line 8)"),
 ])
 def test_bad_manifests_are_clear_errors_that_change_nothing(live: Live, admin: str,
                                                            text: str, message: str) -> None:

@@ -137,20 +137,38 @@ def read_manifest(text: Any, limits: Limits) -> JSON:
 
 def _check_events(text: str) -> None:
     """Refuse, from the event stream and before anything is built, what a manifest has no
-    use for: aliases (a few lines could stand for billions of values once sent as JSON) and
-    nesting deeper than MAX_DEPTH (the parser's time grows with the square of the depth).
-    The stream is read lazily, so a refusal comes at the first offending event."""
-    depth = 0
+    use for: aliases (a few lines could stand for billions of values once sent as JSON),
+    nesting deeper than MAX_DEPTH (the parser's time grows with the square of the depth)
+    and a key given twice in one mapping (YAML keeps the last without a word: the first
+    value would be lost). The stream is read lazily: a refusal comes at the first
+    offending event."""
+    # One entry per open collection: a mapping's keys so far and whether a key comes next;
+    # None for a sequence.
+    open_: list[tuple[set[str], list[bool]] | None] = []
     for event in yaml.parse(text, Loader=yaml.SafeLoader):
         if isinstance(event, yaml.AliasEvent):
             raise _invalid("YAML anchors and aliases (*name) are not accepted: write the "
                            "values out")
+        if isinstance(event, yaml.CollectionEndEvent):
+            open_.pop()
+            continue
+        if not isinstance(event, yaml.NodeEvent):
+            continue  # stream and document marks
+        mapping = open_[-1] if open_ else None
+        if mapping is not None:
+            keys, key_next = mapping
+            if key_next[0] and isinstance(event, yaml.ScalarEvent):
+                if event.value in keys:
+                    line = event.start_mark.line + 1 if event.start_mark else "?"
+                    raise _invalid(f"The key {event.value[:64]!r} is given twice in one "
+                                   f"mapping (line {line}): YAML would keep only the last")
+                keys.add(event.value)
+            key_next[0] = not key_next[0]
         if isinstance(event, yaml.CollectionStartEvent):
-            depth += 1
-            if depth > MAX_DEPTH:
+            open_.append((set(), [True]) if isinstance(event, yaml.MappingStartEvent)
+                         else None)
+            if len(open_) > MAX_DEPTH:
                 raise _invalid(f"The manifest nests deeper than {MAX_DEPTH} levels")
-        elif isinstance(event, yaml.CollectionEndEvent):
-            depth -= 1
 
 
 def _group_version(params: WatchParams) -> str:
