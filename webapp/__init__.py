@@ -23,6 +23,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         tunnel,
         views,
         watch,
+        ws_handshake,
     )
 
     instance = (test_config or {}).get("INSTANCE_PATH") or config.instance_path()
@@ -36,6 +37,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     accesslog.init_app(app)
     headers.init_app(app)
     bodylimit.init_app(app)  # before anything reads a body (the CSRF check reads forms)
+    ws_handshake.init_app(app)  # a refused upgrade before any sign-in is asked for
     db.init_app(app)
     if app.config.get("AUTO_MIGRATE", True):
         migrate.upgrade(app.extensions["db_engine"])

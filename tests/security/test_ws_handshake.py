@@ -1,6 +1,6 @@
-"""A WebSocket route's upgrade that the handshake refuses (no key, a version other than 13)
-is a 4xx saying why, before any sign-in is asked for: never a 500 (what production runs,
-gunicorn)."""
+"""A WebSocket route's upgrade that the handshake refuses (no key or one that is not 16
+bytes in base64, a version other than 13) is a 4xx saying why, before any sign-in is asked
+for: never a 500 (what production runs, gunicorn)."""
 
 from __future__ import annotations
 
@@ -46,12 +46,14 @@ def _expected(data: bytes) -> int:
 @pytest.mark.parametrize("path", ROUTES)
 def test_a_refused_upgrade_is_a_4xx_that_says_why(serve, path):
     server = serve(threads=8)
-    for version, status in (("99", 426), ("", 400), (None, 400)):
-        headers = {"Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
+    good = "dGhlIHNhbXBsZSBub25jZQ=="  # 16 bytes, RFC 6455's example
+    for version, key, status in (("99", good, 426), ("", good, 400), (None, good, 400),
+                                 ("13", "bad", 400), ("13", "c2hvcnQ=", 400)):
+        headers = {"Sec-WebSocket-Key": key}
         if version is not None:
             headers["Sec-WebSocket-Version"] = version
         code, found, body = upgrade(server.port, path, headers)
-        assert code == status, (version, body)
+        assert code == status, (version, key, body)
         assert found["sec-websocket-version"] == "13"
         assert "Not a WebSocket handshake this server accepts" in \
             json.loads(body)["error"]["message"]

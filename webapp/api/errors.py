@@ -6,7 +6,6 @@ from typing import Any
 
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
-from wsproto.utilities import RemoteProtocolError
 
 from ..errors import AppError
 
@@ -56,17 +55,3 @@ def init_app(app: Flask) -> None:
             return json_error(status, _HTTP_CODES.get(status, "error"), message)
         from ..views.errors import render_error
         return render_error(status, exc.description or exc.name)
-
-    @app.errorhandler(RemoteProtocolError)
-    def _bad_upgrade(exc: RemoteProtocolError) -> Any:
-        # A WebSocket route's upgrade refused by the handshake (a missing key, a version
-        # other than 13), before any byte of the socket was written: 400, or 426 with the
-        # version this server speaks, as RFC 6455 section 4.4 says.
-        status = getattr(exc.event_hint, "status_code", None)
-        status = status if status in (400, 426) else 400
-        why = "it speaks WebSocket version 13 only (Sec-WebSocket-Version)" \
-            if status == 426 else str(exc)
-        response = json_error(status, _HTTP_CODES.get(status, "upgrade_required"),
-                              f"Not a WebSocket handshake this server accepts: {why}")
-        response.headers["Sec-WebSocket-Version"] = "13"
-        return response
