@@ -17,8 +17,8 @@ from .errors import ApiError
 from .resources import ResourceType
 from .util import JSON
 
-# kind -> field -> (the Go type of the field, the Go type of each value or None)
-_MAPS: dict[str, dict[str, tuple[str, str | None]]] = {
+# kind -> field -> (the Go type of the field, the Go type of each value)
+_MAPS: dict[str, dict[str, tuple[str, str]]] = {
     "ConfigMap": {"data": ("map[string]string", "string"),
                   "binaryData": ("map[string][]uint8", "[]uint8")},
     "Secret": {"data": ("map[string][]uint8", "[]uint8"),
@@ -71,7 +71,7 @@ def _misshapen(rt: ResourceType, obj: JSON) -> Misshapen | None:
         if not isinstance(value, dict):
             return Misshapen(f".{field}", field, value, go_type, "map")
         for key, item in value.items():
-            if item is not None and not isinstance(item, str) and item_type is not None:
+            if item is not None and not isinstance(item, str):
                 return Misshapen(f".{field}.{key}", field, item, item_type, "string")
     return None
 

@@ -135,6 +135,15 @@ def read_manifest(text: Any, limits: Limits) -> JSON:
     return doc
 
 
+@dataclass
+class _Mapping:
+    """A mapping open in the event stream: its keys so far, and whether a key comes next
+    (events alternate key, value)."""
+
+    keys: set[str] = field(default_factory=set)
+    key_next: bool = True
+
+
 def _check_events(text: str) -> None:
     """Refuse, from the event stream and before anything is built, what a manifest has no
     use for: aliases (a few lines could stand for billions of values once sent as JSON),
@@ -142,9 +151,7 @@ def _check_events(text: str) -> None:
     and a key given twice in one mapping (YAML keeps the last without a word: the first
     value would be lost). The stream is read lazily: a refusal comes at the first
     offending event."""
-    # One entry per open collection: a mapping's keys so far and whether a key comes next;
-    # None for a sequence.
-    open_: list[tuple[set[str], list[bool]] | None] = []
+    open_: list[_Mapping | None] = []  # one per open collection; None for a sequence
     for event in yaml.parse(text, Loader=yaml.SafeLoader):
         if isinstance(event, yaml.AliasEvent):
             raise _invalid("YAML anchors and aliases (*name) are not accepted: write the "
@@ -156,17 +163,15 @@ def _check_events(text: str) -> None:
             continue  # stream and document marks
         mapping = open_[-1] if open_ else None
         if mapping is not None:
-            keys, key_next = mapping
-            if key_next[0] and isinstance(event, yaml.ScalarEvent):
-                if event.value in keys:
+            if mapping.key_next and isinstance(event, yaml.ScalarEvent):
+                if event.value in mapping.keys:
                     line = event.start_mark.line + 1 if event.start_mark else "?"
                     raise _invalid(f"The key {event.value[:64]!r} is given twice in one "
                                    f"mapping (line {line}): YAML would keep only the last")
-                keys.add(event.value)
-            key_next[0] = not key_next[0]
+                mapping.keys.add(event.value)
+            mapping.key_next = not mapping.key_next
         if isinstance(event, yaml.CollectionStartEvent):
-            open_.append((set(), [True]) if isinstance(event, yaml.MappingStartEvent)
-                         else None)
+            open_.append(_Mapping() if isinstance(event, yaml.MappingStartEvent) else None)
             if len(open_) > MAX_DEPTH:
                 raise _invalid(f"The manifest nests deeper than {MAX_DEPTH} levels")
 
