@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from html import unescape
 
 import pytest
 from conftest import bearer
@@ -162,6 +163,24 @@ def test_admin_creates_user_and_bad_input_is_explained(client, h, app):
     assert ok.status_code == 302
     with app.app_context():
         assert users.get("carol").role == "viewer"
+
+
+def test_user_names_are_one_account_whatever_their_case(client, h, app):
+    """"Alice" is alice: not a second account beside her, and her own name to sign in with;
+    the failures of "ALICE" and "alice" count against the one account."""
+    h.user()
+    h.login(client)
+    csrf = h.csrf(client, "/users/")
+    clash = client.post("/users/", data={"name": "ALICE", "role": "admin",
+                                         "password": "long enough", "csrf_token": csrf})
+    assert clash.status_code == 409
+    assert "A user named 'alice' already exists (user names differ by more than case)" in \
+        unescape(clash.text)
+    with app.app_context():
+        assert [u.name for u in users.all_users()] == ["alice"]
+    other = app.test_client()
+    h.login(other, "Alice")
+    assert other.get("/account/").status_code == 200
 
 
 def test_last_admin_cannot_be_demoted(client, h):

@@ -32,6 +32,21 @@ def test_users_create_refuses_bad_input(runner):
     assert result.exit_code != 0 and "owner" in result.output
 
 
+def test_users_delete(runner, app):
+    env = {"AGENTWATCH_PASSWORD": "long enough pw"}
+    assert invoke(runner, "users", "create", "root", "--role", "admin", env=env).exit_code == 0
+    assert invoke(runner, "users", "create", "Carol", "--role", "viewer", env=env).exit_code == 0
+    clash = runner.invoke(main, ["users", "create", "carol", "--role", "admin"], env=env)
+    assert clash.exit_code != 0 and "A user named 'Carol' already exists" in clash.output
+    assert invoke(runner, "users", "delete", "carol").output == "deleted viewer Carol\n"
+    last = runner.invoke(main, ["users", "delete", "root"])
+    assert last.exit_code != 0 and "The last admin cannot be deleted" in last.output
+    gone = runner.invoke(main, ["users", "delete", "carol"])
+    assert gone.exit_code != 0 and "No user named 'carol'" in gone.output
+    with app.app_context():
+        assert [u.name for u in users.all_users()] == ["root"]
+
+
 def test_agents_create_list_and_errors(runner, app):
     assert invoke(runner, "agents", "create", "edge-1", "--kubeconfig", "/k/config",
                   "--context", "sim").exit_code == 0

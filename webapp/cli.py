@@ -18,7 +18,15 @@ def _fail(exc: AppError) -> None:
     raise click.ClickException(exc.message)
 
 
-@click.group(cls=FlaskGroup, create_app=create_app, add_default_commands=False,
+def _app() -> Flask:
+    """The app, its schema upgraded; a migration's refusal is said in its words."""
+    try:
+        return create_app()
+    except migrate.Refused as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@click.group(cls=FlaskGroup, create_app=_app, add_default_commands=False,
              add_version_option=False, load_dotenv=False)
 def main() -> None:
     """agentwatch: activity and a live cluster overview for Kubernetes agents."""
@@ -40,7 +48,10 @@ def main() -> None:
 def serve(host: str, port: int, workers: int, threads: int) -> None:
     """Run the production server (gunicorn, gthread workers)."""
     from .server import run
-    run(host, port, workers, threads)
+    try:
+        run(host, port, workers, threads)
+    except migrate.Refused as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 # --- database -----------------------------------------------------------------------------
@@ -55,7 +66,10 @@ def db() -> None:
 def db_upgrade() -> None:
     """Upgrade the schema to the newest revision (also done at every start)."""
     engine = current_app.extensions["db_engine"]
-    migrate.upgrade(engine)
+    try:
+        migrate.upgrade(engine)
+    except migrate.Refused as exc:
+        raise click.ClickException(str(exc)) from None
     click.echo(f"database at revision {migrate.current_revision(engine)}")
 
 
@@ -101,6 +115,19 @@ def users_token(name: str, token_name: str, scope: str, days: int | None) -> Non
         _fail(exc)
     click.echo(f"personal token for {name} (shown once):", err=True)
     click.echo(raw)
+
+
+@users_group.command("delete")
+@click.argument("name")
+@with_appcontext
+def users_delete(name: str) -> None:
+    """Delete a user, with their sessions and personal tokens (not the last admin)."""
+    try:
+        user = users.get(name)
+        users.delete(user)
+    except AppError as exc:
+        _fail(exc)
+    click.echo(f"deleted {user.role} {user.name}")
 
 
 @users_group.command("list")

@@ -349,8 +349,8 @@ _INT_KEYS = {
 # Environment variables that take one of a few words.
 _CHOICE_KEYS = {"SMTP_SECURITY": ("none", "starttls", "ssl"),
                 "WEBHOOK_SENDER": ("process", "thread")}
-_BOOL_KEYS = {"SCHEDULER_ENABLED", "DEMO", "SESSION_COOKIE_SECURE", "KUBECONFIG_ALLOW_EXEC",
-              "ACCESS_LOG", "LOCAL_LOGIN"}
+_BOOL_KEYS = {"AUTO_MIGRATE", "SCHEDULER_ENABLED", "DEMO", "SESSION_COOKIE_SECURE",
+              "KUBECONFIG_ALLOW_EXEC", "ACCESS_LOG", "LOCAL_LOGIN"}
 
 
 def instance_path() -> str:

@@ -13,6 +13,10 @@ from sqlalchemy.engine import Engine
 _SCRIPTS = str(Path(__file__).parent / "migrations")
 
 
+class Refused(Exception):
+    """A migration that will not run over what the database holds; says what to do."""
+
+
 def _config() -> Config:
     config = Config()
     config.set_main_option("script_location", _SCRIPTS)

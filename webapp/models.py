@@ -15,6 +15,7 @@ from sqlalchemy import (
     String,
     Text,
     false,
+    func,
     text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
@@ -37,7 +38,10 @@ _NEVER_REUSE_IDS = {"sqlite_autoincrement": True}
 
 class User(Base):
     __tablename__ = "users"
-    __table_args__ = _NEVER_REUSE_IDS
+    # One account per name whatever its case: "Admin" can be neither created beside
+    # "admin" nor signed in through a provider as a second person (migration 0017).
+    __table_args__ = (Index("uq_users_name_folded", func.lower(text("name")), unique=True),
+                      _NEVER_REUSE_IDS)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(64), unique=True)

@@ -6,7 +6,7 @@ import re
 from datetime import timedelta
 
 from flask import current_app
-from sqlalchemy import or_, select, update
+from sqlalchemy import Select, case, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from werkzeug.security import check_password_hash, generate_password_hash
 
@@ -49,20 +49,37 @@ def validate(name: str, role: str, password: str) -> None:
                       code="weak_password")
 
 
+def named(name: str) -> Select[User]:
+    """The user of this name, whatever its case (names are unique so: migration 0017);
+    the exact name first, for a database that still has names differing only in case
+    (the migration stops until an admin deletes one)."""
+    return select(User).where(func.lower(User.name) == name.lower()).order_by(
+        case((User.name == name, 0), else_=1)).limit(1)
+
+
 def create(name: str, role: str, password: str) -> User:
     validate(name, role, password)
+    taken = db.session().scalar(named(name))
+    if taken is not None:
+        raise Conflict(_taken_message(name, taken.name), code="user_exists")
     user = User(name=name, role=role, created_at=clock.now(),
                 password_hash=generate_password_hash(password, method=_HASH_METHOD))
     try:
         with db.write_transaction() as session:
             session.add(user)
-    except IntegrityError:
-        raise Conflict(f"A user named {name!r} already exists", code="user_exists") from None
+    except IntegrityError:  # created meanwhile
+        raise Conflict(_taken_message(name, name), code="user_exists") from None
     return user
 
 
+def _taken_message(name: str, existing: str) -> str:
+    if existing == name:
+        return f"A user named {name!r} already exists"
+    return f"A user named {existing!r} already exists (user names differ by more than case)"
+
+
 def get(name: str) -> User:
-    user = db.session().scalar(select(User).where(User.name == name))
+    user = db.session().scalar(named(name))
     if user is None:
         raise NotFound(f"No user named {name!r}", code="user_not_found")
     return user
@@ -77,7 +94,7 @@ def all_users() -> list[User]:
 
 
 def check_password(name: str, password: str) -> User | None:
-    user = db.session().scalar(select(User).where(User.name == name))
+    user = db.session().scalar(named(name))
     if user is None:
         check_password_hash(_DUMMY_HASH, password)
         return None

@@ -190,3 +190,9 @@ def test_a_name_of_a_local_account_is_not_taken_over(
             "to through Test IdP") in unescape(landed.text)
     assert _whoami(http, base_url) is None
     assert _audit(app, "breakglass") == [("sign_in_refused", "the name is a local account's")]
+    # Nor by the same name in other letters' case.
+    oidc_provider.add_user(["platform-admins"], name="BreakGlass")
+    http, landed = sign_in(base_url, "BreakGlass")
+    assert landed.status_code == 403
+    assert "The user name 'BreakGlass' belongs to a local account" in unescape(landed.text)
+    assert _whoami(http, base_url) is None

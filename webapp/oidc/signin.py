@@ -68,7 +68,7 @@ def sign_in(provider: Provider, who: Person) -> tuple[User, UserIdentity]:
             UserIdentity.issuer == provider.issuer, UserIdentity.subject == who.subject))
         elsewhere: str | None = None
         if identity is None:
-            user = session.scalar(select(User).where(User.name == who.username))
+            user = session.scalar(users.named(who.username))
             if user is not None:
                 conflict = True
                 elsewhere = session.scalar(select(UserIdentity.provider).where(
