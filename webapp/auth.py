@@ -145,12 +145,13 @@ def bearer_token() -> str | None:
     return header.removeprefix("Bearer ").strip()
 
 
-def bearer_user(raw: str) -> User:
+def bearer_user(raw: str, changes: bool = False) -> User:
     """The user of a personal token, made the request's credential; Unauthorized
-    otherwise."""
+    otherwise. `changes`: the request changes things whatever its method."""
     user, token_id = users.authenticate_token_id(raw)
     # A read-only token reads: anything that could change something is refused.
-    if request.method not in _SAFE_METHODS and users.token_scope(token_id) == "read":
+    changes = changes or request.method not in _SAFE_METHODS
+    if changes and users.token_scope(token_id) == "read":
         raise Forbidden("This personal token is read-only; create a read-write token to "
                         "change things", code="token_read_only")
     credentials.remember(Credential(user.id, token_id=token_id))

@@ -261,6 +261,34 @@ def test_a_revoked_token_ends_its_shell_and_no_thread_stays(live: Live, granted:
     eventually(lambda: not [t for t in threading.enumerate() if t.name == "exec-upstream"])
 
 
+def test_a_read_only_token_opens_no_shell(live: Live, granted: str) -> None:
+    """A shell changes things though its handshake is a GET: a token made to read is
+    refused, as for any other change."""
+    from webapp import users
+    with live.app.app_context():
+        read_only = users.issue_token(users.get("alice"), "reader", scope="read")
+    code, reason = refusal(live, read_only)
+    assert code == 4403
+    assert "read-only" in reason
+    assert not [r for r in live.sim.stats.requests if "exec" in r.path]
+
+
+def test_a_user_no_longer_granted_a_shell_loses_the_open_one(live: Live, granted: str) -> None:
+    """The grant is checked again while the shell is open (every RECHECK_SECONDS), not
+    only when it opens: alice, demoted below the role exec is granted to, still views the
+    cluster but her shell ends, recorded."""
+    from webapp import users
+    live.user("root", "admin")  # the last admin cannot be demoted
+    shell = open_shell(live, granted)
+    shell.until("/ # ")
+    with live.app.app_context():
+        users.set_role(users.get("alice"), "maintainer")
+    ended = shell.message("exit")
+    assert ended["reason"] == "ended"
+    assert "alice may no longer open a shell in this cluster" in ended["message"]
+    assert eventually(lambda: live.events())[0].details["reason"] == "ended"
+
+
 def test_the_manifest_allows_exec_only_when_asked() -> None:
     from webapp.tunnel import manifest
 

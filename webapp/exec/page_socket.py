@@ -100,7 +100,7 @@ def _serve(page: Any, name: str) -> None:
             agent = agents.get(name)
         except AppError:
             raise ws.Refused(ws.CLOSE_NOT_FOUND, f"no agent named {name}") from None
-        user = ws.authenticate(agent)
+        user = ws.authenticate(agent, changes=True)
         if not access.can_view(user, agent):
             raise ws.Refused(ws.CLOSE_FORBIDDEN, f"{user.name} may not view the cluster of "
                                                  f"{name}")
@@ -117,7 +117,7 @@ def _serve(page: Any, name: str) -> None:
             lease = sessions.open(user.id)
         except TooMany as exc:
             raise ws.Refused(ws.CLOSE_TOO_SLOW, exc.message) from None
-        recheck = Recheck(credentials.current(), agent.name, identity)
+        recheck = Recheck(credentials.current(), agent.name, identity, shell=True)
     except ws.Refused as refusal:
         _quiet_close(page, refusal.code, refusal.reason[:120])
         return
@@ -264,7 +264,7 @@ def _session(page: Any, user: User, agent: Agent, wanted: exec_request.ExecReque
         return
     bridge = _Bridge(page, upstream)
     reader = threading.Thread(target=bridge.pump_upstream, daemon=True, name="exec-upstream")
-    reason = "closed"
+    reason, why = "closed", ""
     idle_seconds = float(current_app.config["EXEC_IDLE_SECONDS"])
     try:
         _send_json(page, {"type": "started", "pod": wanted.pod,
@@ -272,7 +272,7 @@ def _session(page: Any, user: User, agent: Agent, wanted: exec_request.ExecReque
                           "command": list(wanted.command), "protocol": upstream.protocol})
         upstream.listen(bridge.handle_now)
         reader.start()
-        reason = _read_page(page, bridge, recheck, idle_seconds)
+        reason, why = _read_page(page, bridge, recheck, idle_seconds)
     except (ConnectionClosed, UpstreamClosed, OSError):
         reason = "closed" if not bridge.ended.is_set() else "exited"
     except Exception:  # a fault of ours: the session still ends and is recorded, as broken
@@ -300,7 +300,7 @@ def _session(page: Any, user: User, agent: Agent, wanted: exec_request.ExecReque
     with contextlib.suppress(Exception):
         message = {"exited": bridge.message, "idle": (
             f"Closed: nothing typed or shown for {idle_seconds:g} s "
-            "(AGENTWATCH_EXEC_IDLE_SECONDS)")}.get(reason, "")
+            "(AGENTWATCH_EXEC_IDLE_SECONDS)")}.get(reason, why)
         _send_json(page, {"type": "exit", "exitCode": exit_code, "reason": reason,
                           "message": message})
         _quiet_close(page, CLOSE_NORMAL, "")
@@ -310,22 +310,24 @@ def _session(page: Any, user: User, agent: Agent, wanted: exec_request.ExecReque
     current_app.extensions["db_session"].remove()
 
 
-def _read_page(page: Any, bridge: _Bridge, recheck: Recheck, idle_seconds: float) -> str:
-    """Read the page until the session ends; why it did."""
+def _read_page(page: Any, bridge: _Bridge, recheck: Recheck, idle_seconds: float
+               ) -> tuple[str, str]:
+    """Read the page until the session ends; why it did (a reason, and words for some)."""
     while True:
         if bridge.ended.is_set():
-            return "exited"
+            return "exited", ""
         if time.monotonic() - bridge.active > idle_seconds:
-            return "idle"
-        if recheck.ended() is not None:
-            return "ended"
+            return "idle", ""
+        ended = recheck.ended()
+        if ended is not None:  # signed out, or no longer granted the cluster or a shell
+            return "ended", f"Closed: {ended.reason}"
         if not page.connected:
-            return "closed"
+            return "closed", ""
         data = page.receive(timeout=TICK)
         if data is None:
             continue
         if not bridge.from_page(data):
-            return "bad message"
+            return "bad message", ""
 
 
 def _flush_briefly(owned: Any) -> None:

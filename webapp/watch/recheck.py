@@ -33,7 +33,7 @@ class Ended:
     reason: str
 
 
-_Key = tuple[Credential | None, str, Identity]
+_Key = tuple[Credential | None, str, Identity, bool]
 
 
 class SharedVerdicts:
@@ -69,11 +69,16 @@ def _shared(app: Flask, interval: float) -> SharedVerdicts:
 
 
 class Recheck:
-    def __init__(self, credential: Credential | None, agent: str, identity: Identity) -> None:
+    """`shell`: the connection is a shell, which the user must still be granted
+    (user_access.exec), not only the cluster's view."""
+
+    def __init__(self, credential: Credential | None, agent: str, identity: Identity,
+                 shell: bool = False) -> None:
         self._app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]
         self._credential = credential
         self._agent = agent
         self._identity = identity
+        self._shell = shell
         self.interval = float(self._app.config["RECHECK_SECONDS"])
         self._next = time.monotonic() + self.interval
         self._shared = _shared(self._app, self.interval)
@@ -88,7 +93,7 @@ class Recheck:
         if self.due() > 0:
             return None
         self._next = time.monotonic() + self.interval
-        key = (self._credential, self._agent, self._identity)
+        key = (self._credential, self._agent, self._identity, self._shell)
         known, verdict = self._shared.fresh(key)
         if known:
             return verdict
@@ -112,6 +117,8 @@ class Recheck:
             return Ended(GONE, f"agent {self._agent} no longer exists")
         if not access.can_view(user, agent):
             return Ended(FORBIDDEN, f"{user.name} may no longer view this cluster")
+        if self._shell and not access.can_exec(user, agent):
+            return Ended(FORBIDDEN, f"{user.name} may no longer open a shell in this cluster")
         if access.identity(user, agent) != self._identity:
             return Ended(RECONNECT, "your cluster access changed: reconnect")
         return None

@@ -105,14 +105,17 @@ def origin_allowed() -> bool:
     return origin in allowed
 
 
-def authenticate(agent: Agent) -> User:
-    """The user behind a ticket (browsers) or a personal token (scripts)."""
+def authenticate(agent: Agent, changes: bool = False) -> User:
+    """The user behind a ticket (browsers) or a personal token (scripts). `changes`: the
+    socket can change things (a shell), though its handshake is a GET: a read-only token
+    is refused, as it is for any other change."""
     header = request.headers.get("Authorization", "")
     if header.startswith("Bearer "):
         try:
-            return auth.bearer_user(header.removeprefix("Bearer ").strip())
+            return auth.bearer_user(header.removeprefix("Bearer ").strip(), changes=changes)
         except AppError as exc:
-            raise Refused(CLOSE_UNAUTHORIZED, exc.message) from None
+            raise Refused(CLOSE_FORBIDDEN if exc.status == 403 else CLOSE_UNAUTHORIZED,
+                          exc.message) from None
     ticket = offered_ticket()
     if not ticket:
         raise Refused(CLOSE_UNAUTHORIZED, "no ticket: POST /agents/NAME/watch/ticket first")
