@@ -58,6 +58,7 @@ class Reply:
     body: bytes = b"ok"
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    raw: bytes | None = None  # written as the whole answer instead, status line included
 
 
 class Receiver:
@@ -89,6 +90,9 @@ class Receiver:
                 if reply.delay:
                     receiver.release.wait(reply.delay)
                 try:
+                    if reply.raw is not None:
+                        self.wfile.write(reply.raw)
+                        return
                     self.send_response(reply.status)
                     for name, value in reply.headers.items():
                         self.send_header(name, value)

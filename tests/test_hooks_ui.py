@@ -144,6 +144,31 @@ def test_an_automatically_disabled_hook_says_why(client, h, app, receiver):
     assert "Webhook to http://127.0.0.1:" in activity and "disabled" in activity
 
 
+def test_what_a_receiver_says_is_cut_short_and_cleaned_before_it_is_kept(
+        client, h, app, receiver):
+    """A status line of 60,000 characters with NULs and markup: the hook is disabled once,
+    with a short reason in one line, whatever the database (PostgreSQL refuses NUL, and the
+    hook then stayed enabled, its delivery resent every minute)."""
+    from test_hooks_common import Reply
+    app.config.update(WEBHOOK_MAX_ATTEMPTS=1, WEBHOOK_DISABLE_AFTER=1)
+    h.agent()
+    hook_id = make_hook(app, receiver.url())
+    receiver.reply = Reply(raw=b"GARBAGE\x00\x00<b>evil</b>\n" + b"A" * 60_000 + b"\r\n\r\n")
+    record_events(app, "prod", event(app=app))
+    run_webhooks(app)
+    row = hook_row(app, hook_id)
+    assert not row.enabled
+    assert row.disabled_reason.startswith(
+        "Disabled automatically after 1 failed deliveries in a row (last: Invalid HTTP "
+        "response: BadStatusLine 'GARBAGE")
+    assert len(row.disabled_reason) < 400
+    assert row.disabled_reason.isprintable()
+    (attempt,) = attempts(app)
+    assert attempt.error.isprintable() and len(attempt.error) < 400
+    _signed_in(client, h, "viewer")
+    assert "&lt;b&gt;evil&lt;/b&gt;" in client.get(f"/hooks/{hook_id}").text
+
+
 def test_global_hooks_page_and_nav_link(client, h, app, receiver):
     h.agent()
     _signed_in(client, h)

@@ -497,7 +497,7 @@ def _record(session: Session, settings: Settings,
                          .values(consecutive_failures=count))
     for item, outcome, count in disabling:
         hook = hooks[item.hook_id]
-        last = outcome.error or f"HTTP {outcome.status_code}"
+        last = sender.one_line(outcome.error or f"HTTP {outcome.status_code}", 300)
         reason = (f"Disabled automatically after {count} failed deliveries in a row "
                   f"(last: {last})")
         disable(session, item.hook_id, reason, now, by_user=None,

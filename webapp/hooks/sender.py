@@ -179,21 +179,29 @@ def post(url: str, body: bytes, headers: dict[str, str], limits: Limits) -> Outc
     return done(False, status, snippet, f"HTTP {status}")
 
 
+def one_line(text: str, limit: int = 200) -> str:
+    """What a receiver said, to show and keep: one line of printable characters (a NUL,
+    which PostgreSQL refuses, or a line break become U+FFFD), at most `limit` long."""
+    shown = "".join(c if c.isprintable() else "\ufffd" for c in text[:limit])
+    return shown if len(text) <= limit else shown + "…"
+
+
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, ConnectionRefusedError):
         return "Connection refused"
     if isinstance(exc, http.client.RemoteDisconnected):
         return "The receiver closed the connection without answering"
-    if isinstance(exc, http.client.HTTPException):
-        return f"Invalid HTTP response: {type(exc).__name__} {exc}".strip()
-    return f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, http.client.HTTPException):  # its text is the receiver's, up to 64 KB
+        said = f" '{one_line(str(exc))}'" if str(exc) else ""
+        return f"Invalid HTTP response: {type(exc).__name__}{said}"
+    return one_line(f"{type(exc).__name__}: {exc}", 400)
 
 
 def _redirect_error(status: int, location: str | None, limits: Limits) -> str:
     """Redirects are never followed; say where it pointed and whether that is refused."""
     if not location:
         return f"Redirect ({status}) without a Location, not followed"
-    text = f"Redirect ({status}) to {location[:300]} not followed (redirects never are)"
+    text = f"Redirect ({status}) to {one_line(location, 300)} not followed (redirects never are)"
     try:
         safety.resolve(safety.parse_url(location), limits.allowlist)
     except Invalid:
