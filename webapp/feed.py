@@ -87,6 +87,8 @@ def _parse_hour(raw: str) -> datetime:
         if match is None:
             raise ValueError(raw)
         year, month, day, hour = (int(part) for part in match.groups())
+        if not 1 <= year <= 9998:  # the hour after it must be a date too
+            raise ValueError(raw)
         return datetime(year, month, day, hour)
     except ValueError:
         raise Invalid(f"Malformed hour {raw[:40]!r}: write it YYYY-MM-DDTHH (UTC), like "
