@@ -8,7 +8,7 @@ from html import unescape
 import pytest
 from conftest import bearer
 
-from webapp import users
+from webapp import clock, db, users
 
 
 def test_pages_need_sign_in(client):
@@ -181,6 +181,47 @@ def test_user_names_are_one_account_whatever_their_case(client, h, app):
     other = app.test_client()
     h.login(other, "Alice")
     assert other.get("/account/").status_code == 200
+
+
+def test_a_typed_user_name_cannot_forge_an_audit_log_line(client, h, app, caplog):
+    caplog.set_level("INFO", logger="agentwatch.audit")
+    h.user()
+    csrf = h.csrf(client, "/login")
+    typed = "bob\n[2026-12-05] agentwatch.audit: sign_in user=root"
+    answer = client.post("/login", data={"username": typed, "password": "whatever!",
+                                         "csrf_token": csrf})
+    assert answer.status_code == 401
+    lines = [r.getMessage() for r in caplog.records if r.name == "agentwatch.audit"]
+    assert lines == ["sign_in_refused user=bob\ufffd[2026-12-05] agentwatch.audit: sign_in "
+                     "user=root provider=None: wrong user name or password"]
+    from webapp.oidc import audit
+    with app.app_context():
+        assert [e.user_name for e in audit.recent(10)] == [
+            "bob\ufffd[2026-12-05] agentwatch.audit: sign_in user=root"]
+
+
+def test_a_user_without_a_password_costs_a_wrong_guess_as_much_as_anyone(
+        app, h, monkeypatch):
+    """A person signed in through a provider has no password ("!"): their name must not
+    answer faster than a local user's or an unknown one (which named provider users)."""
+    from werkzeug.security import check_password_hash
+
+    from webapp.models import User
+    h.user()
+    with app.app_context(), db.write_transaction() as session:
+        session.add(User(name="idp-person", role="viewer", password_hash="!",
+                         created_at=clock.now()))
+    checked: list[str] = []
+
+    def counting(hashed: str, password: str) -> bool:
+        checked.append(hashed.split("$")[0])
+        return check_password_hash(hashed, password)
+
+    monkeypatch.setattr(users, "check_password_hash", counting)
+    with app.app_context():
+        for name in ("alice", "idp-person", "nobody"):
+            assert users.check_password(name, "a wrong guess") is None
+    assert checked == ["scrypt:32768:8:1"] * 3
 
 
 def test_last_admin_cannot_be_demoted(client, h):

@@ -9,6 +9,14 @@ from typing import Any
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+def one_line(text: str, limit: int = 200) -> str:
+    """Someone else's words, to show, log and keep: one line of printable characters (a NUL,
+    which PostgreSQL refuses, a line break that would start a forged log line, or a
+    formatting character become U+FFFD), at most `limit` long."""
+    shown = "".join(c if c.isprintable() else "\ufffd" for c in text[:limit])
+    return shown if len(text) <= limit else shown + "…"
+
+
 def text_problem(value: str) -> str | None:
     """Why a string cannot be stored as is, or None."""
     if "\x00" in value:

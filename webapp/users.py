@@ -95,7 +95,9 @@ def all_users() -> list[User]:
 
 def check_password(name: str, password: str) -> User | None:
     user = db.session().scalar(named(name))
-    if user is None:
+    if user is None or "$" not in user.password_hash:
+        # No such user, or one without a password (signed in through a provider): the
+        # same work as a real check, so the time taken tells neither apart from a user.
         check_password_hash(_DUMMY_HASH, password)
         return None
     return user if check_password_hash(user.password_hash, password) else None

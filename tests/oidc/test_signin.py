@@ -120,6 +120,32 @@ def test_a_callback_without_the_flows_state_is_refused(
     assert "Try again" in answer.text
 
 
+def test_only_a_flow_this_browser_started_is_audited_when_it_fails(
+        app: Flask, base_url: str, oidc_provider: Provider) -> None:
+    """The callback takes an error from anyone: without the flow's state it is refused and
+    not written down (300 such calls pushed every real entry off /audit); a started flow's
+    error is, in one printable line (a line break in it forged a log line)."""
+    forged = "\n[2026-12-05 23:40:00 +0000] [1] [INFO] agentwatch.audit: sign_in user=root"
+    for _ in range(3):
+        answer = requests.get(f"{base_url}/login/oidc/oidc/callback", timeout=WAIT,
+                              params={"error": "x", "error_description": forged + "A" * 5000})
+        assert answer.status_code == 400
+    with app.app_context():
+        assert db.session().scalars(select(AuditEntry)).all() == []
+    http = requests.Session()
+    start = http.get(f"{base_url}/login/oidc/oidc", allow_redirects=False, timeout=WAIT)
+    state = re.search(r"[?&]state=([^&]+)", start.headers["Location"])
+    assert state is not None
+    answer = http.get(f"{base_url}/login/oidc/oidc/callback", timeout=WAIT, params={
+        "error": "access_denied", "error_description": forged, "state": state.group(1)})
+    assert answer.status_code == 400
+    with app.app_context():
+        (entry,) = db.session().scalars(select(AuditEntry)).all()
+    assert (entry.action, entry.provider) == ("sign_in_refused", "oidc")
+    assert entry.message.startswith("the flow failed: access_denied: \ufffd[2026-12-05")
+    assert entry.message.isprintable()
+
+
 def test_the_scheduler_rechecks_a_session_that_opens_no_page(
         app: Flask, base_url: str, oidc_provider: Provider, clock: FakeClock) -> None:
     from webapp import jobs

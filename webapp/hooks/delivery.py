@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session
 from .. import clock, db, feed
 from ..models import Agent, Event
 from ..recorder import NewEvent, record_one
+from ..storable import one_line
 from . import safety, sender
 from .models import Attempt, Delivery, Hook
 
@@ -497,7 +498,7 @@ def _record(session: Session, settings: Settings,
                          .values(consecutive_failures=count))
     for item, outcome, count in disabling:
         hook = hooks[item.hook_id]
-        last = sender.one_line(outcome.error or f"HTTP {outcome.status_code}", 300)
+        last = one_line(outcome.error or f"HTTP {outcome.status_code}", 300)
         reason = (f"Disabled automatically after {count} failed deliveries in a row "
                   f"(last: {last})")
         disable(session, item.hook_id, reason, now, by_user=None,

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import Invalid
+from ..storable import one_line
 from . import safety
 
 SNIPPET_BYTES = 1024
@@ -177,13 +178,6 @@ def post(url: str, body: bytes, headers: dict[str, str], limits: Limits) -> Outc
     if 300 <= status < 400:
         return done(False, status, snippet, _redirect_error(status, location, limits))
     return done(False, status, snippet, f"HTTP {status}")
-
-
-def one_line(text: str, limit: int = 200) -> str:
-    """What a receiver said, to show and keep: one line of printable characters (a NUL,
-    which PostgreSQL refuses, or a line break become U+FFFD), at most `limit` long."""
-    shown = "".join(c if c.isprintable() else "\ufffd" for c in text[:limit])
-    return shown if len(text) <= limit else shown + "…"
 
 
 def _describe(exc: BaseException) -> str:

@@ -12,6 +12,7 @@ from flask import Flask, has_request_context, request
 from sqlalchemy import delete, select
 
 from .. import clock, db
+from ..storable import one_line
 from .models import AuditEntry
 
 log = logging.getLogger("agentwatch.audit")
@@ -23,9 +24,17 @@ SESSION_ENDED = "session_ended"
 SIGN_OUT = "sign_out"
 
 
+# What an entry keeps of the words it is given, some of them a stranger's (a provider's
+# error description, a typed user name): one printable line, so no log line can be forged.
+MAX_MESSAGE = 1000
+MAX_NAME = 255  # audit_log.user_name
+
+
 def record(action: str, message: str, *, user_name: str | None = None,
            provider: str | None = None, details: dict[str, Any] | None = None) -> None:
     address = request.remote_addr if has_request_context() else None
+    message = one_line(message, MAX_MESSAGE)
+    user_name = one_line(user_name, MAX_NAME - 1) if user_name is not None else None
     log.info("%s user=%s provider=%s: %s", action, user_name, provider, message)
     with db.write_transaction() as session:
         session.add(AuditEntry(happened_at=clock.now(), action=action, user_name=user_name,

@@ -12,6 +12,7 @@ from werkzeug.wrappers import Response
 
 from .. import auth
 from ..errors import AppError, Forbidden
+from ..storable import one_line
 from . import audit, audit_views, clients, recheck, signin
 from .settings import Provider
 
@@ -59,15 +60,21 @@ def callback(name: str) -> Response:
     provider = clients.provider(name)
     client = clients.client(name)
     target = session.get(_NEXT) or url_for("fleet.page")
+    # Only a flow this browser started is audited when it fails: anyone can call this
+    # address with an error of their choosing, and must not fill the log with it.
+    state = request.args.get("state")
+    started = bool(state) and client.framework.get_state_data(session, state) is not None
     try:
         token: dict[str, Any] = dict(client.authorize_access_token())
         claims = recheck.with_userinfo(provider, dict(token.get("userinfo") or {}), token)
     except OAuthError as exc:
         # a mismatching or replayed state, an error the provider sent back, a refused code
-        audit.record(audit.SIGN_IN_REFUSED, f"the flow failed: {exc.error}: {exc.description}",
-                     provider=name)
+        if started:
+            audit.record(audit.SIGN_IN_REFUSED,
+                         f"the flow failed: {exc.error}: {exc.description}", provider=name)
         raise SignInFailed(f"Signing in with {provider.display_name} failed: "
-                           f"{exc.description or exc.error}. Try again.") from exc
+                           f"{one_line(str(exc.description or exc.error))}. Try again."
+                           ) from exc
     except JoseError as exc:
         audit.record(audit.SIGN_IN_REFUSED, f"the ID token did not verify: {exc}",
                      provider=name)
