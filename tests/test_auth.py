@@ -191,12 +191,13 @@ def test_a_typed_user_name_cannot_forge_an_audit_log_line(client, h, app, caplog
     answer = client.post("/login", data={"username": typed, "password": "whatever!",
                                          "csrf_token": csrf})
     assert answer.status_code == 401
-    lines = [r.getMessage() for r in caplog.records if r.name == "agentwatch.audit"]
+    lines = [r.getMessage() for r in caplog.records
+             if r.name == "agentwatch.audit" and r.getMessage().startswith("sign_in")]
     assert lines == ["sign_in_refused user=bob\ufffd[2026-12-05] agentwatch.audit: sign_in "
                      "user=root provider=None: wrong user name or password"]
     from webapp.oidc import audit
     with app.app_context():
-        assert [e.user_name for e in audit.recent(10)] == [
+        assert [e.user_name for e in audit.recent(10) if e.action == "sign_in_refused"] == [
             "bob\ufffd[2026-12-05] agentwatch.audit: sign_in user=root"]
 
 
@@ -222,6 +223,42 @@ def test_a_user_without_a_password_costs_a_wrong_guess_as_much_as_anyone(
         for name in ("alice", "idp-person", "nobody"):
             assert users.check_password(name, "a wrong guess") is None
     assert checked == ["scrypt:32768:8:1"] * 3
+
+
+def test_what_admins_and_owners_do_to_accounts_is_in_the_audit_log(client, h, app):
+    """Who made an admin, demoted someone, deleted them, or made and revoked a token."""
+    from webapp.oidc import audit
+    h.user()
+    h.login(client)
+    csrf = h.csrf(client, "/users/")
+    assert client.post("/users/", data={"name": "carol", "role": "admin",
+                                        "password": "long enough", "csrf_token": csrf}
+                       ).status_code == 302
+    assert client.post("/users/carol/role", data={"role": "viewer", "csrf_token": csrf}
+                       ).status_code == 302
+    assert client.post("/users/carol/delete", data={"csrf_token": csrf}).status_code == 302
+    assert client.post("/account/tokens", data={"name": "ci", "scope": "write",
+                                                "csrf_token": csrf}).status_code == 200
+    with app.app_context():
+        token_id = users.personal_tokens(users.get("alice"))[0].id
+    assert client.post(f"/account/tokens/{token_id}/revoke", data={"csrf_token": csrf}
+                       ).status_code == 302
+    assert client.post("/account/password", data={"current": "correct horse",
+                                                  "new": "battery staple", "csrf_token": csrf}
+                       ).status_code == 302
+    with app.app_context():
+        entries = [(e.action, e.user_name, e.message) for e in reversed(audit.recent(20))
+                   if e.action != "sign_in" and e.details["by"] is not None]
+    assert entries == [
+        ("user_created", "carol", "created as admin by alice"),
+        ("role_changed", "carol", "admin → viewer by alice"),
+        ("user_deleted", "carol", "deleted (viewer) by alice"),
+        ("token_created", "alice", "personal token 'ci' (write, 90 days) created by alice"),
+        ("token_revoked", "alice", "personal token 'ci' revoked by alice"),
+        ("password_changed", "alice", "password changed, other sessions ended by alice"),
+    ]
+    page = client.get("/audit").text
+    assert "created as admin by alice" in page
 
 
 def test_last_admin_cannot_be_demoted(client, h):

@@ -13,6 +13,7 @@ from werkzeug.security import check_password_hash, generate_password_hash
 from . import clock, db, secrets_util, user_sessions
 from .errors import Conflict, Invalid, NotFound, Unauthorized
 from .models import PersonalToken, User
+from .oidc import audit
 
 ROLES = ("viewer", "maintainer", "admin")
 _RANK = {role: rank for rank, role in enumerate(ROLES)}
@@ -57,7 +58,15 @@ def named(name: str) -> Select[User]:
         case((User.name == name, 0), else_=1)).limit(1)
 
 
-def create(name: str, role: str, password: str) -> User:
+def _audit(action: str, user_name: str, what: str, by: str | None,
+           details: dict[str, str] | None = None) -> None:
+    """An account's change in the audit log, with who made it: `by` a signed-in user, or
+    None from the command line (which only the server's operator runs)."""
+    audit.record(action, f"{what} by {by}" if by else f"{what} from the command line",
+                 user_name=user_name, details={"by": by, **(details or {})})
+
+
+def create(name: str, role: str, password: str, by: str | None = None) -> User:
     validate(name, role, password)
     taken = db.session().scalar(named(name))
     if taken is not None:
@@ -69,6 +78,7 @@ def create(name: str, role: str, password: str) -> User:
             session.add(user)
     except IntegrityError:  # created meanwhile
         raise Conflict(_taken_message(name, name), code="user_exists") from None
+    _audit(audit.USER_CREATED, name, f"created as {role}", by)
     return user
 
 
@@ -103,17 +113,21 @@ def check_password(name: str, password: str) -> User | None:
     return user if check_password_hash(user.password_hash, password) else None
 
 
-def set_role(user: User, role: str) -> None:
+def set_role(user: User, role: str, by: str | None = None) -> None:
     if role not in ROLES:
         raise Invalid(f"Role must be one of {', '.join(ROLES)}, not {role!r}",
                       code="invalid_role")
     with db.write_transaction():
         if user.role == "admin" and role != "admin" and _admin_count() <= 1:
             raise Conflict("The last admin cannot be demoted", code="last_admin")
-        user.role = role
+        previous, user.role = user.role, role
+    if previous != role:
+        _audit(audit.ROLE_CHANGED, user.name, f"{previous} → {role}", by,
+               {"from": previous, "to": role})
 
 
-def set_password(user: User, password: str, keep_session: int | None = None) -> None:
+def set_password(user: User, password: str, keep_session: int | None = None,
+                 by: str | None = None) -> None:
     """A new password ends every session of the user but `keep_session` (the browser
     that changed it): whoever knew the old password is signed out."""
     validate(user.name, user.role, password)
@@ -121,14 +135,17 @@ def set_password(user: User, password: str, keep_session: int | None = None) -> 
     with db.write_transaction():
         user.password_hash = password_hash
     user_sessions.end_all(user.id, keep=keep_session)
+    _audit(audit.PASSWORD_CHANGED, user.name, "password changed, other sessions ended", by)
 
 
-def delete(user: User) -> None:
+def delete(user: User, by: str | None = None) -> None:
     """The user, their sessions and personal tokens go (ON DELETE CASCADE)."""
+    name, role = user.name, user.role
     with db.write_transaction() as session:
         if user.role == "admin" and _admin_count() <= 1:
             raise Conflict("The last admin cannot be deleted", code="last_admin")
         session.delete(user)
+    _audit(audit.USER_DELETED, name, f"deleted ({role})", by)
 
 
 def _admin_count() -> int:
@@ -140,7 +157,7 @@ MAX_TOKEN_NAME = 64  # personal_tokens.name
 
 
 def issue_token(user: User, name: str = "api", scope: str = "write",
-                days: int | None = None) -> str:
+                days: int | None = None, by: str | None = None) -> str:
     """A personal API token, read-only or read-write, good for `days` (the default expiry
     when None, at most PERSONAL_TOKEN_MAX_DAYS); the raw value is returned here and never
     again."""
@@ -160,6 +177,8 @@ def issue_token(user: User, name: str = "api", scope: str = "write",
         session.add(PersonalToken(user_id=user.id, name=name, digest=secret.digest,
                                   prefix=secret.prefix, created_at=now, scope=scope,
                                   expires_at=now + timedelta(days=days)))
+    _audit(audit.TOKEN_CREATED, user.name, f"personal token {name!r} ({scope}, {days} days) "
+           "created", by, {"token": name, "scope": scope, "prefix": secret.prefix})
     return secret.raw
 
 
@@ -169,12 +188,15 @@ def personal_tokens(user: User) -> list[PersonalToken]:
         .order_by(PersonalToken.created_at.desc())))
 
 
-def revoke_token(user: User, token_id: int) -> None:
+def revoke_token(user: User, token_id: int, by: str | None = None) -> None:
     with db.write_transaction() as session:
         token = session.get(PersonalToken, token_id)
         if token is None or token.user_id != user.id or token.revoked_at is not None:
             raise NotFound("No such active token", code="token_not_found")
         token.revoked_at = clock.now()
+        name, prefix = token.name, token.prefix
+    _audit(audit.TOKEN_REVOKED, user.name, f"personal token {name!r} revoked", by,
+           {"token": name, "prefix": prefix})
 
 
 def authenticate_token(raw: str) -> User:

@@ -1,5 +1,6 @@
-"""The audit log of identity: sign-ins and their refusals, roles that follow groups,
-sessions the provider no longer vouches for, sign-outs. Admins read it at /audit (linked
+"""The audit log of identity: sign-ins and their refusals, roles that follow groups or
+that an admin sets, sessions the provider no longer vouches for, sign-outs, accounts and
+personal tokens made, changed and removed. Admins read it at /audit (linked
 from Users); every entry is also a log line. Kept AUDIT_RETENTION_DAYS."""
 
 from __future__ import annotations
@@ -22,6 +23,12 @@ SIGN_IN_REFUSED = "sign_in_refused"
 ROLE_CHANGED = "role_changed"
 SESSION_ENDED = "session_ended"
 SIGN_OUT = "sign_out"
+# Accounts changed by an admin, by their owner, or from the command line (users.py).
+USER_CREATED = "user_created"
+USER_DELETED = "user_deleted"
+PASSWORD_CHANGED = "password_changed"
+TOKEN_CREATED = "token_created"
+TOKEN_REVOKED = "token_revoked"
 
 
 # What an entry keeps of the words it is given, some of them a stranger's (a provider's

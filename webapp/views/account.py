@@ -33,7 +33,7 @@ def create_token() -> str | tuple[str, int]:
             raise ValueError(raw_days)  # int() would take "٣", "1_0" and " 1"
         days = int(raw_days) if raw_days else None
         raw = users.issue_token(g.user, name, scope=request.form.get("scope", "read"),
-                                days=days)
+                                days=days, by=g.user.name)
     except ValueError:
         return _render(raw_token=None, error=f"Expiry {raw_days[:20]!r} is not a number of "
                        "days"), 422
@@ -45,7 +45,7 @@ def create_token() -> str | tuple[str, int]:
 @bp.post("/tokens/<int32:token_id>/revoke")
 @login_required
 def revoke_token(token_id: int) -> Response:
-    users.revoke_token(g.user, token_id)
+    users.revoke_token(g.user, token_id, by=g.user.name)
     flash("Token revoked.")
     return redirect(url_for("account.page"))
 
@@ -66,7 +66,7 @@ def change_password() -> Response | tuple[str, int]:
     try:
         # This browser stays signed in; every other session of the user ends.
         users.set_password(g.user, request.form.get("new", ""),
-                           keep_session=auth.current_session_id())
+                           keep_session=auth.current_session_id(), by=g.user.name)
     except AppError as exc:
         return _render(raw_token=None, error=exc.message), exc.status
     flash("Password changed.")

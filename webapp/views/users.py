@@ -25,7 +25,7 @@ def index() -> str:
 def create() -> Response | tuple[str, int]:
     form = {k: request.form.get(k, "") for k in ("name", "role", "password")}
     try:
-        users.create(form["name"].strip(), form["role"], form["password"])
+        users.create(form["name"].strip(), form["role"], form["password"], by=g.user.name)
     except AppError as exc:
         form.pop("password")
         return render_template("users/index.html", users=users.all_users(), error=exc.message,
@@ -37,7 +37,7 @@ def create() -> Response | tuple[str, int]:
 @bp.post("/<name>/role")
 @role_required("admin")
 def set_role(name: str) -> Response:
-    users.set_role(users.get(name), request.form.get("role", ""))
+    users.set_role(users.get(name), request.form.get("role", ""), by=g.user.name)
     flash(f"{name} is now {request.form.get('role')}.")
     return redirect(url_for("users.index"))
 
@@ -50,7 +50,7 @@ def delete(name: str) -> Response:
         flash("You cannot delete yourself.")
         return redirect(url_for("users.index"))
     try:
-        users.delete(user)
+        users.delete(user, by=g.user.name)
     except AppError as exc:
         flash(exc.message)
         return redirect(url_for("users.index"))
