@@ -217,3 +217,22 @@ def test_a_new_agent_reached_through_its_agent_says_what_to_do_next(signed_in, a
     with app.app_context():
         from webapp import agents
         assert agents.get("edge").tunnel
+
+
+def test_a_commit_and_an_object_link_never_land_inside_each_other(signed_in, h, app, clock):
+    """The object a GitOps event names ("agents/alpha") is also in the commit link's
+    address (/agents/alpha/events/ID): it was linked there, inside the commit link's href."""
+    h.agent("alpha")
+    with app.app_context(), db.write_transaction() as session:
+        (recorded,) = record(session, agents.get("alpha").id, [NewEvent(
+            "gitops_commit_received", clock.current, commit_sha="abc1234", project="p",
+            details={"object": "Kustomization/agents/alpha"})], clock.current)
+    page = signed_in.get("/agents/alpha").text
+    row = re.search(rf'<li class="event[^"]*" id="event-{recorded.id}".*?</li>', page, re.S)
+    assert row is not None
+    summary = re.search(r'<span class="summary">(.*?)</span>', row.group(0), re.S)
+    assert summary is not None
+    links = re.findall(r'<a class="(\w+)" href="([^"]*)"', summary.group(1))
+    assert links == [("commit", f"/agents/alpha/events/{recorded.id}"),
+                     ("object", "/agents/alpha/cluster?panel=kustomizations."
+                                "kustomize.toolkit.fluxcd.io/agents/alpha")], summary.group(1)

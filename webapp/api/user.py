@@ -7,10 +7,11 @@ from datetime import timedelta
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
-from .. import agents, auth, clock, feed, users
+from .. import agents, auth, clock, event_values, feed, users
 from ..clock import isoformat
 from ..errors import Invalid
 from ..models import Agent
+from ..watch import access
 
 bp = Blueprint("user_api", __name__, url_prefix="/api/v1")
 
@@ -61,14 +62,15 @@ def get_agent(name: str) -> Response:
 
 @bp.get("/agents/<name>/events")
 def list_events(name: str) -> Response:
-    auth.api_user()
+    user = auth.api_user()
     agent = agents.get(name)
     limit = _limit(request.args.get("limit"))
     filters = feed.Filters.parse(request.args.getlist("level"), request.args.getlist("category"))
     before = request.args.get("before")
     result = feed.page(agent.id, filters, feed.Cursor.decode(before) if before else None, limit)
+    shown = event_values.for_reader(result.events, access.can_view(user, agent))
     return jsonify({
-        "events": [feed.to_json(e, agent.name) for e in result.events],
+        "events": [feed.to_json(e, agent.name) for e in shown],
         "next_before": result.next.encode() if result.next else None,
     })
 

@@ -19,8 +19,11 @@ def sentence(event: Any) -> str:
         text += f" {change}"
     elif diff and isinstance(diff[0], dict):
         first = diff[0]
-        text += f": {first.get('path') or 'the object'} {value(first.get('old'))} → " \
-                f"{value(first.get('new'))}"
+        if "old" in first or "new" in first:
+            text += f": {first.get('path') or 'the object'} {value(first.get('old'))} → " \
+                    f"{value(first.get('new'))}"
+        else:  # its values hidden from this reader (event_values.py)
+            text += f": {first.get('path') or 'the object'} changed"
         more = len(diff) - 1 + int(details.get("omitted") or 0)
         if more > 0:
             text += f" and {more} more change{'s' if more > 1 else ''}"

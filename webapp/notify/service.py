@@ -28,9 +28,10 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from .. import clock, db, feed, folding
+from .. import agents, clock, db, event_values, feed, folding
 from ..errors import Invalid, NotFound
 from ..models import Agent, Event, User
+from ..watch import access
 from .important import Rules, rules
 from .models import NotificationMute, NotificationRead, NotificationSettings
 
@@ -221,9 +222,19 @@ class Notification:
     flood: int = 0
 
 
-def _rows(stmt: Select[Any]) -> list[Notification]:
+def _rows(stmt: Select[Any], user_id: int) -> list[Notification]:
+    """The notifications as this user may read them: a cluster's values in an event only
+    for who may view that cluster (event_values.py)."""
     found = [(readable(event), name, bool(read))
              for event, name, read in db.session().execute(stmt)]
+    if any(event.type in event_values.WITH_VALUES for event, _, _ in found):
+        user = db.session().get(User, user_id)
+        views: dict[str, bool] = {}
+        for event, name, _ in found:
+            if event.type in event_values.WITH_VALUES and name not in views:
+                views[name] = user is not None and access.can_view(user, agents.get(name))
+        found = [(event_values.one_for_reader(event, views.get(name, True)), name, read)
+                 for event, name, read in found]
     folded = _folded_counts([event.id for event, _, _ in found])
     return [Notification(event, name, read, folded[event.id] + 1 if event.id in folded else 0)
             for event, name, read in found]
@@ -282,7 +293,7 @@ def page(user: User, before: int | None, limit: int, unread_only: bool = False) 
     stmt = _with_read_state(user.id, rules(), unread_only)
     if before is not None:
         stmt = stmt.where(Event.id < before)
-    items = _rows(stmt.order_by(Event.id.desc()).limit(limit + 1))
+    items = _rows(stmt.order_by(Event.id.desc()).limit(limit + 1), user.id)
     more = len(items) > limit
     items = items[:limit]
     return Page(items, items[-1].event.id if more and items else None)
@@ -291,12 +302,12 @@ def page(user: User, before: int | None, limit: int, unread_only: bool = False) 
 def newer_than(user: User, after_id: int, limit: int) -> list[Notification]:
     """Unread notifications recorded after an id, newest first (for browser notifications)."""
     stmt = _with_read_state(user.id, rules(), unread_only=True).where(Event.id > after_id)
-    return _rows(stmt.order_by(Event.id.desc()).limit(limit))
+    return _rows(stmt.order_by(Event.id.desc()).limit(limit), user.id)
 
 
 def get(user: User, event_id: int) -> Notification:
     stmt = _with_read_state(user.id, rules(), unread_only=False).where(Event.id == event_id)
-    found = _rows(stmt)
+    found = _rows(stmt, user.id)
     if not found:
         raise NotFound(f"No notification for event {event_id}", code="notification_not_found")
     return found[0]
@@ -389,7 +400,7 @@ def pending_mail(settings: NotificationSettings, active: Rules, up_to: int,
     """Unread notifications not mailed yet, recorded up to an event id."""
     stmt = (_with_read_state(settings.user_id, active, unread_only=True)
             .where(Event.id > settings.mailed_up_to, Event.id <= up_to))
-    items = _rows(stmt.order_by(Event.id).limit(limit))
+    items = _rows(stmt.order_by(Event.id).limit(limit), settings.user_id)
     total = len(items)
     if total == limit:
         total = db.session().scalar(

@@ -5,12 +5,13 @@ from __future__ import annotations
 from datetime import date, timedelta
 from urllib.parse import urlencode
 
-from flask import Blueprint, Response, current_app, render_template, request
+from flask import Blueprint, Response, current_app, g, render_template, request
 
-from .. import agents, clock, feed, folding, histogram
+from .. import agents, clock, event_values, feed, folding, histogram
 from ..auth import login_required
 from ..errors import Invalid
 from ..models import Agent
+from ..watch import access
 from . import charts
 from .status_badge import status_key
 
@@ -54,7 +55,8 @@ def page(name: str) -> str:
     after = feed.latest_id()
     first = feed.page(agent.id, filters, None, current_app.config["PAGE_SIZE"])
     status = agents.status(agent)
-    context = {"agent": agent, "filters": filters, "rows": first.events, "next": first.next,
+    context = {"agent": agent, "filters": filters, "next": first.next,
+               "rows": event_values.for_reader(first.events, access.can_view(g.user, agent)),
                "after": after, "status": status, "status_key": status_key(status),
                "prev_day": None, "fold_window_micros": FOLD_WINDOW_MICROS}
     if request.headers.get("HX-Target") == "feed":
@@ -69,7 +71,8 @@ def poll(name: str) -> Response | str:
     agent = agents.get(name)
     filters = _filters()
     after = _int_arg("after")
-    rows = feed.newer_than(agent.id, after, filters)
+    rows = event_values.for_reader(feed.newer_than(agent.id, after, filters),
+                                   access.can_view(g.user, agent))
     status = agents.status(agent)
     key = status_key(status)
     if not rows and key == request.args.get("status"):
@@ -90,7 +93,9 @@ def older(name: str) -> str:
     before = feed.Cursor.decode(request.args.get("before", ""))
     result = feed.page(agent.id, filters, before, current_app.config["PAGE_SIZE"])
     return render_template("activity/_older.html", agent=agent, filters=filters,
-                           rows=result.events, next=result.next,
+                           rows=event_values.for_reader(result.events,
+                                                        access.can_view(g.user, agent)),
+                           next=result.next,
                            prev_day=_day_arg("day"))
 
 
@@ -98,7 +103,8 @@ def older(name: str) -> str:
 @login_required
 def detail(name: str, event_id: int) -> str:
     agent = agents.get(name)
-    event = feed.get(agent.id, event_id)
+    event = event_values.one_for_reader(feed.get(agent.id, event_id),
+                                        access.can_view(g.user, agent))
     status = agents.status(agent)
     return render_template("activity/event.html", tab="activity", agent=agent, event=event,
                            status=status, status_key=status_key(status))

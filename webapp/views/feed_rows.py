@@ -19,7 +19,7 @@ from typing import Any
 from flask import Flask, current_app, url_for
 from markupsafe import Markup, escape
 
-from .. import clock, events, folding
+from .. import clock, event_values, events, folding
 from ..gitops import sources
 from ..models import Event
 from . import cluster_links
@@ -60,26 +60,44 @@ def object_link(event: Event, agent_name: str) -> tuple[str, str] | None:
 def message_html(event: Event, agent_name: str, detail_url: str) -> str:
     """The one-line message as HTML: text, with the commit and the object as links."""
     text = events.describe(event)
-    out = str(escape(text))
+    links: list[tuple[str, str]] = []
     sha = events.short_sha(event.commit_sha)
     if sha and sha in text:
         # On its Git host when the event knows where (GitOps events: their source's URL).
         host = sources.commit_url((event.details or {}).get("source_url"), event.commit_sha)
         where = f'{escape(host)}" rel="noopener' if host else escape(detail_url)
-        link = (f'<a class="commit" href="{where}" '
-                f'title="Commit {escape(event.commit_sha or "")}"><code>{escape(sha)}</code></a>')
-        out = out.replace(str(escape(sha)), link, 1)
+        links.append((sha, f'<a class="commit" href="{where}" '
+                           f'title="Commit {escape(event.commit_sha or "")}">'
+                           f'<code>{escape(sha)}</code></a>'))
     found = object_link(event, agent_name)
+    after = ""
     if found:
         href, written = found
+        link = (f'<a class="object" href="{escape(href)}" '
+                f'title="Open it on the Cluster tab">{escape(written)}</a>')
         if written in text:
-            link = (f'<a class="object" href="{escape(href)}" '
-                    f'title="Open it on the Cluster tab">{escape(written)}</a>')
-            out = out.replace(str(escape(written)), link, 1)
+            links.append((written, link))
         else:  # the message does not name it: said after it
-            out += (f' <span class="on">on <a class="object" href="{escape(href)}" '
-                    f'title="Open it on the Cluster tab">{escape(written)}</a></span>')
-    return out
+            after = f' <span class="on">on {link}</span>'
+    return _linked(text, links) + after
+
+
+def _linked(text: str, links: list[tuple[str, str]]) -> str:
+    """`text` escaped, with the first place each (words, link) names its words made the
+    link: found in the text, never in another link's markup, nor overlapping it."""
+    spans: list[tuple[int, int, str]] = []
+    for words, link in links:
+        start = text.find(words)
+        while start != -1 and any(start < end and start + len(words) > begin
+                                  for begin, end, _ in spans):
+            start = text.find(words, start + 1)
+        if start != -1:
+            spans.append((start, start + len(words), link))
+    out, at = [], 0
+    for begin, end, link in sorted(spans):
+        out += [str(escape(text[at:begin])), link]
+        at = end
+    return "".join(out) + str(escape(text[at:]))
 
 
 def feed_items(rows: list[Event], agent_name: str, prev_day: date | None = None,
@@ -169,11 +187,11 @@ def _fold_commits(group: folding.Fold, detail_base: str) -> str:
 RowParts = tuple[date, str, str, str, str]
 
 
-def _static_parts(cache: dict[tuple[int, str], RowParts], event: Event, agent_name: str,
+def _static_parts(cache: dict[tuple[int, str, bool], RowParts], event: Event, agent_name: str,
                   detail_base: str) -> RowParts:
     """(day, markup up to the day label, from it up to the time's text, the end, fold key);
     kept per app (an id names one event of one database), oldest dropped first."""
-    key = (event.id, detail_base)
+    key = (event.id, detail_base, event_values.hidden(event))
     parts = cache.get(key)
     if parts is None:
         level = escape(event.level)
