@@ -165,7 +165,13 @@ def test_create_from_yaml(live: Live, reach: str) -> None:
     body = {"mode": "create", "namespace": "shop", "yaml": text}
     preview = alice.post(BASE + "/apply/preview", body)
     assert preview.status_code == 200, preview.text
-    assert {"path": "data.k", "old": None, "new": "v"} in preview.json()["diff"]
+    # Every leaf is new; nothing stands for the whole object ({"path": "", "old": {}} did).
+    assert preview.json()["diff"] == [
+        {"path": "apiVersion", "old": None, "new": "v1"},
+        {"path": "kind", "old": None, "new": "ConfigMap"},
+        {"path": "metadata.name", "old": None, "new": "fresh"},
+        {"path": "metadata.namespace", "old": None, "new": "shop"},
+        {"path": "data.k", "old": None, "new": "v"}]
     assert live.sim.find("configmaps", "fresh", "shop") is None
     made = alice.post(BASE + "/apply", body)
     assert made.status_code == 200, made.text
@@ -216,6 +222,9 @@ GOOD = ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: s
     (GOOD.replace("a: '2'", 'a: "\\ud800"'), "data.a contains a lone surrogate"),
     (GOOD.replace("a: '2'", 'a: "\\0"'), "data.a contains a NUL character"),
     (GOOD + "  a: '3'\n", "The key 'a' is given twice in one mapping (line 8)"),
+    # Spelled differently, the same key once read: YAML would keep one value.
+    (GOOD + "  null: x\n  ~: y\n", "The key '~' is given twice in one mapping (line 9)"),
+    (GOOD + "  0x1: x\n  1: y\n", "The key '1' is given twice in one mapping (line 9)"),
 ])
 def test_bad_manifests_are_clear_errors_that_change_nothing(live: Live, admin: str,
                                                            text: str, message: str) -> None:

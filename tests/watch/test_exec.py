@@ -176,6 +176,17 @@ def test_a_command_runs_once_and_its_output_and_code_come_back(live: Live,
     assert shell.message("exit")["exitCode"] == 0
 
 
+def test_a_commands_words_are_quoted_in_its_activity_line(live: Live, granted: str) -> None:
+    """One argument cannot make the line read as another session's ("x` in pod ...")."""
+    crafted = "echo 'x` in pod payments/db-0: closed. alice ran `ls'"
+    shell = open_shell(live, granted, command=crafted)
+    shell.message("exit")
+    event = eventually(lambda: live.events())[0]
+    assert event.details["command"] == ["echo", "x` in pod payments/db-0: closed. alice ran `ls"]
+    assert event.message == ("ran `echo 'x` in pod payments/db-0: closed. alice ran `ls'` "
+                             "in pod default/web-1: exit code 0")
+
+
 def test_no_shell_without_the_configurations_grant(live: Live) -> None:
     live.user("alice", "admin")
     live.agent("prod")  # the default access grants exec to no one

@@ -72,7 +72,8 @@ def changes(old: JSON | None, new: JSON, limit: int,
     `value_chars` is cut); at most `limit`, and whether some were left out."""
     before: dict[str, Any] = {}
     after: dict[str, Any] = {}
-    _flat(editable(old) if old is not None else {}, "", before)
+    if old is not None:  # nothing before a create: every leaf is new, none is the root
+        _flat(editable(old), "", before)
     _flat(editable(new), "", after)
     out: list[JSON] = []
     for path in list(dict.fromkeys([*before, *after])):

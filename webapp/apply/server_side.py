@@ -140,7 +140,7 @@ class _Mapping:
     """A mapping open in the event stream: its keys so far, and whether a key comes next
     (events alternate key, value)."""
 
-    keys: set[str] = field(default_factory=set)
+    keys: set[Any] = field(default_factory=set)
     key_next: bool = True
 
 
@@ -164,16 +164,34 @@ def _check_events(text: str) -> None:
         mapping = open_[-1] if open_ else None
         if mapping is not None:
             if mapping.key_next and isinstance(event, yaml.ScalarEvent):
-                if event.value in mapping.keys:
+                key = _key_read(event)
+                if key in mapping.keys:
                     line = event.start_mark.line + 1 if event.start_mark else "?"
                     raise _invalid(f"The key {event.value[:64]!r} is given twice in one "
                                    f"mapping (line {line}): YAML would keep only the last")
-                mapping.keys.add(event.value)
+                mapping.keys.add(key)
             mapping.key_next = not mapping.key_next
         if isinstance(event, yaml.CollectionStartEvent):
             open_.append(_Mapping() if isinstance(event, yaml.MappingStartEvent) else None)
             if len(open_) > MAX_DEPTH:
                 raise _invalid(f"The manifest nests deeper than {MAX_DEPTH} levels")
+
+
+_RESOLVER = yaml.resolver.Resolver()
+_STR = "tag:yaml.org,2002:str"
+
+
+def _key_read(event: yaml.ScalarEvent) -> Any:
+    """A key as the mapping will hold it: "~" and "null", "1" and "0x1", "true" and "1"
+    (plain, not quoted) are the same key to YAML and to the dict it builds."""
+    tag = event.tag or _RESOLVER.resolve(yaml.ScalarNode, event.value, event.implicit)
+    if tag == _STR:
+        return event.value
+    try:
+        return yaml.constructor.SafeConstructor().construct_object(
+            yaml.ScalarNode(tag, event.value))
+    except (yaml.YAMLError, ValueError, TypeError):
+        return event.value  # the parse that follows says what is wrong with it
 
 
 def _group_version(params: WatchParams) -> str:

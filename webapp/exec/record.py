@@ -4,6 +4,7 @@ ended, how it ended and its exit code. What was typed and shown is never kept.""
 
 from __future__ import annotations
 
+import shlex
 from datetime import datetime
 from typing import Any
 
@@ -20,7 +21,8 @@ def record(user: User, agent: Agent, request: ExecRequest, started: datetime,
     connection broke); `reason`: exited, idle, closed (by the person), ended (sign-in or
     access ended), refused, broken."""
     ended = clock_now()
-    command = " ".join(request.command)
+    # Quoted as a shell would read it: an argument cannot make the line say another thing.
+    command = shlex.join(request.command)
     said = {"exited": f"exit code {exit_code}" if exit_code is not None else "ended",
             "idle": "closed after being idle", "closed": "closed",
             "ended": "closed: sign-in or access ended", "refused": "refused",
