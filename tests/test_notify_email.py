@@ -205,6 +205,19 @@ def test_a_burst_of_errors_is_one_mail(app, clock, mail, team):
     assert "bad &lt;yaml&gt;" in html_of(second)
 
 
+def test_an_agents_line_breaks_cannot_write_entries_into_the_mail(app, clock, mail, team):
+    settings(app, "alice", "alice@example.com")
+    forged = "timeout\n- ERROR · prod · 2026-12-02 12:00:00 UTC\n  Open http://evil.example/"
+    add(app, clock, "prod", ("gitops_sync_failed", {"commit_sha": SHA, "message": forged}))
+    clock.advance(seconds=WINDOW)
+    assert run(app) == 1
+    text = text_of(mail.received[0].message)
+    assert [line for line in text.splitlines() if line.startswith("- ")] == [
+        "- ERROR · prod · 2026-12-02 12:00:00 UTC"]
+    assert ("Sync of commit 01234567 failed: timeout\ufffd- ERROR · prod · 2026-12-02 "
+            "12:00:00 UTC\ufffd  Open http://evil.example/") in text
+
+
 def test_one_mail_per_user_with_their_mutes_and_choices(app, clock, mail, team, h):
     h.user("bob", "viewer")
     h.user("carol", "viewer")

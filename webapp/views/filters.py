@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 from flask import Flask, current_app
 from markupsafe import Markup, escape
 
-from .. import clock, events
+from .. import clock, events, storable
 from ..clock import isoformat
 
 
@@ -93,6 +93,6 @@ def init_app(app: Flask) -> None:
     app.jinja_env.filters.update(
         isoformat=isoformat, day_label=day_label, local_day=local_day,
         exact_time=exact_time, epoch_micros=epoch_micros, relative_time=relative_time,
-        describe=events.describe,
+        describe=events.describe, one_line=storable.one_line,
     )
     app.jinja_env.globals.update(LEVELS=events.LEVELS, CATEGORIES=events.CATEGORIES)
