@@ -72,6 +72,36 @@ def test_create_shows_the_secret_once_and_a_test_delivery_verifies(client, h, ap
     assert "Test delivery: HTTP 200" in shown and "ping (test)" in shown
 
 
+def test_test_sends_from_pages_are_capped_per_process(client, h, app, receiver):
+    """A test send holds its request's thread until the receiver answers (up to the
+    timeout): a maintainer firing them at a receiver that never answers held the threads
+    agents and pages need. Past WEBHOOK_MAX_SENDS_NOW at once, a send is refused in words."""
+    import threading
+
+    from test_hooks_common import Reply
+    app.config["WEBHOOK_MAX_SENDS_NOW"] = 1
+    h.agent()
+    _signed_in(client, h)
+    hook_id = make_hook(app, receiver.url())
+    receiver.reply = Reply(delay=30)
+    other = app.test_client()
+    h.login(other, "alice")
+    first = threading.Thread(target=_post, args=(other, h, f"/hooks/{hook_id}/ping"))
+    first.start()
+    receiver.wait_for(1)
+    refused = _post(client, h, f"/hooks/{hook_id}/ping")
+    assert refused.status_code == 302
+    shown = client.get(f"/hooks/{hook_id}").text
+    assert "AGENTWATCH_WEBHOOK_MAX_SENDS_NOW" in shown
+    receiver.release.set()
+    first.join(timeout=30)
+    assert not first.is_alive()
+    assert len(receiver.received) == 1
+    receiver.reply = Reply()
+    assert _post(client, h, f"/hooks/{hook_id}/ping").status_code == 302
+    assert "Test delivery: HTTP 200" in client.get(f"/hooks/{hook_id}").text
+
+
 def hook_row_id(app):
     [only] = [d.id for d in _hooks(app)]
     return only

@@ -100,6 +100,9 @@ DEFAULTS: dict[str, Any] = {
     # Requests in flight at once, across all hooks, and at most this many per hook.
     "WEBHOOK_CONCURRENCY": 32,
     "WEBHOOK_CONCURRENCY_PER_HOOK": 16,
+    # "Send test" and "Redeliver" send from the page's request, each holding its thread up
+    # to WEBHOOK_TIMEOUT_SECONDS: at most this many at once per server process.
+    "WEBHOOK_MAX_SENDS_NOW": 4,
     # A claimed delivery is someone else's to retry after this long (at-least-once).
     "WEBHOOK_CLAIM_SECONDS": 60,
     # How often the sender looks for due deliveries when it has nothing to do.
@@ -312,7 +315,7 @@ _INT_KEYS = {
     "WEBHOOK_CONNECT_TIMEOUT_SECONDS", "WEBHOOK_TIMEOUT_SECONDS", "WEBHOOK_MAX_ATTEMPTS",
     "WEBHOOK_BACKOFF_SECONDS", "WEBHOOK_BACKOFF_MAX_SECONDS", "WEBHOOK_DISABLE_AFTER",
     "WEBHOOK_CONCURRENCY", "WEBHOOK_CONCURRENCY_PER_HOOK", "WEBHOOK_CLAIM_SECONDS",
-    "WEBHOOK_POLL_SECONDS",
+    "WEBHOOK_POLL_SECONDS", "WEBHOOK_MAX_SENDS_NOW",
     "LOGIN_MAX_FAILURES", "LOGIN_MAX_FAILURES_PER_ADDRESS", "LOGIN_LOCKOUT_SECONDS",
     "LOGIN_LOCKOUT_MAX_SECONDS", "TUNNEL_PEER_PORT",
     "MAX_SOCKETS_PER_USER", "MAX_STREAMS_PER_USER", "MAX_WATCHES_PER_USER", "WATCH_QUEUE_LIMIT",

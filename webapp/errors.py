@@ -40,3 +40,8 @@ class Forbidden(AppError):
 class Unauthorized(AppError):
     status = 401
     code = "unauthorized"
+
+
+class Busy(AppError):
+    status = 429
+    code = "busy"

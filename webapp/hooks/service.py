@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import secrets
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -11,7 +13,7 @@ from flask import current_app
 from sqlalchemy import delete, func, select, update
 
 from .. import clock, db, events
-from ..errors import Invalid, NotFound
+from ..errors import Busy, Invalid, NotFound
 from ..models import Agent, Event
 from . import delivery, safety, sender
 from .models import Attempt, Delivery, Hook
@@ -131,6 +133,33 @@ def waiting(hook: Hook) -> int:
 
 # --- sending at once ----------------------------------------------------------------------
 
+def _sends_now() -> threading.BoundedSemaphore:
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    with _SENDS_LOCK:
+        found: threading.BoundedSemaphore | None = app.extensions.get("hook_sends_now")
+        if found is None:
+            found = threading.BoundedSemaphore(int(app.config["WEBHOOK_MAX_SENDS_NOW"]))
+            app.extensions["hook_sends_now"] = found
+        return found
+
+
+_SENDS_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _send_slot() -> Iterator[None]:
+    """One of WEBHOOK_MAX_SENDS_NOW sends from a page at once, or Busy: each holds a
+    request thread for up to WEBHOOK_TIMEOUT_SECONDS, and agents and pages need them."""
+    slots = _sends_now()
+    if not slots.acquire(blocking=False):
+        raise Busy("As many test sends and redeliveries as this server runs at once are "
+                   "under way (AGENTWATCH_WEBHOOK_MAX_SENDS_NOW); try again in a few seconds")
+    try:
+        yield
+    finally:
+        slots.release()
+
+
 def _send_now(delivery_id: int) -> sender.Outcome | None:
     """Claim, send and record one delivery in this thread (no transaction is held while
     the request runs). None if a sender already has it."""
@@ -153,9 +182,10 @@ def ping(hook: Hook, by_user: str | None) -> sender.Outcome | None:
     row = Delivery(hook_id=hook.id, event_id=None, kind="ping", status="pending", attempts=0,
                    next_attempt_at=now, created_at=now,
                    payload=delivery.ping_payload(hook, agent_name, by_user, now))
-    with db.write_transaction() as session:
-        session.add(row)
-    return _send_now(row.id)
+    with _send_slot():
+        with db.write_transaction() as session:
+            session.add(row)
+        return _send_now(row.id)
 
 
 def redeliver(hook: Hook, delivery_id: int) -> sender.Outcome | None:
@@ -173,9 +203,10 @@ def redeliver(hook: Hook, delivery_id: int) -> sender.Outcome | None:
                    kind="ping" if original.kind == "ping" else "redelivery",
                    status="pending", attempts=0, next_attempt_at=now, created_at=now,
                    payload=original.payload)
-    with db.write_transaction() as session:
-        session.add(row)
-    return _send_now(row.id)
+    with _send_slot():
+        with db.write_transaction() as session:
+            session.add(row)
+        return _send_now(row.id)
 
 
 # --- the log ------------------------------------------------------------------------------

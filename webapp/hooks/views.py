@@ -14,7 +14,7 @@ from werkzeug.wrappers import Response
 from .. import agents, db, events, users
 from ..auth import login_required, role_required
 from ..converters import clamp_id
-from ..errors import AppError, Invalid
+from ..errors import AppError, Busy, Invalid
 from ..models import Agent
 from ..views.status_badge import status_key
 from . import safety, service
@@ -146,7 +146,10 @@ def _say(what: str, outcome: Outcome | None) -> None:
 @role_required("maintainer")
 def ping(hook_id: int) -> Response:
     hook, _ = _hook(hook_id)
-    _say("Test delivery", service.ping(hook, g.user.name))
+    try:
+        _say("Test delivery", service.ping(hook, g.user.name))
+    except Busy as exc:
+        flash(exc.message)
     return _back(hook)
 
 
@@ -154,7 +157,10 @@ def ping(hook_id: int) -> Response:
 @role_required("maintainer")
 def redeliver(hook_id: int, delivery_id: int) -> Response:
     hook, _ = _hook(hook_id)
-    _say(f"Redelivery of delivery {delivery_id}", service.redeliver(hook, delivery_id))
+    try:
+        _say(f"Redelivery of delivery {delivery_id}", service.redeliver(hook, delivery_id))
+    except Busy as exc:
+        flash(exc.message)
     return _back(hook)
 
 
