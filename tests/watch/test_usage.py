@@ -213,6 +213,32 @@ def test_only_people_who_may_view_the_cluster_read_usage(live: Live, path: str,
     live.app.extensions["usage"].shutdown()
 
 
+def test_one_user_cannot_take_every_usage_poll(live: Live) -> None:
+    """Namespaces that do not exist still start polls: bob asking for ever more of them
+    stops at his share, and alice still reads usage (before, the process's cap filled and
+    everyone's usage was 429)."""
+    from dataclasses import replace
+    usage = live.app.extensions["usage"]  # made from the settings when the app started
+    usage.settings = replace(usage.settings, max_polls_per_user=3)
+    live.user("alice", "admin")
+    live.user("bob", "viewer")
+    live.agent("prod")
+    live.sim.metrics.enable()
+    bob = live.token("bob")
+    try:
+        answers = [_as(live, "/agents/prod/cluster/usage", bob, namespace=f"zz-{i}")
+                   for i in range(5)]
+        assert [a.status_code for a in answers] == [200, 200, 200, 429, 429]
+        assert "AGENTWATCH_USAGE_MAX_POLLS_PER_USER" in answers[3].json()["error"]["message"]
+        # A poll someone else started is shared for free.
+        assert _as(live, "/agents/prod/cluster/usage", live.token("alice"),
+                   namespace="zz-0").status_code == 200
+        assert _as(live, "/agents/prod/cluster/usage", live.token("alice"),
+                   namespace="shop").status_code == 200
+    finally:
+        live.app.extensions["usage"].shutdown()
+
+
 def test_a_page_sorted_by_usage_renders_in_the_order_a_running_poll_read(
         live: Live, reached: str) -> None:
     live.sim.metrics.enable()

@@ -54,6 +54,7 @@ class Settings:
     interval: float = 15.0
     idle: float = 45.0
     max_polls: int = 32
+    max_polls_per_user: int = 8
     max_pods: int = 20000
     history: float = 900.0
     max_followed: int = 200
@@ -116,6 +117,7 @@ class Poll:
         self._wake = threading.Event()
         self._first = threading.Event()
         self.stopped = False
+        self.owner: int | None = None  # the user whose request started it (None: a page's view)
         self.problem: str | None = None  # why there is no usage (no metrics-server, ...)
         self.available = False
         self.pods: dict[Key, PodSample] = {}
@@ -326,8 +328,9 @@ class Usage:
         self._lock = threading.Lock()
         self._polls: dict[Scope, Poll] = {}
 
-    def poll(self, scope: Scope) -> Poll:
-        """The scope's poll, started if needed (TooManyPolls beyond the bound). Called
+    def poll(self, scope: Scope, owner: int | None = None) -> Poll:
+        """The scope's poll, started if needed (TooManyPolls beyond the bound, or beyond
+        the bound of the user `owner` when a request of theirs would start it). Called
         where the agent can be looked up (a request, a page's socket); KubeError when its
         cluster has no client."""
         client = self._client_for(scope.agent)
@@ -340,7 +343,14 @@ class Usage:
             if len(self._polls) >= self.settings.max_polls:
                 raise TooManyPolls(f"The server already reads usage for "
                                    f"{self.settings.max_polls} lists; try again later")
+            mine = 0 if owner is None else sum(p.owner == owner for p in self._polls.values())
+            if mine >= self.settings.max_polls_per_user:
+                raise TooManyPolls(
+                    f"Your pages already have the server read usage for {mine} lists "
+                    "(AGENTWATCH_USAGE_MAX_POLLS_PER_USER); each stops "
+                    f"{self.settings.idle:g} s after no page asks for it")
             poll = Poll(scope, client, self.settings, self._forget)
+            poll.owner = owner
             self._polls[scope] = poll
         poll.start()
         return poll

@@ -34,7 +34,7 @@ def _poll(name: str, namespaces: list[str | None]) -> Poll | Response:
     access.require_view(user, agent)
     scope = scope_of(agent.name, access.identity(user, agent), namespaces)
     try:
-        poll = _usage().poll(scope)
+        poll = _usage().poll(scope, owner=user.id)
     except KubeError as exc:
         response = jsonify({"error": {"code": "cluster_unavailable", "message": exc.message}})
         response.status_code = 502
@@ -154,6 +154,7 @@ def init_app(app: Flask, client_for: Callable[[str], ClusterClient], hub: Hub) -
     usage = Usage(client_for, Settings(
         interval=float(config["USAGE_POLL_SECONDS"]), idle=float(config["USAGE_IDLE_SECONDS"]),
         max_polls=int(config["USAGE_MAX_POLLS"]), max_pods=int(config["USAGE_MAX_PODS"]),
+        max_polls_per_user=int(config["USAGE_MAX_POLLS_PER_USER"]),
         history=float(config["USAGE_HISTORY_SECONDS"]),
         max_followed=int(config["USAGE_MAX_FOLLOWED"]),
         read_timeout=float(config["USAGE_READ_SECONDS"]),
