@@ -49,3 +49,26 @@ def test_nothing_asked_nothing_found_and_long_queries_are_cut() -> None:
     index = _index("web")
     assert search([("a", index)], "   ", 10) == []
     assert search([("a", index)], "w" * 10_000, 10) == []
+
+
+def test_a_query_matching_nothing_looks_at_a_bounded_number_of_entries() -> None:
+    """"web web ... zzz" matched no entry, so it never spent the candidates' budget: every
+    entry holding "web" was checked against 50 words. Words count once, at most MAX_WORDS,
+    and the entries looked at are bounded."""
+    from webapp.search.query import EXAMINED_PER_CANDIDATE, MAX_WORDS, words_of
+
+    drawn: list[int] = []
+
+    class Counted(Index):
+        def containing(self, word: str):  # type: ignore[no-untyped-def]
+            for i in super().containing(word):
+                drawn.append(i)
+                yield i
+
+    index = Counted(tuple(entry("pods", "Pod", "shop", f"web-{i}", ())
+                          for i in range(20_000)))
+    assert search([("a", index)], "web " * 49 + "zzz", 10, candidates=100) == []
+    assert len(drawn) <= 100 * EXAMINED_PER_CANDIDATE + 1
+    assert words_of("web web WEB zzz") == ["web", "zzz"]
+    assert len(words_of(" ".join(f"w{i}" for i in range(50)))) == MAX_WORDS
+    assert _names(search([("a", index)], "web-19999", 10, candidates=100)) == ["web-19999"]

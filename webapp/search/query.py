@@ -19,6 +19,12 @@ from .index import Entry, Index
 
 MAX_QUERY_CHARS = 200  # the default of SEARCH_MAX_QUERY_CHARS: longer asks are cut
 CANDIDATES = 5000  # entries ranked per query at most, beyond those named with its start
+# A query's words, each once, the first MAX_WORDS of them (a person types a few); and the
+# entries it may look at, EXAMINED_PER_CANDIDATE times its candidates: words that match
+# nothing together ("web web ... zzz") would otherwise have every entry holding one of
+# them checked against every word, and never spend the candidates' budget.
+MAX_WORDS = 8
+EXAMINED_PER_CANDIDATE = 4
 
 
 @dataclass(frozen=True)
@@ -39,7 +45,7 @@ class Hit:
 
 
 def words_of(text: str, max_chars: int = MAX_QUERY_CHARS) -> list[str]:
-    return text[:max_chars].lower().split()
+    return list(dict.fromkeys(text[:max_chars].lower().split()))[:MAX_WORDS]
 
 
 def _rank(entry: Entry, words: Sequence[str], whole: str) -> int:
@@ -69,6 +75,7 @@ def search(indexes: Iterable[tuple[str, Index]], text: str, limit: int,
     key_word = max(words, key=len)  # the rarest, most likely: fewest matches to check
     found: list[tuple[tuple[int, int, int, int, str, str], int, Hit]] = []
     budget = candidates
+    examined = candidates * EXAMINED_PER_CANDIDATE
     serial = 0
     for agent, index in indexes:
         entries = index.entries
@@ -78,8 +85,9 @@ def search(indexes: Iterable[tuple[str, Index]], text: str, limit: int,
             for i in source:
                 if i in seen:
                     continue
-                if budget <= 0:
+                if budget <= 0 or examined <= 0:
                     break
+                examined -= 1
                 seen.add(i)
                 e = entries[i]
                 hay = e.hay
