@@ -124,7 +124,8 @@ def test_a_shell_in_the_panel_directly(cluster_page: Page, sim: SimCluster,
     open_shell(cluster_page, sim)
     run_a_session(cluster_page)
     events = h.events("prod")
-    assert [e.details["exit_code"] for e in events if e.type == "cluster_action"] == [3]
+    assert [(e.details.get("phase"), e.details.get("exit_code")) for e in events
+            if e.type == "cluster_action"] == [("opened", None), (None, 3)]
 
 
 def test_paste_and_copy(cluster_page: Page, sim: SimCluster, clipboard: None) -> None:

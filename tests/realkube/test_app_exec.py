@@ -7,8 +7,8 @@ from typing import Any
 
 import kubernetes
 import pytest
-from watch.conftest import Live, eventually
-from watch.test_exec import GRANTED, first_message
+from watch.conftest import Live
+from watch.test_exec import GRANTED, endings, first_message
 
 from .cluster import ADMIN, RealCluster
 from .objects import pod, running_status
@@ -36,7 +36,7 @@ def test_a_pod_on_no_node_is_refused_with_the_api_servers_words(
     assert error["message"].startswith("The API server at https://")
     assert "refused the shell (400): pod never-scheduled does not have a host assigned" in \
         error["message"]
-    event = eventually(lambda: live.events())[0]
+    event = endings(live)[0]
     assert (event.details["reason"], event.details["result"]) == ("refused", "failed")
     assert "does not have a host assigned" in event.details["outcome"]
 

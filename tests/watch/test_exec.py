@@ -132,6 +132,12 @@ def first_message(live: Live, token: str, agent: str = "prod", **params: str
         raw.close()
 
 
+def endings(live: Live) -> list[Any]:
+    """The sessions' records of how they ended (each open session has one of its opening
+    before), once there is one."""
+    return eventually(lambda: [e for e in live.events() if e.details.get("phase") != "opened"])
+
+
 @pytest.fixture
 def granted(live: Live) -> str:
     """alice (admin) with a token, agent `prod` granting exec to admins, pod web-1."""
@@ -158,7 +164,7 @@ def test_a_shell_runs_resizes_and_ends_with_its_exit_code_in_activity(
     ended = shell.message("exit")
     assert (ended["exitCode"], ended["reason"]) == (7, "exited")
     assert shell.close_code()[0] == 1000
-    event = eventually(lambda: live.events())[0]
+    event = endings(live)[0]
     assert event.user_name == "alice"
     details = event.details
     assert (details["action"], details["object"], details["container"], details["command"],
@@ -176,12 +182,28 @@ def test_a_command_runs_once_and_its_output_and_code_come_back(live: Live,
     assert shell.message("exit")["exitCode"] == 0
 
 
+def test_a_shell_is_recorded_when_it_opens_too(live: Live, granted: str) -> None:
+    """A server stopped or killed under a session leaves no end to record: the opening
+    says who opened what, where, before anything is typed."""
+    shell = open_shell(live, granted, container="app")
+    shell.until("/ # ")
+    (opening,) = live.events()
+    assert opening.user_name == "alice"
+    assert opening.message == "opened a shell: `sh` in pod default/web-1 (container app)"
+    assert (opening.details["phase"], opening.details["command"],
+            opening.details["object"]) == ("opened", ["sh"], "Pod/default/web-1")
+    shell.type("exit\r")
+    shell.message("exit")
+    assert [e.details.get("phase") for e in eventually(
+        lambda: live.events() if len(live.events()) == 2 else [])] == ["opened", None]
+
+
 def test_a_commands_words_are_quoted_in_its_activity_line(live: Live, granted: str) -> None:
     """One argument cannot make the line read as another session's ("x` in pod ...")."""
     crafted = "echo 'x` in pod payments/db-0: closed. alice ran `ls'"
     shell = open_shell(live, granted, command=crafted)
     shell.message("exit")
-    event = eventually(lambda: live.events())[0]
+    event = endings(live)[0]
     assert event.details["command"] == ["echo", "x` in pod payments/db-0: closed. alice ran `ls"]
     assert event.message == ("ran `echo 'x` in pod payments/db-0: closed. alice ran `ls'` "
                              "in pod default/web-1: exit code 0")
@@ -216,7 +238,7 @@ def test_the_api_servers_refusal_is_said_and_recorded(live: Live, granted: str) 
     assert error["type"] == "error"
     assert error["code"] == 400
     assert "container nope is not valid for pod web-1" in error["message"]
-    event = eventually(lambda: live.events())[0]
+    event = endings(live)[0]
     assert (event.details["result"], event.details["reason"]) == ("failed", "refused")
 
 
@@ -252,7 +274,7 @@ def test_an_idle_shell_is_closed(live: Live, granted: str) -> None:
     ended = shell.message("exit")
     assert ended["reason"] == "idle"
     assert "AGENTWATCH_EXEC_IDLE_SECONDS" in ended["message"]
-    event = eventually(lambda: live.events())[0]
+    event = endings(live)[0]
     assert event.details["reason"] == "idle"
 
 
@@ -267,7 +289,7 @@ def test_a_revoked_token_ends_its_shell_and_no_thread_stays(live: Live, granted:
         alice = users.get("alice")
         users.revoke_token(alice, users.personal_tokens(alice)[0].id)
     assert shell.message("exit")["reason"] == "ended"
-    assert eventually(lambda: live.events())[0].details["reason"] == "ended"
+    assert endings(live)[0].details["reason"] == "ended"
     eventually(lambda: live.app.extensions["exec_sessions"].count() == 0)
     eventually(lambda: not [t for t in threading.enumerate() if t.name == "exec-upstream"])
 
@@ -297,7 +319,7 @@ def test_a_user_no_longer_granted_a_shell_loses_the_open_one(live: Live, granted
     ended = shell.message("exit")
     assert ended["reason"] == "ended"
     assert "alice may no longer open a shell in this cluster" in ended["message"]
-    assert eventually(lambda: live.events())[0].details["reason"] == "ended"
+    assert endings(live)[0].details["reason"] == "ended"
 
 
 def test_the_manifest_allows_exec_only_when_asked() -> None:
@@ -324,7 +346,7 @@ def test_a_message_the_protocol_does_not_have_ends_the_shell_with_4400(
     shell.client.send(b"\x07what")
     assert shell.close_code()[0] == 4400
     eventually(lambda: live.app.extensions["exec_sessions"].count() == 0)
-    assert eventually(lambda: live.events())[0].details["reason"] == "closed"
+    assert endings(live)[0].details["reason"] == "closed"
 
 
 @pytest.mark.parametrize("resize", [b"[" * 5000 + b"]" * 5000,
@@ -337,4 +359,4 @@ def test_a_resize_nested_too_deep_is_a_bad_message_and_the_session_is_recorded(
     shell.client.send(b"\x04" + resize)
     assert shell.close_code()[0] == 4400
     eventually(lambda: live.app.extensions["exec_sessions"].count() == 0)
-    assert eventually(lambda: live.events())[0].details["reason"] == "closed"
+    assert endings(live)[0].details["reason"] == "closed"

@@ -19,7 +19,7 @@ from webapp.tunnel.impersonation import Impersonation
 from webapp.watch.kube import Connection
 
 from .conftest import WAIT, Live, eventually
-from .test_exec import GRANTED, first_message, open_shell
+from .test_exec import GRANTED, endings, first_message, open_shell
 
 
 class RunningAgent:
@@ -73,7 +73,7 @@ def test_a_shell_through_the_tunnel_runs_resizes_and_exits(live: Live, tunneled:
     shell.until("20 90")
     shell.type("exit 4\r")
     assert shell.message("exit")["exitCode"] == 4
-    assert eventually(lambda: live.events())[0].details["exit_code"] == 4
+    assert endings(live)[0].details["exit_code"] == 4
     execs = [r for r in list(live.sim.stats.requests) if r.path.endswith("/exec")]
     assert {r.headers.get("authorization") for r in execs} == \
         {f"Bearer {live.sim.token or 'sim-token'}"}
@@ -87,7 +87,7 @@ def test_an_agent_without_allow_exec_refuses_whatever_the_server_asks(
     assert (error["type"], error["code"]) == ("error", 403)
     assert "started without --allow-exec" in error["message"]
     assert not [r for r in list(live.sim.stats.requests) if r.path.endswith("/exec")]
-    event = eventually(lambda: live.events())[0]
+    event = endings(live)[0]
     assert event.details["reason"] == "refused"
 
 

@@ -262,6 +262,11 @@ def _session(page: Any, user: User, agent: Agent, wanted: exec_request.ExecReque
         _send_json(page, {"type": "error", "code": exc.code or 502, "message": exc.message})
         _quiet_close(page, CLOSE_NORMAL, "")
         return
+    try:
+        record.opened(user, agent, wanted, started)
+    except Exception:  # never opened without its record: the session ends here
+        upstream.close()
+        raise
     bridge = _Bridge(page, upstream)
     reader = threading.Thread(target=bridge.pump_upstream, daemon=True, name="exec-upstream")
     reason, why = "closed", ""

@@ -1,6 +1,7 @@
-"""Every shell in Activity: one `cluster_action` event with action `exec` when it ends (or
-was refused), saying who, which pod and container, the command, when it started and
-ended, how it ended and its exit code. What was typed and shown is never kept."""
+"""Every shell in Activity: a `cluster_action` event with action `exec` when it opens
+(so a server that stops, or is killed, under a session still leaves its trace) and one when
+it ends (or was refused), saying who, which pod and container, the command, when it started
+and ended, how it ended and its exit code. What was typed and shown is never kept."""
 
 from __future__ import annotations
 
@@ -13,6 +14,21 @@ from ..clock import now as clock_now
 from ..models import Agent, User
 from ..recorder import NewEvent, record_one
 from .request import ExecRequest
+
+
+def opened(user: User, agent: Agent, request: ExecRequest, started: datetime) -> None:
+    """The session is open (the API server took it): who, where, what."""
+    details: dict[str, Any] = {
+        "action": "exec", "group": "", "version": "v1", "resource": "pods",
+        "namespace": request.namespace, "name": request.pod,
+        "object": f"Pod/{request.namespace}/{request.pod}",
+        "container": request.container, "command": list(request.command),
+        "started_at": started.isoformat(), "phase": "opened"}
+    with db.write_transaction() as session:
+        record_one(session, agent.id, NewEvent(
+            "cluster_action", started, user_name=user.name,
+            message=f"opened a shell: `{shlex.join(request.command)[:200]}` in "
+                    f"{request.target}", details=details), clock_now())
 
 
 def record(user: User, agent: Agent, request: ExecRequest, started: datetime,
