@@ -43,6 +43,10 @@ def test_several_providers_fall_back_to_the_unnamed_settings() -> None:
       "OIDC_SCOPES": "profile email"}, "AGENTWATCH_OIDC_SCOPES must include openid"),
     ({"OIDC_PROVIDERS": "Corp"}, "'Corp' must be 1-31 lower-case letters"),
     ({"OIDC_PROVIDERS": "corp"}, "AGENTWATCH_OIDC_CORP_ISSUER is required"),
+    ({"OIDC_ISSUER": "https://x.example", "OIDC_CLIENT_ID": "a", "OIDC_CLIENT_SECRET": "b",
+      "OIDC_USERNAME_PREFIX": "partner:"}, "AGENTWATCH_OIDC_USERNAME_PREFIX must be 1-32"),
+    ({"OIDC_ISSUER": "https://x.example", "OIDC_CLIENT_ID": "a", "OIDC_CLIENT_SECRET": "b",
+      "OIDC_GROUPS_PREFIX": "p q"}, "AGENTWATCH_OIDC_GROUPS_PREFIX must be 1-32"),
 ])
 def test_a_wrong_setting_is_named(config: dict[str, str], message: str) -> None:
     with pytest.raises(SettingsError, match=message.replace("(", r"\(")) as refused:

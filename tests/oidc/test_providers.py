@@ -41,6 +41,36 @@ def test_the_sign_in_page_offers_each_provider(base_url: str,
     assert unknown.status_code == 404 and "No identity provider named" in unknown.text
 
 
+class TestPrefixes:
+    """A partner provider's people in a name space of their own: "alice" and her group
+    "platform-admins" there are "partners.alice" and "partners:platform-admins" here, never
+    corp's alice, her exec grants or her cluster bindings."""
+
+    @pytest.fixture
+    def oidc_settings(self, oidc_settings: dict[str, Any]) -> dict[str, Any]:
+        return {**oidc_settings, "OIDC_PARTNERS_USERNAME_PREFIX": "partners.",
+                "OIDC_PARTNERS_GROUPS_PREFIX": "partners:",
+                "OIDC_PARTNERS_ROLES": "platform-admins=maintainer"}
+
+    def test_a_partners_name_and_groups_are_its_own(self, app: Any, base_url: str,
+                                                    oidc_provider: Provider) -> None:
+        from webapp import users
+        from webapp.oidc import signin
+        # (Both names stand for one real provider here: one person each, as two would be.)
+        partner = oidc_provider.add_user(["platform-admins"])
+        _, landed = sign_in(base_url, partner, provider="partners")
+        # Its roles name its groups as the provider sends them.
+        assert f">partners.{partner} <span class=\"muted\">(maintainer)" in landed.text
+        colleague = oidc_provider.add_user(["platform-admins"])
+        _, landed = sign_in(base_url, colleague, provider="corp")
+        assert f">{colleague} <span class=\"muted\">(admin)" in landed.text  # OIDC_ROLES
+        with app.app_context():
+            assert signin.groups_of(users.get(f"partners.{partner}")) == (
+                "partners:platform-admins",)
+            assert signin.groups_of(users.get(colleague)) == ("platform-admins",)
+            app.extensions["db_session"].remove()
+
+
 class TestUnreachable:
     """A provider that does not answer: the button says so (502), nothing half-done."""
 

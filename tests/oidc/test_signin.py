@@ -215,7 +215,9 @@ def test_a_name_of_a_local_account_is_not_taken_over(
     assert ("The user name 'breakglass' belongs to a local account; it cannot be signed in "
             "to through Test IdP") in unescape(landed.text)
     assert _whoami(http, base_url) is None
-    assert _audit(app, "breakglass") == [("sign_in_refused", "the name is a local account's")]
+    assert _audit(app, "breakglass") == [
+        ("user_created", "created as admin from the command line"),
+        ("sign_in_refused", "the name is a local account's")]
     # Nor by the same name in other letters' case.
     oidc_provider.add_user(["platform-admins"], name="BreakGlass")
     http, landed = sign_in(base_url, "BreakGlass")

@@ -19,7 +19,11 @@ SINGLE = "oidc"
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,30}$")
 _OPTIONAL = {"SCOPES": "openid profile email", "USERNAME_CLAIM": "preferred_username",
              "GROUPS_CLAIM": "groups", "ROLES": "", "DEFAULT_ROLE": "", "DISPLAY_NAME": "",
-             "CA_FILE": ""}
+             "CA_FILE": "", "USERNAME_PREFIX": "", "GROUPS_PREFIX": ""}
+# What a provider's people's names and groups may be prefixed with (its own name space beside
+# another provider's: see docs/identity.md, "Several providers").
+_USERNAME_PREFIX = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,31}")
+_GROUPS_PREFIX = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/-]{0,31}")
 
 
 class SettingsError(ValueError):
@@ -41,6 +45,10 @@ class Provider:
     display_name: str
     # Trust this CA (PEM) for the provider, as a private Keycloak's; None: the system's.
     ca_file: str | None = None
+    # Put before its people's user names and groups, so that they never stand for another
+    # provider's (an exec grant to a group, a cluster's RoleBinding of an impersonated name).
+    username_prefix: str = ""
+    groups_prefix: str = ""
 
     @property
     def metadata_url(self) -> str:
@@ -51,7 +59,8 @@ class Provider:
         the person may not sign in)."""
         best = self.default_role
         for group, role in self.roles:
-            if group in groups and (best is None or has_role_rank(role, best)):
+            if self.groups_prefix + group in groups and \
+                    (best is None or has_role_rank(role, best)):
                 best = role
         return best
 
@@ -98,6 +107,14 @@ def _read(config: dict[str, Any], name: str, prefix: str) -> Provider:
     ca_file = value("CA_FILE").strip() or None
     if ca_file is not None and not os.path.isfile(ca_file):
         raise SettingsError(f"AGENTWATCH_{prefix}CA_FILE: no file {ca_file!r}")
+    name_prefix, groups_prefix = value("USERNAME_PREFIX").strip(), value("GROUPS_PREFIX").strip()
+    if name_prefix and not _USERNAME_PREFIX.fullmatch(name_prefix):
+        raise SettingsError(f"AGENTWATCH_{prefix}USERNAME_PREFIX must be 1-32 letters, digits "
+                            f"or . _ @ -, starting with a letter or digit, not {name_prefix!r}")
+    if groups_prefix and not _GROUPS_PREFIX.fullmatch(groups_prefix):
+        raise SettingsError(f"AGENTWATCH_{prefix}GROUPS_PREFIX must be 1-32 letters, digits "
+                            f"or . _ : @ / -, starting with a letter or digit, not "
+                            f"{groups_prefix!r}")
     return Provider(
         ca_file=ca_file, name=name, issuer=issuer, client_id=required["CLIENT_ID"],
         client_secret=required["CLIENT_SECRET"], scopes=scopes,
@@ -105,7 +122,8 @@ def _read(config: dict[str, Any], name: str, prefix: str) -> Provider:
         groups_claim=value("GROUPS_CLAIM").strip(),
         roles=parse_roles(value("ROLES"), f"AGENTWATCH_{prefix}ROLES"),
         default_role=default_role,
-        display_name=value("DISPLAY_NAME").strip() or parsed.netloc)
+        display_name=value("DISPLAY_NAME").strip() or parsed.netloc,
+        username_prefix=name_prefix, groups_prefix=groups_prefix)
 
 
 def parse_roles(raw: str, setting: str) -> tuple[tuple[str, str], ...]:

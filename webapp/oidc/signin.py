@@ -36,11 +36,13 @@ def person(provider: Provider, claims: dict[str, Any]) -> Person:
     if not isinstance(subject, str) or not subject or len(subject) > 255:
         raise Forbidden(f"{provider.display_name} sent no usable subject ('sub')",
                         code="oidc_claims")
-    username = claims.get(provider.username_claim)
-    if not isinstance(username, str) or not users.valid_name(username):
+    claimed = claims.get(provider.username_claim)
+    username = provider.username_prefix + claimed if isinstance(claimed, str) else None
+    if username is None or not claimed or not users.valid_name(username):
         raise Forbidden(f"{provider.display_name}'s claim {provider.username_claim!r} must be a "
-                        "user name of 1-64 letters, digits or . _ @ -; it is "
-                        f"{str(username)[:80]!r}", code="oidc_claims")
+                        "user name of 1-64 letters, digits or . _ @ - (with the provider's "
+                        f"prefix {provider.username_prefix!r}, if any); it is "
+                        f"{str(claimed)[:80]!r}", code="oidc_claims")
     raw_groups = claims.get(provider.groups_claim) or []
     if isinstance(raw_groups, str):
         raw_groups = [raw_groups]
@@ -48,7 +50,8 @@ def person(provider: Provider, claims: dict[str, Any]) -> Person:
     if not isinstance(raw_groups, list) or len(raw_groups) > limit:
         raise Forbidden(f"{provider.display_name}'s claim {provider.groups_claim!r} must be a "
                         f"list of at most {limit} groups", code="oidc_claims")
-    groups = sorted({g for g in raw_groups if isinstance(g, str) and 0 < len(g) <= 255})
+    groups = sorted({provider.groups_prefix + g for g in raw_groups
+                     if isinstance(g, str) and 0 < len(g) <= 255})
     return Person(subject=subject, username=username, groups=groups)
 
 
