@@ -243,6 +243,9 @@ DEFAULTS: dict[str, Any] = {
     # One watch event or log line (the API server takes at most 3 MiB of JSON per
     # object), and how long a line may take once it started (a quiet watch is fine).
     "ANSWER_LINE_MAX_BYTES": 4 * 1024 * 1024,
+    # A followed log's lines read from the cluster and not yet taken by the page (at most
+    # 20,000 lines; one line always fits): a page that stops reading holds no more.
+    "LOG_MAX_QUEUED_BYTES": 8 * 1024 * 1024,
     "ANSWER_LINE_SECONDS": 60,
     # One tunnel WebSocket message (a frame of the protocol, at most 64 KiB): whole
     # within this many seconds of its first byte, in at most this many WebSocket frames
@@ -342,6 +345,7 @@ _INT_KEYS = {
     "NOTIFY_WINDOW_SECONDS",
     "TUNNEL_ENDPOINT_MAX_CONNECTIONS", "TUNNEL_ENDPOINT_REQUEST_SECONDS",
     "ANSWER_MAX_BYTES", "ANSWER_SECONDS", "ANSWER_HEAD_SECONDS", "ANSWER_LINE_MAX_BYTES",
+    "LOG_MAX_QUEUED_BYTES",
     "ANSWER_LINE_SECONDS", "TUNNEL_MESSAGE_SECONDS", "TUNNEL_MESSAGE_MAX_FRAMES",
     "TUNNEL_MAX_BUFFERED_BYTES", "MAX_MANIFEST_BYTES", "MAX_APPLY_DIFF_ENTRIES",
     "MAX_APPLY_DIFF_VALUE_CHARS",

@@ -17,11 +17,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from .kube import ClusterClient, KubeError, LineStream
+from .line_queue import LineQueue
 from .recheck import FORBIDDEN, GONE, RECONNECT, SIGNED_OUT, Ended, Recheck
 from .resources import Identity
 
 KEEPALIVE_SECONDS = 15.0
 MAX_TAIL = 10_000
+MAX_QUEUED_LINES = 20_000  # read from the cluster, not yet sent to the page
 # What a re-check verdict tells the page. Another cluster identity (RECONNECT) also ends the
 # log: it was read as the old one, and the page does not reconnect a log by itself (the
 # tail would repeat).
@@ -55,7 +57,8 @@ Entry = tuple[Source, bytes | BaseException | None]  # (source, line / failure /
 
 def stream(client: ClusterClient, identity: Identity, recheck: Recheck, namespace: str,
            sources: list[Source], *, follow: bool, tail_lines: int | None,
-           timestamps: bool, previous: bool) -> Iterator[bytes]:
+           timestamps: bool, previous: bool,
+           max_queued_bytes: int = 8 * 1024 * 1024) -> Iterator[bytes]:
     """SSE bytes: `line` messages as they come, then `end`, or an `error`.
 
     With several sources (all of a pod's containers, as `kubectl logs --all-containers`,
@@ -70,7 +73,7 @@ def stream(client: ClusterClient, identity: Identity, recheck: Recheck, namespac
     several = len(sources) > 1 or any(source.named for source in sources)
     upstreams: list[LineStream] = []
     notices: list[bytes] = []
-    lines: queue.Queue[Entry] = queue.Queue(maxsize=20_000)
+    lines: LineQueue[Entry] = LineQueue(MAX_QUEUED_LINES, max_queued_bytes)
     for source in sources:
         try:
             upstream = client.logs(namespace, source.pod, identity,
@@ -143,15 +146,17 @@ def stream(client: ClusterClient, identity: Identity, recheck: Recheck, namespac
             if failed or running == 0:
                 return
     finally:
+        lines.close()  # a pump waiting for room stops
         for upstream in upstreams:
             upstream.close()
 
 
-def _pump(upstream: LineStream, lines: queue.Queue[Entry], source: Source) -> None:
+def _pump(upstream: LineStream, lines: LineQueue[Entry], source: Source) -> None:
     try:
         for line in upstream:
-            lines.put((source, line))
-        lines.put((source, None))
+            if not lines.put((source, line), len(line)):
+                return  # the stream ended
+        lines.put((source, None), 0)
     except Exception as exc:  # reported to the page, not lost
         if not upstream.closed:
-            lines.put((source, exc))
+            lines.put((source, exc), 0)

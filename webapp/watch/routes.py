@@ -112,7 +112,8 @@ def _log_stream(client: ClusterClient, agent: Agent, identity: Identity, lease: 
     body = logs.stream(client, identity, recheck, namespace, sources,
                        follow=_flag(args.get("follow"), True), tail_lines=tail_lines,
                        timestamps=_flag(args.get("timestamps"), False),
-                       previous=_flag(args.get("previous"), False))
+                       previous=_flag(args.get("previous"), False),
+                       max_queued_bytes=int(current_app.config["LOG_MAX_QUEUED_BYTES"]))
     response = Response(body, mimetype="text/event-stream",
                         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
     response.call_on_close(lease.release)
