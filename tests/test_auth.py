@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html as html_lib
 import re
 from html import unescape
 
@@ -259,6 +260,30 @@ def test_what_admins_and_owners_do_to_accounts_is_in_the_audit_log(client, h, ap
     ]
     page = client.get("/audit").text
     assert "created as admin by alice" in page
+
+
+def test_the_audit_log_pages_back_to_its_oldest_entry(client, h, app):
+    """200 refused sign-ins pushed every older entry off /audit, with no way back."""
+    from webapp.oidc import audit
+    app.config["AUDIT_PAGE_SIZE"] = 3
+    h.user()
+    with app.test_request_context():
+        for i in range(6):
+            audit.record(audit.SIGN_IN_REFUSED, f"refusal {i}", user_name=f"u{i}")
+    h.login(client)
+    seen, url = [], "/audit"
+    for _ in range(5):
+        page = client.get(url).text
+        seen += re.findall(r"<td>(refusal \d|created as admin[^<]*|signed in[^<]*)</td>", page)
+        older = re.search(r'class="older" href="([^"]+)"', page)
+        if older is None:
+            break
+        url = html_lib.unescape(older.group(1))
+    assert seen == ["signed in with a password as admin"] + [f"refusal {i}" for i in
+                                                             range(5, -1, -1)] + [
+        "created as admin from the command line"]
+    for bad in ("abc", "-1", "99999999999999999999", "٣"):
+        assert client.get(f"/audit?before={bad}").status_code == 200
 
 
 def test_last_admin_cannot_be_demoted(client, h):

@@ -57,6 +57,9 @@ def prune(app: Flask) -> int:
             delete(AuditEntry).where(AuditEntry.happened_at < cutoff)))
 
 
-def recent(limit: int) -> list[AuditEntry]:
-    return list(db.session().scalars(
-        select(AuditEntry).order_by(AuditEntry.id.desc()).limit(limit)))
+def recent(limit: int, before: int | None = None) -> list[AuditEntry]:
+    """The newest `limit` entries (older than the entry `before`, when given)."""
+    stmt = select(AuditEntry).order_by(AuditEntry.id.desc()).limit(limit)
+    if before is not None:
+        stmt = stmt.where(AuditEntry.id < before)
+    return list(db.session().scalars(stmt))
