@@ -3,6 +3,7 @@ settings (the unnamed ones where it has none)."""
 
 from __future__ import annotations
 
+from html import unescape
 from typing import Any
 
 import pytest
@@ -69,6 +70,25 @@ class TestPrefixes:
                 "partners:platform-admins",)
             assert signin.groups_of(users.get(colleague)) == ("platform-admins",)
             app.extensions["db_session"].remove()
+
+
+class TestAnotherIssuer:
+    """The discovery document must name the issuer configured (OpenID Connect Discovery
+    4.3): the same provider reached as localhost names itself 127.0.0.1, and is refused in
+    words before anyone is sent to it."""
+
+    @pytest.fixture
+    def oidc_settings(self, oidc_provider: Provider) -> dict[str, Any]:
+        return {"OIDC_ISSUER": oidc_provider.issuer.replace("127.0.0.1", "localhost")}
+
+    def test_signing_in_is_refused_and_says_why(self, base_url: str,
+                                                oidc_provider: Provider) -> None:
+        answer = requests.get(f"{base_url}/login/oidc/oidc", timeout=WAIT,
+                              allow_redirects=False)
+        assert answer.status_code == 502
+        assert (f"its discovery document names the issuer {oidc_provider.issuer!r}" in
+                unescape(answer.text))
+        assert "AGENTWATCH_OIDC_ISSUER must be the issuer it names" in answer.text
 
 
 class TestUnreachable:

@@ -19,19 +19,33 @@ from .settings import Provider, providers
 _KEY = "agentwatch.oidc"
 
 
-def _app_class(ca_file: str | None) -> type[FlaskOAuth2App]:
-    """Authlib's client, trusting `ca_file` for every call to the provider when given."""
-    if ca_file is None:
-        return FlaskOAuth2App
+class IssuerMismatch(ValueError):
+    """The discovery document names another issuer than the one configured."""
+
+
+def _app_class(issuer: str, ca_file: str | None) -> type[FlaskOAuth2App]:
+    """Authlib's client: its discovery document must name the issuer configured (OpenID
+    Connect Discovery 4.3: otherwise ID tokens of another issuer would verify); trusting
+    `ca_file` for every call to the provider when given."""
 
     class Session(OAuth2Session):
         # Per request: a session's own `verify` loses to REQUESTS_CA_BUNDLE when set.
         def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
-            kwargs.setdefault("verify", ca_file)
+            if ca_file is not None:
+                kwargs.setdefault("verify", ca_file)
             return super().request(method, url, *args, **kwargs)
 
     class App(FlaskOAuth2App):
         client_cls = Session
+
+        def load_server_metadata(self) -> dict[str, Any]:
+            metadata: dict[str, Any] = super().load_server_metadata()
+            named = metadata.get("issuer")
+            if not isinstance(named, str) or named.rstrip("/") != issuer.rstrip("/"):
+                self.server_metadata.pop("_loaded_at", None)  # asked again next time
+                raise IssuerMismatch(f"its discovery document names the issuer "
+                                     f"{str(named)[:200]!r}, not {issuer!r}")
+            return metadata
 
     return App
 
@@ -42,7 +56,7 @@ def init_app(app: Flask) -> None:
     for provider in found:
         oauth.register(
             provider.name,
-            client_cls=_app_class(provider.ca_file),
+            client_cls=_app_class(provider.issuer, provider.ca_file),
             client_id=provider.client_id,
             client_secret=provider.client_secret,
             server_metadata_url=provider.metadata_url,

@@ -119,5 +119,8 @@ def logout_url(session_id: int | None) -> tuple[str, str] | None:
 
 
 def _unavailable(provider: Provider, exc: Exception) -> ProviderUnavailable:
+    if isinstance(exc, clients.IssuerMismatch):
+        return ProviderUnavailable(f"{provider.display_name} cannot be signed in with: {exc} "
+                                   "(AGENTWATCH_OIDC_ISSUER must be the issuer it names)")
     return ProviderUnavailable(f"{provider.display_name} could not be reached to sign in "
                                f"({type(exc).__name__}); try again later")
