@@ -118,7 +118,7 @@ def test_a_drain_blocked_by_a_budget_names_the_pod_and_the_budget(live: Live,
     assert "needs 2 healthy pods and has 2" in done["blocked"][0]["reason"]
     assert f"default/{blocked}" in done["message"] and "PodDisruptionBudget web" \
         in done["message"]
-    assert "left cordoned" in done["message"]
+    assert done["message"].endswith("Node node-a is left cordoned.")  # read again, as it is
     # Nothing half-done in silence: cordoned, the pod still runs, and it is on record.
     assert unschedulable(sim, "node-a")
     assert pods_on(sim, "node-a") == [blocked]
@@ -126,6 +126,33 @@ def test_a_drain_blocked_by_a_budget_names_the_pod_and_the_budget(live: Live,
     assert event.details["action"] == "drain" and event.details["result"] == "failed"
     assert event.details["object"] == "Node//node-a"
     assert [b["pod"] for b in event.details["blocked"]] == [f"default/{blocked}"]
+
+
+def test_a_drain_says_so_when_the_node_was_uncordoned_meanwhile(live: Live) -> None:
+    """Its report read the node as it left it: "left cordoned" though someone had
+    uncordoned it during the drain."""
+    import threading
+    live.user("alice", "admin")
+    live.agent("prod")
+    sim = live.sim
+    two_nodes_and_web(sim)
+    sim.create(builders.pod_disruption_budget("default", "web", LABELS, min_available=2))
+    eventually(lambda: (sim.get("poddisruptionbudgets", "web").get("status") or {})
+               .get("currentHealthy") == 2)
+
+    def uncordon_once_cordoned() -> None:
+        eventually(lambda: unschedulable(sim, "node-a"))
+        sim.patch("nodes", "node-a", {"spec": {"unschedulable": False}}, namespace="")
+
+    helper = threading.Thread(target=uncordon_once_cordoned, daemon=True)
+    helper.start()
+    status, lines = drain(live.browser("alice"), "node-a")
+    helper.join(timeout=10)
+    assert status == 200
+    done = lines[-1]
+    assert done["type"] == "done" and done["result"] == "failed"
+    assert "Node node-a was uncordoned meanwhile" in done["message"]
+    assert "left cordoned" not in done["message"]
 
 
 def test_a_drain_evicts_and_the_controller_replaces_the_pod_elsewhere(live: Live,

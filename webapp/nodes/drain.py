@@ -21,7 +21,7 @@ from typing import Any
 from ..watch import names
 from ..watch.kube import ClusterClient, KubeError
 from ..watch.resources import Identity, WatchParams
-from .care import set_unschedulable
+from .care import NODES, set_unschedulable
 
 PODS = WatchParams("", "v1", "pods")
 MIRROR = "kubernetes.io/config.mirror"
@@ -294,4 +294,14 @@ class Drain:
                                                 for f in report.failed))
         if still:
             parts.append("still terminating: " + ", ".join(still))
-        return ". ".join(parts) + f". Node {node} is left cordoned."
+        return ". ".join(parts) + f". {self._cordon_left()}"
+
+    def _cordon_left(self) -> str:
+        """What the node is left as, read now: someone may have uncordoned it meanwhile."""
+        try:
+            spec = self.client.get(NODES, self.node, self.identity).get("spec") or {}
+        except (KubeError, AttributeError):
+            return f"Node {self.node} should be left cordoned (it could not be read again)."
+        if spec.get("unschedulable"):
+            return f"Node {self.node} is left cordoned."
+        return f"Node {self.node} was uncordoned meanwhile: new pods may be scheduled on it."
