@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import click
@@ -18,12 +20,20 @@ def _fail(exc: AppError) -> None:
     raise click.ClickException(exc.message)
 
 
-def _app() -> Flask:
-    """The app, its schema upgraded; a migration's refusal is said in its words."""
+@contextlib.contextmanager
+def _migration_said() -> Iterator[None]:
+    """A migration's refusal (what the database holds, and what to do) as the command's
+    error, in its words: not a traceback."""
     try:
-        return create_app()
+        yield
     except migrate.Refused as exc:
         raise click.ClickException(str(exc)) from None
+
+
+def _app() -> Flask:
+    """The app, its schema upgraded."""
+    with _migration_said():
+        return create_app()
 
 
 @click.group(cls=FlaskGroup, create_app=_app, add_default_commands=False,
@@ -48,10 +58,8 @@ def main() -> None:
 def serve(host: str, port: int, workers: int, threads: int) -> None:
     """Run the production server (gunicorn, gthread workers)."""
     from .server import run
-    try:
+    with _migration_said():
         run(host, port, workers, threads)
-    except migrate.Refused as exc:
-        raise click.ClickException(str(exc)) from None
 
 
 # --- database -----------------------------------------------------------------------------
@@ -66,10 +74,8 @@ def db() -> None:
 def db_upgrade() -> None:
     """Upgrade the schema to the newest revision (also done at every start)."""
     engine = current_app.extensions["db_engine"]
-    try:
+    with _migration_said():
         migrate.upgrade(engine)
-    except migrate.Refused as exc:
-        raise click.ClickException(str(exc)) from None
     click.echo(f"database at revision {migrate.current_revision(engine)}")
 
 

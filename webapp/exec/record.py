@@ -18,17 +18,9 @@ from .request import ExecRequest
 
 def opened(user: User, agent: Agent, request: ExecRequest, started: datetime) -> None:
     """The session is open (the API server took it): who, where, what."""
-    details: dict[str, Any] = {
-        "action": "exec", "group": "", "version": "v1", "resource": "pods",
-        "namespace": request.namespace, "name": request.pod,
-        "object": f"Pod/{request.namespace}/{request.pod}",
-        "container": request.container, "command": list(request.command),
-        "started_at": started.isoformat(), "phase": "opened"}
-    with db.write_transaction() as session:
-        record_one(session, agent.id, NewEvent(
-            "cluster_action", started, user_name=user.name,
-            message=f"opened a shell: `{shlex.join(request.command)[:200]}` in "
-                    f"{request.target}", details=details), clock_now())
+    _write(user, agent, started, clock_now(),
+           f"opened a shell: `{_command(request)}` in {request.target}",
+           {**_session(request, started), "phase": "opened"})
 
 
 def record(user: User, agent: Agent, request: ExecRequest, started: datetime,
@@ -37,22 +29,34 @@ def record(user: User, agent: Agent, request: ExecRequest, started: datetime,
     connection broke); `reason`: exited, idle, closed (by the person), ended (sign-in or
     access ended), refused, broken."""
     ended = clock_now()
-    # Quoted as a shell would read it: an argument cannot make the line say another thing.
-    command = shlex.join(request.command)
     said = {"exited": f"exit code {exit_code}" if exit_code is not None else "ended",
             "idle": "closed after being idle", "closed": "closed",
             "ended": "closed: sign-in or access ended", "refused": "refused",
             "broken": "connection lost"}.get(reason, reason)
-    details: dict[str, Any] = {
-        "action": "exec", "group": "", "version": "v1", "resource": "pods",
-        "namespace": request.namespace, "name": request.pod,
-        "object": f"Pod/{request.namespace}/{request.pod}",
-        "container": request.container, "command": list(request.command),
-        "started_at": started.isoformat(), "ended_at": ended.isoformat(),
-        "exit_code": exit_code, "reason": reason, "result": result,
-        "outcome": message[:500] or said}
+    details = {**_session(request, started), "ended_at": ended.isoformat(),
+               "exit_code": exit_code, "reason": reason, "result": result,
+               "outcome": message[:500] or said}
+    _write(user, agent, started, ended,
+           f"ran `{_command(request)}` in {request.target}: {said}", details)
+
+
+def _session(request: ExecRequest, started: datetime) -> dict[str, Any]:
+    """What both records say of the session: which pod and container, the command, when."""
+    return {"action": "exec", "group": "", "version": "v1", "resource": "pods",
+            "namespace": request.namespace, "name": request.pod,
+            "object": f"Pod/{request.namespace}/{request.pod}",
+            "container": request.container, "command": list(request.command),
+            "started_at": started.isoformat()}
+
+
+def _command(request: ExecRequest) -> str:
+    # Quoted as a shell would read it: an argument cannot make the line say another thing.
+    return shlex.join(request.command)[:200]
+
+
+def _write(user: User, agent: Agent, started: datetime, now: datetime, message: str,
+           details: dict[str, Any]) -> None:
     with db.write_transaction() as session:
-        record_one(session, agent.id, NewEvent(
-            "cluster_action", started, user_name=user.name,
-            message=f"ran `{command[:200]}` in {request.target}: {said}", details=details),
-            ended)
+        record_one(session, agent.id, NewEvent("cluster_action", started,
+                                               user_name=user.name, message=message,
+                                               details=details), now)

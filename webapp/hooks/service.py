@@ -134,16 +134,13 @@ def waiting(hook: Hook) -> int:
 # --- sending at once ----------------------------------------------------------------------
 
 def _sends_now() -> threading.BoundedSemaphore:
-    app = current_app._get_current_object()  # type: ignore[attr-defined]
-    with _SENDS_LOCK:
-        found: threading.BoundedSemaphore | None = app.extensions.get("hook_sends_now")
-        if found is None:
-            found = threading.BoundedSemaphore(int(app.config["WEBHOOK_MAX_SENDS_NOW"]))
-            app.extensions["hook_sends_now"] = found
-        return found
-
-
-_SENDS_LOCK = threading.Lock()
+    """The process's slots (made on first use; setdefault keeps the first one made)."""
+    extensions = current_app.extensions
+    found: threading.BoundedSemaphore | None = extensions.get("hook_sends_now")
+    if found is None:
+        found = extensions.setdefault("hook_sends_now", threading.BoundedSemaphore(
+            int(current_app.config["WEBHOOK_MAX_SENDS_NOW"])))
+    return found
 
 
 @contextlib.contextmanager
